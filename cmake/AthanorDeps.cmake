@@ -1,0 +1,50 @@
+# Finds every third-party dependency once, so folders only name imported targets.
+# All of them come from Debian 12 packages (see scripts/install-deps).
+
+find_package(Threads REQUIRED)
+find_package(absl CONFIG REQUIRED)
+find_package(Protobuf REQUIRED)
+find_package(gRPC CONFIG REQUIRED)
+find_package(GTest CONFIG REQUIRED)
+find_package(Boost 1.74 REQUIRED COMPONENTS program_options)
+find_package(SQLite3 REQUIRED)
+find_package(CURL REQUIRED)
+find_package(OpenSSL REQUIRED)
+find_package(MPI REQUIRED COMPONENTS C)
+find_package(ucx CONFIG REQUIRED)
+find_package(nlohmann_json CONFIG REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)
+
+find_program(ATHANOR_PROTOC protoc REQUIRED)
+find_program(ATHANOR_GRPC_CPP_PLUGIN grpc_cpp_plugin REQUIRED)
+
+# CUDA and NCCL are optional: AUTO builds them when the toolkit is found,
+# ON fails loudly when it is not, OFF never looks.
+set(ATHANOR_HAVE_CUDA OFF)
+if(NOT ATHANOR_WITH_CUDA STREQUAL "OFF")
+  find_package(CUDAToolkit QUIET)
+  find_path(ATHANOR_NCCL_INCLUDE nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
+  find_library(ATHANOR_NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR})
+  if(CUDAToolkit_FOUND AND ATHANOR_NCCL_INCLUDE AND ATHANOR_NCCL_LIBRARY)
+    set(ATHANOR_HAVE_CUDA ON)
+    include(CheckLanguage)
+    check_language(CUDA)
+    if(CMAKE_CUDA_COMPILER)
+      enable_language(CUDA)
+      if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+        set(CMAKE_CUDA_ARCHITECTURES 90)
+      endif()
+    endif()
+    add_library(athanor_nccl INTERFACE)
+    target_include_directories(athanor_nccl INTERFACE ${ATHANOR_NCCL_INCLUDE})
+    target_link_libraries(athanor_nccl INTERFACE ${ATHANOR_NCCL_LIBRARY} CUDA::cudart)
+    message(STATUS "athanor: CUDA ${CUDAToolkit_VERSION} and NCCL found; building GPU paths")
+  elseif(ATHANOR_WITH_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "ATHANOR_WITH_CUDA=ON but the CUDA toolkit or NCCL was not found "
+                        "(CUDAToolkit_FOUND=${CUDAToolkit_FOUND}, nccl.h=${ATHANOR_NCCL_INCLUDE}, "
+                        "libnccl=${ATHANOR_NCCL_LIBRARY})")
+  else()
+    message(STATUS "athanor: CUDA/NCCL not found; GPU paths are not built")
+  endif()
+endif()

@@ -1,0 +1,35 @@
+#include "common/clock.h"
+
+namespace athanor {
+
+TimePoint RealClock::Now() const {
+  return std::chrono::time_point_cast<Duration>(std::chrono::steady_clock::now());
+}
+
+int64_t RealClock::UnixSeconds() const {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+RealClock* RealClock::Get() {
+  static RealClock* clock = new RealClock();
+  return clock;
+}
+
+TimePoint FakeClock::Now() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return TimePoint(elapsed_);
+}
+
+int64_t FakeClock::UnixSeconds() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return unix_base_ + std::chrono::duration_cast<std::chrono::seconds>(elapsed_).count();
+}
+
+void FakeClock::Advance(Duration d) {
+  std::lock_guard<std::mutex> lock(mu_);
+  elapsed_ += d;
+}
+
+}  // namespace athanor

@@ -1,0 +1,54 @@
+// Injectable time. Code that makes decisions on time (heartbeat timeouts,
+// grace periods, backoff) takes a Clock*, so tests drive it with FakeClock.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+
+namespace athanor {
+
+using Duration = std::chrono::nanoseconds;
+// Time since an arbitrary epoch; only differences are meaningful except for
+// WallClock values, which are Unix time.
+using TimePoint = std::chrono::time_point<std::chrono::steady_clock, Duration>;
+
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  // Monotonic time. Thread-safe.
+  virtual TimePoint Now() const = 0;
+  // Unix time in seconds, for records shown to people. Thread-safe.
+  virtual int64_t UnixSeconds() const = 0;
+};
+
+// The real clock: steady_clock and system_clock.
+class RealClock final : public Clock {
+ public:
+  TimePoint Now() const override;
+  int64_t UnixSeconds() const override;
+  static RealClock* Get();  // process-wide instance, never destroyed
+};
+
+// A clock that moves only when told to. Thread-safe.
+class FakeClock final : public Clock {
+ public:
+  explicit FakeClock(int64_t unix_seconds = 1'700'000'000) : unix_base_(unix_seconds) {}
+  TimePoint Now() const override;
+  int64_t UnixSeconds() const override;
+  void Advance(Duration d);
+
+ private:
+  mutable std::mutex mu_;
+  Duration elapsed_{0};  // guarded by mu_
+  const int64_t unix_base_;
+};
+
+inline double ToSeconds(Duration d) { return std::chrono::duration<double>(d).count(); }
+inline Duration Seconds(double s) {
+  return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(s));
+}
+inline Duration Millis(int64_t ms) { return std::chrono::milliseconds(ms); }
+
+}  // namespace athanor

@@ -1,0 +1,76 @@
+#include "common/rank_env.h"
+
+#include <gtest/gtest.h>
+
+namespace athanor {
+namespace {
+
+EnvLookup FromMap(std::map<std::string, std::string> m) {
+  return [m](const std::string& k) -> std::optional<std::string> {
+    auto it = m.find(k);
+    if (it == m.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+TEST(RankEnv, AloneIsWorldOfOne) {
+  auto env = ParseRankEnv(FromMap({}));
+  ASSERT_TRUE(env.ok());
+  EXPECT_EQ(env->rank, 0);
+  EXPECT_EQ(env->world_size, 1);
+  EXPECT_EQ(env->source, RankEnvSource::kAlone);
+}
+
+TEST(RankEnv, ContractRoundTrips) {
+  RankEnv in;
+  in.rank = 3;
+  in.world_size = 4;
+  in.local_rank = 1;
+  in.local_world_size = 2;
+  in.node_rank = 1;
+  in.master_addr = "10.0.0.1";
+  in.master_port = 29500;
+  in.job_id = "17";
+  in.attempt = 2;
+  in.checkpoint_uri = "file:///tmp/c";
+  in.coordinator = "127.0.0.1:7000";
+  auto out = ParseRankEnv(FromMap(in.ToEnvironment()));
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->rank, 3);
+  EXPECT_EQ(out->world_size, 4);
+  EXPECT_EQ(out->local_rank, 1);
+  EXPECT_EQ(out->local_world_size, 2);
+  EXPECT_EQ(out->node_rank, 1);
+  EXPECT_EQ(out->master_addr, "10.0.0.1");
+  EXPECT_EQ(out->master_port, 29500);
+  EXPECT_EQ(out->job_id, "17");
+  EXPECT_EQ(out->attempt, 2);
+  EXPECT_EQ(out->checkpoint_uri, "file:///tmp/c");
+  EXPECT_EQ(out->coordinator, "127.0.0.1:7000");
+  EXPECT_EQ(out->source, RankEnvSource::kContract);
+}
+
+TEST(RankEnv, FallsBackToOpenMpi) {
+  auto env = ParseRankEnv(FromMap({{"OMPI_COMM_WORLD_RANK", "1"},
+                                   {"OMPI_COMM_WORLD_SIZE", "3"},
+                                   {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                                   {"OMPI_COMM_WORLD_LOCAL_SIZE", "3"}}));
+  ASSERT_TRUE(env.ok());
+  EXPECT_EQ(env->rank, 1);
+  EXPECT_EQ(env->world_size, 3);
+  EXPECT_EQ(env->local_world_size, 3);
+  EXPECT_EQ(env->source, RankEnvSource::kOpenMpi);
+}
+
+TEST(RankEnv, RejectsBadValues) {
+  auto bad = ParseRankEnv(FromMap({{"RANK", "x"}, {"WORLD_SIZE", "2"}}));
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("RANK='x'"), std::string::npos);
+  EXPECT_EQ(ParseRankEnv(FromMap({{"RANK", "2"}, {"WORLD_SIZE", "2"}})).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseRankEnv(FromMap({{"RANK", "0"}})).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace athanor

@@ -1,0 +1,186 @@
+#include "common/subprocess.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+
+extern char** environ;
+
+namespace athanor {
+
+std::string ExitInfo::ToString() const {
+  if (signal != 0) return absl::StrCat("killed by signal ", signal, " (", strsignal(signal), ")");
+  return absl::StrCat("exit code ", exit_code);
+}
+
+ExitInfo DecodeWaitStatus(int status) {
+  ExitInfo info;
+  if (WIFEXITED(status)) {
+    info.exit_code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    info.signal = WTERMSIG(status);
+    info.exit_code = 128 + info.signal;
+  }
+  return info;
+}
+
+absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Start(const SubprocessOptions& options) {
+  if (options.argv.empty() || options.argv[0].empty()) {
+    return absl::InvalidArgumentError("cannot start a process with an empty command");
+  }
+  // Everything the child needs is prepared before fork(): after it, only
+  // async-signal-safe calls.
+  std::vector<std::string> env_strings;
+  if (options.inherit_env) {
+    for (char** e = environ; *e != nullptr; ++e) {
+      std::string_view kv(*e);
+      std::string key(kv.substr(0, kv.find('=')));
+      if (!options.env.count(key)) env_strings.emplace_back(kv);
+    }
+  }
+  for (const auto& [k, v] : options.env) env_strings.push_back(absl::StrCat(k, "=", v));
+  std::vector<char*> envp;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> argv_copy = options.argv;
+  std::vector<char*> argv;
+  for (auto& s : argv_copy) argv.push_back(s.data());
+  argv.push_back(nullptr);
+
+  int out_fd = -1, err_fd = -1;
+  auto close_fds = [&] {
+    if (out_fd >= 0) close(out_fd);
+    if (err_fd >= 0 && err_fd != out_fd) close(err_fd);
+  };
+  if (!options.stdout_path.empty()) {
+    out_fd = open(options.stdout_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (out_fd < 0) return ErrnoStatus(absl::StrCat("open ", options.stdout_path));
+  }
+  int pipe_fds[2] = {-1, -1};
+  if (options.capture_stdout && out_fd < 0) {
+    if (pipe2(pipe_fds, O_CLOEXEC) != 0) return ErrnoStatus("pipe2");
+    out_fd = pipe_fds[1];
+  }
+  if (options.stderr_path == "=stdout") {
+    err_fd = out_fd;
+  } else if (!options.stderr_path.empty()) {
+    err_fd = open(options.stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (err_fd < 0) {
+      close_fds();
+      return ErrnoStatus(absl::StrCat("open ", options.stderr_path));
+    }
+  }
+  int exec_err[2];
+  if (pipe2(exec_err, O_CLOEXEC) != 0) {
+    close_fds();
+    return ErrnoStatus("pipe2");
+  }
+
+  pid_t pid = fork();
+  if (pid < 0) {
+    int err = errno;
+    close_fds();
+    close(exec_err[0]);
+    close(exec_err[1]);
+    if (pipe_fds[0] >= 0) close(pipe_fds[0]);
+    return ErrnoStatus("fork", err);
+  }
+  if (pid == 0) {
+    if (options.new_process_group) setpgid(0, 0);
+    sigset_t all;
+    sigemptyset(&all);
+    sigprocmask(SIG_SETMASK, &all, nullptr);
+    signal(SIGPIPE, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    if (out_fd >= 0) dup2(out_fd, STDOUT_FILENO);
+    if (err_fd >= 0) dup2(err_fd, STDERR_FILENO);
+    int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0) dup2(devnull, STDIN_FILENO);
+    if (!options.working_dir.empty() && chdir(options.working_dir.c_str()) != 0) {
+      int e = errno;
+      ssize_t unused = write(exec_err[1], &e, sizeof(e));
+      (void)unused;
+      _exit(127);
+    }
+    execvpe(argv[0], argv.data(), envp.data());
+    int e = errno;
+    ssize_t unused = write(exec_err[1], &e, sizeof(e));
+    (void)unused;
+    _exit(127);
+  }
+  if (options.new_process_group) setpgid(pid, pid);  // no race with the child's own call
+  close(exec_err[1]);
+  close_fds();
+  int child_errno = 0;
+  ssize_t n;
+  do {
+    n = read(exec_err[0], &child_errno, sizeof(child_errno));
+  } while (n < 0 && errno == EINTR);
+  close(exec_err[0]);
+  if (n == sizeof(child_errno)) {
+    int status;
+    waitpid(pid, &status, 0);
+    if (pipe_fds[0] >= 0) close(pipe_fds[0]);
+    return ErrnoStatus(absl::StrCat("cannot execute '", options.argv[0], "'"), child_errno);
+  }
+  return std::unique_ptr<Subprocess>(new Subprocess(pid, pipe_fds[0], options.new_process_group));
+}
+
+Subprocess::~Subprocess() {
+  if (stdout_fd_ >= 0) close(stdout_fd_);
+  if (!exit_) {
+    // Reap if it has already exited, so no zombie outlives its owner.
+    int status;
+    waitpid(pid_, &status, WNOHANG);
+  }
+}
+
+absl::Status Subprocess::Signal(int sig) {
+  if (exit_) return absl::OkStatus();
+  int rc = group_ ? kill(-pid_, sig) : kill(pid_, sig);
+  if (rc != 0 && errno == ESRCH && group_) rc = kill(pid_, sig);
+  if (rc != 0 && errno != ESRCH) return ErrnoStatus(absl::StrCat("kill ", pid_));
+  return absl::OkStatus();
+}
+
+std::optional<ExitInfo> Subprocess::Poll() {
+  if (exit_) return exit_;
+  int status;
+  pid_t r = waitpid(pid_, &status, WNOHANG);
+  if (r == pid_) exit_ = DecodeWaitStatus(status);
+  return exit_;
+}
+
+ExitInfo Subprocess::Wait() {
+  if (exit_) return *exit_;
+  int status = 0;
+  pid_t r;
+  do {
+    r = waitpid(pid_, &status, 0);
+  } while (r < 0 && errno == EINTR);
+  exit_ = DecodeWaitStatus(status);
+  return *exit_;
+}
+
+std::string Subprocess::ReadAllStdout() {
+  std::string out;
+  if (stdout_fd_ < 0) return out;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = read(stdout_fd_, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buf, n);
+  }
+  return out;
+}
+
+}  // namespace athanor

@@ -1,0 +1,54 @@
+#include "common/subprocess.h"
+
+#include <signal.h>
+
+#include <gtest/gtest.h>
+
+namespace athanor {
+namespace {
+
+TEST(Subprocess, CapturesOutputAndExitCode) {
+  SubprocessOptions o;
+  o.argv = {"sh", "-c", "echo hello $GREETING; exit 3"};
+  o.env = {{"GREETING", "world"}};
+  o.capture_stdout = true;
+  auto p = Subprocess::Start(o);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ((*p)->ReadAllStdout(), "hello world\n");
+  ExitInfo e = (*p)->Wait();
+  EXPECT_EQ(e.exit_code, 3);
+  EXPECT_EQ(e.signal, 0);
+}
+
+TEST(Subprocess, MissingProgramIsNotFound) {
+  SubprocessOptions o;
+  o.argv = {"/nonexistent/athanor-no-such-program"};
+  auto p = Subprocess::Start(o);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(p.status().message().find("athanor-no-such-program"), std::string::npos);
+}
+
+TEST(Subprocess, EmptyCommandIsInvalid) {
+  EXPECT_EQ(Subprocess::Start(SubprocessOptions{}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(Subprocess, SignalReachesTheGroup) {
+  SubprocessOptions o;
+  // The shell waits on a child; killing the group ends both.
+  o.argv = {"sh", "-c", "echo started; sleep 600 & wait"};
+  o.capture_stdout = true;
+  auto p = Subprocess::Start(o);
+  ASSERT_TRUE(p.ok());
+  char buf[8];
+  ASSERT_EQ(read((*p)->stdout_fd(), buf, 8), 8);  // "started\n": the child is up
+  ASSERT_TRUE((*p)->Signal(SIGKILL).ok());
+  ExitInfo e = (*p)->Wait();
+  EXPECT_EQ(e.signal, SIGKILL);
+  EXPECT_EQ(e.exit_code, 128 + SIGKILL);
+  EXPECT_EQ((*p)->ReadAllStdout(), "");  // EOF: no member of the group holds the pipe
+}
+
+}  // namespace
+}  // namespace athanor
