@@ -1,0 +1,38 @@
+// JobQueue: pending jobs by priority class (highest first), then tenant, then
+// submit sequence (FIFO). Fair share between tenants of one class is applied
+// by the scheduling pass on top of this layout, since it depends on usage that
+// changes as the pass starts jobs.
+//
+// Threading: none; confined to the owning Scheduler's caller.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "coordinator/scheduler/types.h"
+
+namespace athanor::sched {
+
+class JobQueue {
+ public:
+  using TenantQueue = std::set<std::pair<uint64_t, JobId>>;  // (submit_seq, id)
+  using PriorityClass = std::map<std::string, TenantQueue>;  // by tenant
+  using Classes = std::map<int, PriorityClass, std::greater<int>>;
+
+  void Add(const JobRequest& job);
+  void Remove(const JobRequest& job);
+  const Classes& classes() const { return classes_; }
+  size_t size() const { return size_; }
+  // 1-based rank among pending jobs by (priority desc, submit_seq); 0 if absent.
+  int Position(const JobRequest& job) const;
+
+ private:
+  Classes classes_;
+  size_t size_ = 0;
+};
+
+}  // namespace athanor::sched

@@ -1,0 +1,64 @@
+// JobRecord: everything the core knows about one job, pending or holding
+// resources. Owned by Scheduler; the policy modules read it.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "coordinator/scheduler/types.h"
+
+namespace athanor::sched {
+
+// Why a pending job did not start in the last pass (formatted by Why()).
+// kBehindReservation and kStrictOrder refer to the last pass's head.
+struct PendingReason {
+  enum class Code {
+    kNotConsidered,       // no pass since it was queued
+    kQuota,               // tenant at its GPU quota
+    kNoFitNow,            // not enough eligible UP nodes even if everything ended
+    kHoldsReservation,    // the blocked head: waits for its reserved nodes
+    kWaitingPreemption,   // the head: waits for the jobs it preempted to exit
+    kBehindReservation,   // would delay the head's reservation
+    kNoFree,              // too few eligible nodes with free resources
+    kStrictOrder,         // backfill off: waits behind the blocked head
+  };
+  Code code = Code::kNotConsidered;
+  int eligible = 0;        // kNoFree / kNoFitNow: nodes that qualify
+  int gpus_in_use = 0;     // kQuota
+  int quota = 0;           // kQuota
+  bool finite = false;     // reservation start known
+  TimePoint when{};        // reservation start
+  std::vector<JobId> victims;  // kWaitingPreemption
+
+  // Cheap reset (the pass sets a reason on every pending job it visits).
+  void Set(Code c) {
+    code = c;
+    eligible = gpus_in_use = quota = 0;
+    finite = false;
+    if (!victims.empty()) victims.clear();
+  }
+};
+
+struct JobRecord {
+  JobRequest req;
+  JobState state = JobState::kPending;
+  std::vector<int> nodes;       // held node indices, in node-rank order
+  TimePoint started{};          // start of the current attempt
+  std::optional<TimePoint> last_checkpoint;
+  TimePoint preempt_deadline{};  // kPreempting: when the agents SIGKILL
+  bool borrower = false;         // backfilled onto reserved GPUs; preempted for the head
+  PendingReason reason;
+
+  // When the held resources come back, if known: the preemption deadline, or
+  // start + declared time limit.
+  std::optional<TimePoint> EndEstimate() const {
+    if (state == JobState::kPreempting) return preempt_deadline;
+    if (state == JobState::kRunning && req.time_limit > Duration::zero()) {
+      return started + req.time_limit;
+    }
+    return std::nullopt;
+  }
+};
+
+}  // namespace athanor::sched

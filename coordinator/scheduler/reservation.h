@@ -1,0 +1,48 @@
+// Reservation: where and when the highest-priority blocked gang will start,
+// and how much of its reserved nodes backfill may still use.
+//
+// The start time comes from holders' EndEstimate(): PREEMPTING jobs end at
+// their deadline, running ones at start + time limit; jobs without a limit
+// never end. Walking those ends in time order, the first instant at which the
+// gang fits gives `start` and the nodes. If it never fits that way, `start` is
+// unknown (finite = false) and the nodes are chosen on full capacity: their
+// GPUs are then held for the gang as they free up.
+//
+// Backfill rule (Scheduler): a job whose declared limit ends by `start` may
+// use anything free; any other job may use a reserved node only within
+// `slack` (what the gang leaves unused there at `start`), unless it is
+// preemptible, in which case it borrows and is preempted for the gang.
+#pragma once
+
+#include <vector>
+
+#include "coordinator/scheduler/job_record.h"
+#include "coordinator/scheduler/membership.h"
+#include "coordinator/scheduler/placement.h"
+
+namespace athanor::sched {
+
+struct Reservation {
+  JobId job;
+  int priority = 0;
+  bool finite = false;
+  TimePoint start{};
+  std::vector<int> nodes;
+  NodeCaps slack;  // per reserved node
+
+  // Whether a job with `limit` starting at `now` ends before the reservation.
+  bool EndsBefore(TimePoint now, Duration limit) const {
+    return limit > Duration::zero() && (!finite || now + limit <= start);
+  }
+};
+
+// `holders`: every job holding resources. The caller has checked that the
+// gang fits the UP inventory; returns nothing otherwise.
+std::optional<Reservation> ComputeReservation(const Membership& members, const JobRecord& head,
+                                              const std::vector<const JobRecord*>& holders,
+                                              TimePoint now);
+
+// Takes `used` on `node` out of the reservation's slack (floored at 0).
+void ConsumeSlack(Reservation& reservation, int node, const Resources& used);
+
+}  // namespace athanor::sched

@@ -1,0 +1,137 @@
+// Scheduler: the coordinator's scheduling core. Holds the cluster state
+// (Membership), pending jobs (JobQueue), usage (Accounting) and tenant policy,
+// and turns them into decisions with Schedule().
+//
+// Policy, in the order a pass applies it:
+//   - priority classes, higher first; inside a class the tenant furthest
+//     below its fair share (GPUs in use / share weight) goes next, FIFO by
+//     submit sequence within a tenant;
+//   - hard per-tenant GPU quotas (jobs over quota are skipped, not blocking);
+//   - all-or-nothing gangs placed by Placement (topology, best fit);
+//   - the first job that cannot start (the "head") may preempt (Preemption);
+//     otherwise it gets a Reservation, and later jobs backfill only where they
+//     cannot delay it (off: strict order);
+//   - a job whose GPUs are PREEMPTING gets them back only at OnJobExited.
+//
+// Decisions are applied to the state before Schedule returns (a started job
+// holds its GPUs, a victim is PREEMPTING); the caller persists them, then acts.
+// After a restart the caller rebuilds the state with AddNode, Submit (keeping
+// submit_seq) and Restore.
+//
+// Threading: not thread-safe; the caller serialises calls (the coordinator
+// holds its state lock). Ownership: `clock` is not owned and must outlive it.
+// Errors: InvalidArgument for requests that can never be satisfied (with the
+// reason), NotFound for unknown ids, FailedPrecondition for wrong states.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/clock.h"
+#include "coordinator/scheduler/accounting.h"
+#include "coordinator/scheduler/job_queue.h"
+#include "coordinator/scheduler/job_record.h"
+#include "coordinator/scheduler/membership.h"
+#include "coordinator/scheduler/placement.h"
+#include "coordinator/scheduler/reservation.h"
+#include "coordinator/scheduler/types.h"
+
+namespace athanor::sched {
+
+struct WhyReport {
+  JobState state = JobState::kPending;
+  std::vector<std::string> reasons;
+  int queue_position = 0;  // 1-based among pending jobs; 0 if not pending
+};
+
+class Scheduler {
+ public:
+  Scheduler(const Clock* clock, SchedulerOptions options);
+
+  // ---- nodes (see Membership for the semantics)
+  absl::Status AddNode(const NodeSpec& spec);
+  absl::Status RemoveNode(const std::string& name);
+  // Returns the jobs holding resources on the node; for DOWN the caller ends
+  // them and reports each with OnJobExited.
+  absl::StatusOr<std::vector<JobId>> SetNodeState(const std::string& name, NodeState state);
+  absl::Status Heartbeat(const std::string& name);
+  // Marks nodes silent for longer than `timeout` DOWN; returns their names.
+  // SetNodeState(name, kDown) on each (idempotent) lists the jobs to end.
+  std::vector<std::string> ExpireHeartbeats(Duration timeout);
+
+  // ---- tenants
+  void SetQuota(const std::string& tenant, int gpus);  // < 0: no quota
+  void SetShare(const std::string& tenant, double weight);  // default 1
+
+  // ---- jobs
+  // Queues a job. submit_seq 0 assigns the next sequence number; a nonzero
+  // one (restore) is kept. InvalidArgument when it can never fit the current
+  // inventory or its tenant's quota, saying why.
+  absl::Status Submit(JobRequest job);
+  // Removes a pending job. FailedPrecondition when it holds resources: end it
+  // and report OnJobExited instead.
+  absl::Status Cancel(const JobId& job);
+  // The job's processes are gone: its resources are free again. `requeue`
+  // puts it back to pending with its original submit order (preempted, or a
+  // failure with restarts left); otherwise it is forgotten.
+  absl::Status OnJobExited(const JobId& job, bool requeue);
+  // Newest committed checkpoint of a running job (for victim choice).
+  absl::Status OnCheckpoint(const JobId& job, TimePoint committed_at);
+  // Re-creates a job holding its persisted placement (after a restart):
+  // RUNNING, or PREEMPTING when `preempt_deadline` is given.
+  absl::Status Restore(JobRequest job, const std::vector<NodeAllocation>& placement,
+                       TimePoint started_at, std::optional<TimePoint> last_checkpoint,
+                       std::optional<TimePoint> preempt_deadline = std::nullopt);
+
+  // One scheduling pass at clock->Now().
+  std::vector<Decision> Schedule();
+
+  // ---- introspection
+  absl::StatusOr<WhyReport> Why(const JobId& job) const;
+  std::vector<UsageRow> Usage() const { return accounting_.Usage(clock_->Now()); }
+  const Membership& membership() const { return membership_; }
+  const Accounting& accounting() const { return accounting_; }
+  const JobRecord* job(const JobId& id) const;
+  // The reservation made by the last pass, if any.
+  const std::optional<Reservation>& reservation() const { return reservation_; }
+  size_t pending() const { return queue_.size(); }
+
+ private:
+  struct PassState;
+
+  void StartJob(JobRecord& job, const std::vector<int>& nodes, PassState& pass,
+                std::vector<Decision>& out);
+  // The first job of the pass that cannot start: preempt for it or reserve.
+  void HandleHead(JobRecord& job, int eligible_free, PassState& pass, std::vector<Decision>& out);
+  // Any later job: start it only where it cannot delay the head.
+  void TryBackfill(JobRecord& job, PassState& pass, std::vector<Decision>& out);
+  int TenantQuota(const std::string& tenant) const;
+  double TenantShare(const std::string& tenant) const;
+  std::string DescribeNeed(const JobRequest& job) const;
+
+  const Clock* const clock_;
+  const SchedulerOptions options_;
+  Membership membership_;
+  JobQueue queue_;
+  Accounting accounting_;
+  std::unordered_map<JobId, JobRecord> jobs_;
+  std::map<std::string, int> quotas_;
+  std::map<std::string, double> shares_;
+  uint64_t next_seq_ = 1;
+  // Inventory nodes able to host one share of a shape, valid for one
+  // Membership::inventory_version().
+  std::map<ShapeKey, int> hosts_cache_;
+  uint64_t hosts_cache_version_ = 0;
+  // Jobs holding resources (RUNNING or PREEMPTING), by id; values point
+  // into jobs_ (node-based, so stable).
+  std::map<JobId, const JobRecord*> holders_;
+  std::optional<Reservation> reservation_;
+  JobId last_head_;  // the head of the last pass, for Why()
+};
+
+}  // namespace athanor::sched

@@ -1,0 +1,334 @@
+// One test per policy rule, with exact expected placements and reasons.
+#include "coordinator/scheduler/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include "coordinator/scheduler/test_util.h"
+
+namespace athanor::sched {
+namespace {
+
+using testing::MakeJob;
+using testing::MakeNode;
+using testing::Where;
+using std::chrono::seconds;
+
+class PolicyTest : public ::testing::Test {
+ protected:
+  explicit PolicyTest(SchedulerOptions options = {}) : sched_(&clock_, options) {}
+  void Add(const NodeSpec& spec) { ASSERT_TRUE(sched_.AddNode(spec).ok()); }
+  void Submit(JobRequest job) { ASSERT_TRUE(sched_.Submit(std::move(job)).ok()); }
+  std::vector<std::string> Reasons(const JobId& id) {
+    auto why = sched_.Why(id);
+    EXPECT_TRUE(why.ok());
+    return why.ok() ? why->reasons : std::vector<std::string>{};
+  }
+  // Starts one job alone and checks where it went.
+  void StartAlone(JobRequest job, const std::vector<std::string>& where) {
+    std::string id = job.id;
+    Submit(std::move(job));
+    auto d = sched_.Schedule();
+    ASSERT_EQ(d.size(), 1u);
+    EXPECT_EQ(d[0].job, id);
+    EXPECT_EQ(Where(d[0]), where);
+  }
+
+  FakeClock clock_;
+  Scheduler sched_;
+};
+
+TEST_F(PolicyTest, HigherPriorityFirstThenFifo) {
+  Add(MakeNode("a", 4));
+  Submit(MakeJob("low", 1, 4, "t", 0));
+  Submit(MakeJob("hi1", 1, 4, "t", 5));
+  Submit(MakeJob("hi2", 1, 4, "t", 5));
+  auto d = sched_.Schedule();
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].job, "hi1");
+  EXPECT_EQ(Where(d[0]), std::vector<std::string>{"a:0,1,2,3"});
+  EXPECT_EQ(sched_.Why("hi2")->queue_position, 1);
+  EXPECT_EQ(sched_.Why("low")->queue_position, 2);
+  ASSERT_TRUE(sched_.OnJobExited("hi1", false).ok());
+  d = sched_.Schedule();
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].job, "hi2");
+}
+
+TEST_F(PolicyTest, FairShareFavoursTheTenantUsingLess) {
+  Add(MakeNode("a", 4));
+  Add(MakeNode("b", 4));
+  StartAlone(MakeJob("A1", 1, 4, "A"), {"a:0,1,2,3"});
+  Submit(MakeJob("A2", 1, 4, "A"));
+  Submit(MakeJob("B1", 1, 4, "B"));  // later, but tenant B uses nothing
+  auto d = sched_.Schedule();
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].job, "B1");
+  EXPECT_EQ(Where(d[0]), std::vector<std::string>{"b:0,1,2,3"});
+}
+
+TEST_F(PolicyTest, QuotaIsAHardLimitAndExplained) {
+  Add(MakeNode("a", 8));
+  sched_.SetQuota("A", 4);
+  StartAlone(MakeJob("A1", 1, 4, "A"), {"a:0,1,2,3"});
+  Submit(MakeJob("A2", 1, 1, "A"));
+  Submit(MakeJob("B1", 1, 2, "B"));
+  auto d = sched_.Schedule();
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].job, "B1");
+  EXPECT_EQ(Reasons("A2"), (std::vector<std::string>{
+                               "quota: tenant A uses 4 of 4 GPUs; the job needs 1",
+                               "position 1 of 1 in the queue"}));
+  absl::Status too_big = sched_.Submit(MakeJob("A3", 1, 5, "A"));
+  EXPECT_EQ(too_big.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(too_big.message(), "job A3 needs 5 GPUs but tenant A has a quota of 4");
+}
+
+TEST_F(PolicyTest, RefusesJobsThatCanNeverFit) {
+  Add(MakeNode("a", 8));
+  JobRequest job = MakeJob("j", 2, 4);
+  job.gpu_model = "H100";
+  absl::Status status = sched_.Submit(job);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message(),
+            "job j can never fit: it needs 2 nodes with 4 free GPUs (model H100) each; only 1 "
+            "node(s) in the inventory qualify");
+  EXPECT_EQ(sched_.Submit(MakeJob("z", 1, 0)).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(PolicyTest, GangIsAllOrNothingAndExplained) {
+  Add(MakeNode("a", 4));
+  Add(MakeNode("b", 4));
+  StartAlone(MakeJob("small", 1, 2), {"a:0,1"});
+  JobRequest gang = MakeJob("gang", 2, 4);
+  gang.gpu_model = "H100";
+  Submit(gang);
+  EXPECT_TRUE(sched_.Schedule().empty());
+  EXPECT_EQ(sched_.membership().node(1).free_gpus, 4);
+  EXPECT_EQ(Reasons("gang")[0],
+            "no node fits: needs 2 nodes with 4 free GPUs (model H100) each; 1 node has them free");
+  ASSERT_TRUE(sched_.OnJobExited("small", false).ok());
+  auto d = sched_.Schedule();
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(Where(d[0]), (std::vector<std::string>{"a:0,1,2,3", "b:0,1,2,3"}));
+}
+
+// a: R1 (4 GPUs, ends at 100 s); b: R2 (2 GPUs, ends at 200 s); the gang G
+// (2x4, top priority) is reserved for a+b at 200 s.
+class BackfillTest : public PolicyTest {
+ protected:
+  explicit BackfillTest(SchedulerOptions options = {}) : PolicyTest(options) {}
+  void SetUp() override {
+    Add(MakeNode("a", 4));
+    Add(MakeNode("b", 4));
+    JobRequest r1 = MakeJob("R1", 1, 4);
+    r1.time_limit = seconds(100);
+    StartAlone(r1, {"a:0,1,2,3"});
+    JobRequest r2 = MakeJob("R2", 1, 2);
+    r2.time_limit = seconds(200);
+    StartAlone(r2, {"b:0,1"});
+    Submit(MakeJob("G", 2, 4, "t", 10));
+  }
+  JobRequest Small(const std::string& id, int64_t limit_s, bool preemptible) {
+    JobRequest job = MakeJob(id, 1, 2);
+    job.time_limit = seconds(limit_s);
+    job.preemptible = preemptible;
+    return job;
+  }
+};
+
+TEST_F(BackfillTest, JobEndingBeforeTheReservationBackfills) {
+  Submit(Small("S1", 150, false));
+  auto d = sched_.Schedule();
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].job, "S1");
+  EXPECT_EQ(Where(d[0]), std::vector<std::string>{"b:2,3"});
+  ASSERT_TRUE(sched_.reservation().has_value());
+  EXPECT_EQ(sched_.reservation()->job, "G");
+  EXPECT_EQ(sched_.reservation()->start, TimePoint{} + seconds(200));
+  EXPECT_EQ(Reasons("G")[1], "holds the reservation; starts in 200 s");
+}
+
+TEST_F(BackfillTest, LongJobWaitsBehindTheReservation) {
+  Submit(Small("S2", 300, false));
+  EXPECT_TRUE(sched_.Schedule().empty());
+  EXPECT_EQ(Reasons("S2"), (std::vector<std::string>{
+                               "waiting behind the reservation for job G (starts in 200 s)",
+                               "position 2 of 2 in the queue"}));
+}
+
+TEST_F(BackfillTest, PreemptibleBorrowerIsPreemptedWhenTheGangCanStart) {
+  Submit(Small("S3", 0, true));
+  auto d = sched_.Schedule();
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(Where(d[0]), std::vector<std::string>{"b:2,3"});
+  EXPECT_TRUE(sched_.job("S3")->borrower);
+  clock_.Advance(seconds(100));
+  ASSERT_TRUE(sched_.OnJobExited("R1", false).ok());
+  EXPECT_TRUE(sched_.Schedule().empty());  // b still holds R2
+  clock_.Advance(seconds(100));
+  ASSERT_TRUE(sched_.OnJobExited("R2", false).ok());
+  d = sched_.Schedule();  // S3 runs 200 s < min run time, but it borrowed
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].kind, Decision::Kind::kPreempt);
+  EXPECT_EQ(d[0].job, "S3");
+  EXPECT_EQ(d[0].grace, seconds(60));
+  EXPECT_TRUE(sched_.Schedule().empty());  // its GPUs are free only at exit
+  EXPECT_EQ(Reasons("G")[0], "waiting for preempted job(s) S3 to exit");
+  ASSERT_TRUE(sched_.OnJobExited("S3", true).ok());
+  d = sched_.Schedule();
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].job, "G");
+  EXPECT_EQ(Where(d[0]), (std::vector<std::string>{"a:0,1,2,3", "b:0,1,2,3"}));
+}
+
+TEST_F(PolicyTest, UnknownReservationHoldsFreedGpusForTheGang) {
+  Add(MakeNode("a", 4));
+  Add(MakeNode("b", 4));
+  StartAlone(MakeJob("R1", 1, 4), {"a:0,1,2,3"});  // no time limits: never end
+  StartAlone(MakeJob("R2", 1, 2), {"b:0,1"});
+  Add(MakeNode("c", 2));
+  Submit(MakeJob("G", 2, 4, "t", 10));
+  Submit(MakeJob("S", 1, 2));  // best fit would be b, but b's free GPUs are G's
+  auto d = sched_.Schedule();
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(Where(d[0]), std::vector<std::string>{"c:0,1"});
+  ASSERT_TRUE(sched_.reservation().has_value());
+  EXPECT_FALSE(sched_.reservation()->finite);
+  EXPECT_EQ(sched_.reservation()->nodes, (std::vector<int>{0, 1}));
+  Submit(MakeJob("S2", 1, 2));
+  EXPECT_TRUE(sched_.Schedule().empty());
+  EXPECT_EQ(Reasons("S2")[0],
+            "waiting behind the reservation for job G (starts at an unknown time (running jobs "
+            "declare no time limit))");
+  JobRequest limited = MakeJob("S3", 1, 2);
+  limited.time_limit = seconds(50);  // ends before an unknown start: may use b
+  Submit(limited);
+  d = sched_.Schedule();
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].job, "S3");
+  EXPECT_EQ(Where(d[0]), std::vector<std::string>{"b:2,3"});
+}
+
+TEST_F(PolicyTest, ShareWeightsSkewFairShare) {
+  Add(MakeNode("a", 8));
+  sched_.SetShare("big", 4);
+  StartAlone(MakeJob("b1", 1, 2, "big"), {"a:0,1"});
+  StartAlone(MakeJob("s1", 1, 1, "small"), {"a:2"});
+  // big: 2 GPUs / share 4 = 0.5 < small: 1 / 1.
+  Submit(MakeJob("s2", 1, 5, "small"));
+  Submit(MakeJob("b2", 1, 5, "big"));
+  auto d = sched_.Schedule();
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].job, "b2");
+}
+
+TEST_F(PolicyTest, ExpiredHeartbeatsTakeNodesDown) {
+  Add(MakeNode("a", 4));
+  Add(MakeNode("b", 4));
+  clock_.Advance(seconds(20));
+  ASSERT_TRUE(sched_.Heartbeat("b").ok());
+  clock_.Advance(seconds(15));
+  EXPECT_EQ(sched_.ExpireHeartbeats(seconds(30)), std::vector<std::string>{"a"});
+  StartAlone(MakeJob("j", 1, 4), {"b:0,1,2,3"});
+}
+
+class StrictOrderTest : public BackfillTest {
+ protected:
+  StrictOrderTest() : BackfillTest(SchedulerOptions{.backfill = false}) {}
+};
+
+TEST_F(StrictOrderTest, NothingPassesTheBlockedHead) {
+  Submit(Small("S1", 150, false));
+  EXPECT_TRUE(sched_.Schedule().empty());
+  EXPECT_EQ(Reasons("S1")[0], "waiting behind blocked job G (backfill is off)");
+}
+
+TEST_F(PolicyTest, PreemptsTheVictimWithLeastLostWorkOnlyOnce) {
+  Add(MakeNode("a", 4));
+  Add(MakeNode("b", 4));
+  JobRequest l1 = MakeJob("L1", 1, 4, "t", 0);
+  l1.preemptible = true;
+  StartAlone(l1, {"a:0,1,2,3"});
+  JobRequest l2 = l1;
+  l2.id = "L2";
+  l2.submit_seq = 0;
+  StartAlone(l2, {"b:0,1,2,3"});
+  clock_.Advance(seconds(400));
+  ASSERT_TRUE(sched_.OnCheckpoint("L1", TimePoint{} + seconds(390)).ok());
+  ASSERT_TRUE(sched_.OnCheckpoint("L2", TimePoint{} + seconds(100)).ok());
+  JobRequest h = MakeJob("H", 1, 4, "t", 9);
+  h.grace = seconds(30);
+  Submit(h);
+  auto d = sched_.Schedule();
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].kind, Decision::Kind::kPreempt);
+  EXPECT_EQ(d[0].job, "L1");
+  EXPECT_EQ(d[0].grace, seconds(60));  // the victim's grace (default)
+  EXPECT_EQ(sched_.job("L1")->state, JobState::kPreempting);
+  EXPECT_TRUE(sched_.Schedule().empty());  // no second victim
+  ASSERT_TRUE(sched_.OnJobExited("L1", true).ok());
+  d = sched_.Schedule();
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].job, "H");
+  EXPECT_EQ(Where(d[0]), std::vector<std::string>{"a:0,1,2,3"});
+  EXPECT_EQ(sched_.job("L1")->req.submit_seq, 1u);  // requeued in its original order
+  EXPECT_EQ(sched_.Why("L1")->queue_position, 1);
+}
+
+TEST_F(PolicyTest, MinimumRunTimeProtectsFreshJobs) {
+  Add(MakeNode("a", 4));
+  JobRequest l1 = MakeJob("L1", 1, 4, "t", 0);
+  l1.preemptible = true;
+  StartAlone(l1, {"a:0,1,2,3"});
+  clock_.Advance(seconds(299));
+  Submit(MakeJob("H", 1, 4, "t", 9));
+  EXPECT_TRUE(sched_.Schedule().empty());
+  clock_.Advance(seconds(1));
+  auto d = sched_.Schedule();
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].kind, Decision::Kind::kPreempt);
+}
+
+TEST_F(PolicyTest, NodeDownKeepsGpusHeldUntilTheJobExits) {
+  Add(MakeNode("a", 4));
+  Add(MakeNode("b", 4));
+  StartAlone(MakeJob("j", 2, 2), {"a:0,1", "b:0,1"});
+  auto jobs = sched_.SetNodeState("a", NodeState::kDown);
+  ASSERT_TRUE(jobs.ok());
+  EXPECT_EQ(*jobs, std::vector<JobId>{"j"});
+  Submit(MakeJob("k", 1, 4));
+  EXPECT_TRUE(sched_.Schedule().empty());  // b's GPUs 0,1 still held by j
+  ASSERT_TRUE(sched_.OnJobExited("j", true).ok());
+  auto d = sched_.Schedule();
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].job, "k");  // j needs 2 nodes; only b is UP
+  EXPECT_EQ(Reasons("j")[0],
+            "no node fits: needs 2 nodes with 2 free GPUs each; only 1 UP node(s) could ever host "
+            "a share");
+}
+
+TEST_F(PolicyTest, RestoreRebuildsARunningJob) {
+  Add(MakeNode("a", 4));
+  JobRequest j = MakeJob("j", 1, 2);
+  j.submit_seq = 7;
+  ASSERT_TRUE(sched_.Restore(j, {{"a", {1, 3}}}, TimePoint{}, std::nullopt).ok());
+  JobRequest k = MakeJob("k", 1, 2);
+  EXPECT_EQ(sched_.Restore(k, {{"a", {3, 0}}}, TimePoint{}, std::nullopt).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(sched_.membership().node(0).free_gpus, 2);
+  StartAlone(k, {"a:0,2"});
+  EXPECT_EQ(sched_.job("k")->req.submit_seq, 8u);
+  Add(MakeNode("b", 4));
+  ASSERT_TRUE(sched_.Restore(MakeJob("p", 1, 4), {{"b", {0, 1, 2, 3}}}, TimePoint{}, std::nullopt,
+                             TimePoint{} + seconds(60))
+                  .ok());
+  EXPECT_EQ(sched_.job("p")->state, JobState::kPreempting);
+  Submit(MakeJob("w", 1, 4, "t", 5));
+  EXPECT_TRUE(sched_.Schedule().empty());  // waits for p; preempts nothing more
+  EXPECT_EQ(Reasons("w")[0], "waiting for preempted job(s) p to exit");
+  clock_.Advance(seconds(10));
+  EXPECT_DOUBLE_EQ(sched_.accounting().JobGpuSeconds("j", clock_.Now()), 20.0);
+}
+
+}  // namespace
+}  // namespace athanor::sched

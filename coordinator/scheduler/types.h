@@ -1,0 +1,89 @@
+// Plain value types of the scheduler core: what a node offers, what a job asks
+// for, and the decisions a scheduling pass returns.
+//
+// The core is pure: it holds cluster state, applies policy and reads an
+// injected Clock; it does no I/O. The coordinator persists each Decision
+// before acting on it, and on restart replays its store into a fresh
+// Scheduler (Restore), so the same code runs in the service, in tests and in
+// the trace-replay benchmark.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+
+namespace athanor::sched {
+
+using JobId = std::string;
+
+// Lifecycle of a node as the scheduler sees it. Only UP nodes receive new
+// work; DRAINING nodes keep their jobs and become DRAINED when empty; DOWN
+// nodes receive nothing (their jobs' resources stay held until each job is
+// reported exited, so nothing is ever given twice).
+enum class NodeState { kUp, kDraining, kDrained, kDown };
+const char* NodeStateName(NodeState state);
+
+struct NodeSpec {
+  std::string name;
+  int gpus = 0;
+  std::string gpu_model;      // e.g. "H100"
+  int64_t gpu_memory_mb = 0;  // per GPU
+  int cpus = 0;
+  int64_t memory_mb = 0;
+  std::map<std::string, std::string> labels;  // "switch", "rack", ...
+};
+
+// A job asks for `nodes` distinct nodes, each contributing exactly
+// `gpus_per_node` GPUs (all-or-nothing), plus per-node CPU and RAM.
+struct JobRequest {
+  JobId id;
+  std::string tenant;
+  int priority = 0;           // higher runs first
+  bool preemptible = false;
+  int nodes = 1;
+  int gpus_per_node = 1;
+  std::string gpu_model;      // empty: any model
+  int64_t min_gpu_memory_mb = 0;
+  int cpus_per_node = 0;
+  int64_t memory_mb_per_node = 0;
+  Duration time_limit{0};     // 0: none declared (never ends, for reservations)
+  Duration grace{0};          // preemption grace; 0: SchedulerOptions::default_grace
+  uint64_t submit_seq = 0;    // FIFO order within a class; kept across requeues
+
+  int total_gpus() const { return nodes * gpus_per_node; }
+};
+
+// The GPUs (device indices) one node gives a job.
+struct NodeAllocation {
+  std::string node;
+  std::vector<int> gpu_ids;
+  bool operator==(const NodeAllocation&) const = default;
+};
+
+// One decision of a pass. kStart: the job now holds `placement` (one entry per
+// node, in node-rank order). kPreempt: the job is now PREEMPTING and should be
+// asked to checkpoint and exit within `grace`; its resources stay held until
+// OnJobExited.
+struct Decision {
+  enum class Kind { kStart, kPreempt };
+  Kind kind = Kind::kStart;
+  JobId job;
+  std::vector<NodeAllocation> placement;  // kStart only
+  Duration grace{0};                      // kPreempt only
+};
+
+struct SchedulerOptions {
+  bool backfill = true;                  // off: strict priority order
+  Duration default_grace = std::chrono::seconds(60);
+  Duration min_run_time = std::chrono::seconds(300);  // before a job may be preempted
+  int exact_preemption_limit = 16;       // candidates searched exhaustively; greedy above
+};
+
+// A job's current state inside the core.
+enum class JobState { kPending, kRunning, kPreempting };
+const char* JobStateName(JobState state);
+
+}  // namespace athanor::sched

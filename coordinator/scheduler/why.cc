@@ -1,0 +1,95 @@
+// "why JOB": human reasons for a job's state, from the last pass.
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "coordinator/scheduler/scheduler.h"
+
+namespace athanor::sched {
+
+std::string Scheduler::DescribeNeed(const JobRequest& job) const {
+  std::string need = absl::StrCat("needs ", job.nodes, job.nodes == 1 ? " node" : " nodes",
+                                  " with ", job.gpus_per_node, " free GPU",
+                                  job.gpus_per_node == 1 ? "" : "s");
+  std::vector<std::string> extras;
+  if (!job.gpu_model.empty()) extras.push_back(absl::StrCat("model ", job.gpu_model));
+  if (job.min_gpu_memory_mb > 0) {
+    extras.push_back(absl::StrCat(">= ", job.min_gpu_memory_mb, " MB per GPU"));
+  }
+  if (job.cpus_per_node > 0) extras.push_back(absl::StrCat(job.cpus_per_node, " CPUs"));
+  if (job.memory_mb_per_node > 0) extras.push_back(absl::StrCat(job.memory_mb_per_node, " MB RAM"));
+  if (!extras.empty()) absl::StrAppend(&need, " (", absl::StrJoin(extras, ", "), ")");
+  absl::StrAppend(&need, job.nodes == 1 ? "" : " each");
+  return need;
+}
+
+namespace {
+
+std::string StartText(bool finite, TimePoint when, TimePoint now) {
+  if (!finite) return "at an unknown time (running jobs declare no time limit)";
+  int64_t s = std::chrono::duration_cast<std::chrono::seconds>(when - now).count();
+  return absl::StrCat("in ", s, " s");
+}
+
+}  // namespace
+
+absl::StatusOr<WhyReport> Scheduler::Why(const JobId& id) const {
+  const JobRecord* job = this->job(id);
+  if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", id));
+  WhyReport report;
+  report.state = job->state;
+  const TimePoint now = clock_->Now();
+  if (job->state != JobState::kPending) {
+    std::vector<std::string> nodes;
+    for (int node : job->nodes) nodes.push_back(membership_.node(node).spec.name);
+    report.reasons.push_back(absl::StrCat(JobStateName(job->state), " on ",
+                                          absl::StrJoin(nodes, ",")));
+    return report;
+  }
+  const PendingReason& r = job->reason;
+  using Code = PendingReason::Code;
+  switch (r.code) {
+    case Code::kNotConsidered:
+      report.reasons.push_back("not yet considered by a scheduling pass");
+      break;
+    case Code::kQuota:
+      report.reasons.push_back(absl::StrCat("quota: tenant ", job->req.tenant, " uses ",
+                                            r.gpus_in_use, " of ", r.quota, " GPUs; the job needs ",
+                                            job->req.total_gpus()));
+      break;
+    case Code::kNoFitNow:
+      report.reasons.push_back(absl::StrCat("no node fits: ", DescribeNeed(job->req), "; only ",
+                                            r.eligible, " UP node(s) could ever host a share"));
+      break;
+    case Code::kNoFree:
+      report.reasons.push_back(absl::StrCat("no node fits: ", DescribeNeed(job->req), "; ",
+                                            r.eligible, r.eligible == 1 ? " node has" : " nodes have",
+                                            " them free"));
+      break;
+    case Code::kHoldsReservation:
+      report.reasons.push_back(absl::StrCat("no node fits: ", DescribeNeed(job->req), "; ",
+                                            r.eligible, r.eligible == 1 ? " node has" : " nodes have",
+                                            " them free"));
+      report.reasons.push_back(absl::StrCat("holds the reservation; starts ",
+                                            StartText(r.finite, r.when, now)));
+      break;
+    case Code::kWaitingPreemption:
+      report.reasons.push_back(absl::StrCat("waiting for preempted job(s) ",
+                                            absl::StrJoin(r.victims, ", "), " to exit"));
+      break;
+    case Code::kBehindReservation:
+      report.reasons.push_back(absl::StrCat("waiting behind the reservation for job ", last_head_,
+                                            " (starts ", StartText(r.finite, r.when, now), ")"));
+      break;
+    case Code::kStrictOrder:
+      report.reasons.push_back(
+          absl::StrCat("waiting behind blocked job ", last_head_, " (backfill is off)"));
+      break;
+  }
+  report.queue_position = queue_.Position(job->req);
+  report.reasons.push_back(absl::StrCat("position ", report.queue_position, " of ", queue_.size(),
+                                        " in the queue"));
+  return report;
+}
+
+}  // namespace athanor::sched
