@@ -148,6 +148,19 @@ absl::Status Scheduler::OnJobExited(const JobId& id, bool requeue) {
   return absl::OkStatus();
 }
 
+absl::Status Scheduler::MarkPreempting(const JobId& id, TimePoint deadline) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
+  JobRecord& job = it->second;
+  if (job.state == JobState::kPending) {
+    return absl::FailedPreconditionError(absl::StrCat("job ", id, " is not running"));
+  }
+  if (job.state == JobState::kPreempting) return absl::OkStatus();
+  job.state = JobState::kPreempting;
+  job.preempt_deadline = deadline;
+  return absl::OkStatus();
+}
+
 absl::Status Scheduler::OnCheckpoint(const JobId& id, TimePoint committed_at) {
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id));

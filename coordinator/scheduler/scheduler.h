@@ -80,6 +80,10 @@ class Scheduler {
   // puts it back to pending with its original submit order (preempted, or a
   // failure with restarts left); otherwise it is forgotten.
   absl::Status OnJobExited(const JobId& job, bool requeue);
+  // Marks a RUNNING job PREEMPTING (preempted by hand, or its node drains):
+  // its GPUs come back at OnJobExited. NotFound / FailedPrecondition when it
+  // holds nothing; a job already PREEMPTING keeps the earlier deadline.
+  absl::Status MarkPreempting(const JobId& job, TimePoint deadline);
   // Newest committed checkpoint of a running job (for victim choice).
   absl::Status OnCheckpoint(const JobId& job, TimePoint committed_at);
   // Re-creates a job holding its persisted placement (after a restart):

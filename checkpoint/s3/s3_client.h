@@ -1,0 +1,71 @@
+// S3Client: signed S3 REST requests over libcurl, with retries.
+//
+// Send() signs (SigV4, path-style: endpoint/bucket/key) and performs one
+// request, retrying with full-jitter exponential backoff on transport errors
+// (connection refused/reset, timeouts, truncated bodies), HTTP 500/502/503/504
+// and 400 RequestTimeout. Bodies are string_views the caller keeps alive, so
+// every attempt re-sends the same bytes. Non-retryable HTTP errors come back
+// as a response; ToStatus() maps them to canonical codes.
+//
+// Thread-safe: curl easy handles are pooled (one per concurrent request) so
+// connections are reused.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "checkpoint/s3/s3_options.h"
+
+namespace athanor {
+
+struct S3Request {
+  std::string method;  // GET PUT POST DELETE HEAD
+  std::string key;     // full object key (with the store prefix); empty for bucket requests
+  std::map<std::string, std::string> query;
+  std::map<std::string, std::string> headers;  // extra headers (signed)
+  absl::string_view body;
+};
+
+struct S3Response {
+  long status = 0;
+  std::map<std::string, std::string> headers;  // lower-case names
+  std::string body;
+};
+
+class S3Client {
+ public:
+  explicit S3Client(S3Options options);
+  ~S3Client();
+  S3Client(const S3Client&) = delete;
+  S3Client& operator=(const S3Client&) = delete;
+
+  // A response with any HTTP status that is not retryable, or Unavailable /
+  // DeadlineExceeded once the attempts are spent.
+  absl::StatusOr<S3Response> Send(const S3Request& request);
+
+  const S3Options& options() const { return options_; }
+  int64_t retries() const;
+
+ private:
+  absl::StatusOr<S3Response> SendOnce(const S3Request& request, void* curl, bool* retryable);
+  void* AcquireHandle();
+  void ReleaseHandle(void* handle);
+
+  const S3Options options_;
+  std::string host_;  // Host header value
+  mutable std::mutex mu_;
+  std::vector<void*> idle_handles_;  // guarded by mu_
+  int64_t retries_ = 0;              // guarded by mu_
+};
+
+// Maps a non-2xx response to a status: 404 NotFound, 412 AlreadyExists (a
+// failed If-None-Match), 403 PermissionDenied, 416 OutOfRange, 501
+// Unimplemented, others Internal; the message names `what`, the HTTP status
+// and the S3 error code and message.
+absl::Status S3ErrorStatus(const S3Response& response, const std::string& what);
+
+}  // namespace athanor

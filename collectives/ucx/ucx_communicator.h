@@ -1,0 +1,58 @@
+// The UCX backend: collectives on host memory over the UCP tag API.
+//
+// Large all-reduces run ring reduce-scatter + all-gather cut into pipelined
+// segments (several in flight per peer, reduced straight from the receive
+// scratch into the destination); small ones run recursive doubling. UCX picks
+// the transport itself (shared memory, TCP, verbs; UCX_TLS is respected) and
+// the chosen lanes are logged at start-up. Worker addresses are exchanged
+// through the TCP store served by rank 0 (collectives/bootstrap/tcp_store.h).
+//
+// Thread model: no progress thread. One mutex guards the UCP worker and every
+// pending operation; whichever thread is in Work::Wait / Work::Done (or
+// issuing a new call) progresses the worker and advances *all* pending
+// operations, so ranks that wait on different tags still finish. An async
+// call therefore moves only while some thread of this communicator waits.
+//
+// Tags: the low 20 bits of CollectiveOptions::tag, plus a per-tag sequence
+// number (8 bits), select the messages of a call, so concurrent calls need
+// tags that differ in their low 20 bits, and one rank may run at most 255
+// calls with one tag ahead of another.
+//
+// Lifetime: the destructor waits (up to the bootstrap timeout) until every
+// healthy rank reaches its destructor, so no endpoint closes under a peer
+// still reading; rank 0 also keeps the TCP store up until the others leave.
+//
+// Errors: endpoints to other hosts use UCX peer error handling; peers on this
+// host are watched through pidfds (see UcxTuning). Either way a dead rank fails every
+// pending and later call with Unavailable naming it; an operation past its
+// CollectiveOptions::timeout fails with DeadlineExceeded. Either leaves the
+// communicator unusable. A Work must not outlive its communicator.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "collectives/factory.h"
+
+namespace athanor {
+
+// Tuning knobs; defaults suit shared memory on one host.
+struct UcxTuning {
+  size_t segment_bytes = 512 << 10;
+  int window = 4;
+  size_t small_bytes = 64 << 10;  // all-reduces up to this size use recursive doubling
+  // UCX keepalive period: how fast a silent dead peer is noticed
+  // (UCX_KEEPALIVE_INTERVAL in the environment wins).
+  std::string keepalive_interval = "1s";
+  // Peers on this host: keep UCX shared memory (which cannot report a dead
+  // peer) and watch their processes through pidfds every watch_period.
+  bool watch_local_peers = true;
+  std::chrono::milliseconds watch_period{20};
+};
+
+absl::StatusOr<std::unique_ptr<Communicator>> CreateUcxCommunicator(
+    const CommunicatorOptions& options, const UcxTuning& tuning = {});
+
+}  // namespace athanor

@@ -1,0 +1,167 @@
+// The conformance suite on the ucx backend, as threads and as processes, and
+// its failure behaviour (a killed rank, a rank that never joins).
+#include "collectives/ucx/ucx_communicator.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "collectives/testing/conformance.h"
+#include "collectives/testing/rank_harness.h"
+#include "common/net.h"
+#include "common/status.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace athanor {
+namespace {
+
+using ::testing::HasSubstr;
+
+void ExpectAllOk(const std::vector<absl::Status>& results) {
+  for (size_t r = 0; r < results.size(); ++r) {
+    EXPECT_TRUE(results[r].ok()) << "rank " << r << ": " << results[r];
+  }
+}
+
+class UcxConformance : public ::testing::TestWithParam<int> {};
+
+TEST_P(UcxConformance, Threads) {
+  HarnessOptions h;
+  h.world_size = GetParam();
+  ConformanceOptions c;
+  if (h.world_size > 4) c.big_counts = {};  // keep 7 threads on 2 cores fast
+  ExpectAllOk(RunRanksAsThreads(h, [&](int, Communicator* comm) {
+    EXPECT_EQ(comm->backend(), h.world_size == 1 ? "ucx" : "ucx");
+    EXPECT_EQ(comm->world_size(), h.world_size);
+    return RunConformance(comm, c);
+  }));
+}
+
+TEST_P(UcxConformance, Processes) {
+  HarnessOptions h;
+  h.world_size = GetParam();
+  ConformanceOptions c;
+  if (h.world_size > 4) c.big_counts = {};
+  ExpectAllOk(RunRanksAsProcesses(h, [&](int, Communicator* comm) {
+    RETURN_IF_ERROR(RunConformance(comm, c));
+    return RunConcurrentTags(comm);
+  }));
+}
+
+INSTANTIATE_TEST_SUITE_P(WorldSizes, UcxConformance, ::testing::Values(1, 2, 3, 4, 7));
+
+TEST(UcxCommunicator, ConcurrentTagsDoNotMix) {
+  HarnessOptions h;
+  h.world_size = 3;
+  ExpectAllOk(RunRanksAsThreads(h, [](int, Communicator* comm) { return RunConcurrentTags(comm); }));
+}
+
+TEST(UcxCommunicator, AbortFailsLaterCalls) {
+  HarnessOptions h;
+  h.world_size = 2;
+  ExpectAllOk(RunRanksAsThreads(h, [](int, Communicator* comm) -> absl::Status {
+    RETURN_IF_ERROR(comm->Barrier());
+    comm->Abort();
+    int32_t x = 1;
+    absl::Status s = comm->AllReduce(&x, &x, 1, DataType::kI32, ReduceOp::kSum);
+    if (!absl::IsAborted(s)) return absl::InternalError(absl::StrCat("want Aborted, got ", s.ToString()));
+    return absl::OkStatus();
+  }));
+}
+
+TEST(UcxCommunicator, KilledRankIsNamedOnEveryOtherRank) {
+  HarnessOptions h;
+  h.world_size = 4;
+  h.timeout = std::chrono::seconds(30);
+  h.watchdog = std::chrono::seconds(45);
+  constexpr int kVictim = 2;
+  auto results = RunRanksAsProcesses(h, [](int rank, Communicator* comm) -> absl::Status {
+    std::vector<float> buf(16 << 20, 1.0f);  // 64 MiB: many segments in flight
+    RETURN_IF_ERROR(comm->AllReduce(buf.data(), buf.data(), buf.size(), DataType::kF32, ReduceOp::kSum));
+    if (rank == kVictim) {  // dies in the middle of the next one, some segments moved
+      auto work = comm->AllReduceAsync(buf.data(), buf.data(), buf.size(), DataType::kF32,
+                                       ReduceOp::kSum, {});
+      for (int i = 0; i < 200 && !work->Done(); ++i) {
+      }
+      kill(getpid(), SIGKILL);
+    }
+    CollectiveOptions o;
+    o.timeout = std::chrono::seconds(20);
+    for (int i = 0; i < 50; ++i) {
+      RETURN_IF_ERROR(comm->AllReduce(buf.data(), buf.data(), buf.size(), DataType::kF32,
+                                      ReduceOp::kSum, o));
+    }
+    return absl::InternalError("every all-reduce succeeded although a rank was killed");
+  });
+  for (int r = 0; r < h.world_size; ++r) {
+    if (r == kVictim) {
+      EXPECT_THAT(results[r].message(), HasSubstr("died without a report")) << results[r];
+      continue;
+    }
+    EXPECT_EQ(results[r].code(), absl::StatusCode::kUnavailable) << "rank " << r << ": " << results[r];
+    // Through the pidfd watch ("(pid N) exited") or a transport error on it.
+    EXPECT_THAT(results[r].message(), HasSubstr("peer rank 2 ")) << "rank " << r << ": " << results[r];
+  }
+}
+
+// The path used for peers on other hosts: UCX's own peer error handling (TCP).
+TEST(UcxCommunicator, KilledRankIsNamedThroughUcxPeerErrorHandling) {
+  HarnessOptions h;
+  h.world_size = 3;
+  h.timeout = std::chrono::seconds(30);
+  h.watchdog = std::chrono::seconds(45);
+  h.create = [](const CommunicatorOptions& o) {
+    setenv("UCX_TLS", "tcp,self", 1);  // in the forked child only
+    UcxTuning t;
+    t.watch_local_peers = false;
+    t.keepalive_interval = "200ms";
+    return CreateUcxCommunicator(o, t);
+  };
+  constexpr int kVictim = 1;
+  auto results = RunRanksAsProcesses(h, [](int rank, Communicator* comm) -> absl::Status {
+    std::vector<float> buf(4 << 20, 1.0f);
+    RETURN_IF_ERROR(comm->AllReduce(buf.data(), buf.data(), buf.size(), DataType::kF32, ReduceOp::kSum));
+    if (rank == kVictim) kill(getpid(), SIGKILL);
+    CollectiveOptions o;
+    o.timeout = std::chrono::seconds(20);
+    for (int i = 0; i < 50; ++i) {
+      RETURN_IF_ERROR(comm->AllReduce(buf.data(), buf.data(), buf.size(), DataType::kF32,
+                                      ReduceOp::kSum, o));
+    }
+    return absl::InternalError("every all-reduce succeeded although a rank was killed");
+  });
+  for (int r : {0, 2}) {
+    EXPECT_EQ(results[r].code(), absl::StatusCode::kUnavailable) << "rank " << r << ": " << results[r];
+    EXPECT_THAT(results[r].message(), HasSubstr("peer rank 1")) << "rank " << r << ": " << results[r];
+  }
+}
+
+TEST(UcxCommunicator, RankThatNeverJoinsFailsBootstrapNamingIt) {
+  auto port = PickFreePort();
+  ASSERT_TRUE(port.ok());
+  std::vector<absl::Status> results(3);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 3; ++r) {  // rank 3 of 4 never starts
+    threads.emplace_back([&, r] {
+      CommunicatorOptions o;
+      o.rank = r;
+      o.world_size = 4;
+      o.master_port = *port;
+      o.timeout = std::chrono::milliseconds(1500);
+      results[r] = CreateCommunicator(o).status();
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(results[r].code(), absl::StatusCode::kDeadlineExceeded) << results[r];
+    EXPECT_THAT(results[r].message(), HasSubstr("rank(s) 3 of 4 did not join")) << results[r];
+  }
+}
+
+}  // namespace
+}  // namespace athanor

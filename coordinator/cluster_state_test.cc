@@ -1,0 +1,228 @@
+#include "coordinator/cluster_state.h"
+
+#include <gtest/gtest.h>
+
+namespace athanor::coord {
+namespace {
+
+class ClusterStateTest : public ::testing::Test {
+ protected:
+  ClusterStateTest() : state_(Options(), &clock_) {
+    for (const char* name : {"n1", "n2"}) {
+      NodeRecord n;
+      n.name = name;
+      n.host = std::string("host-") + name;
+      n.agent_address = "127.0.0.1:1";
+      n.inventory.gpus = 2;
+      EXPECT_TRUE(state_.RegisterNode(n, {}).ok());
+    }
+  }
+  static StateOptions Options() {
+    StateOptions o;
+    o.heartbeat_timeout = Seconds(10);
+    o.master_port_min = 30000;
+    o.master_port_max = 30001;
+    o.kill_after_ms = 1234;
+    o.coordinator_address = "coord:7700";
+    return o;
+  }
+  static JobSpec Spec(int nodes, int gpus, int max_restarts = 0) {
+    JobSpec s;
+    s.nodes = nodes;
+    s.gpus_per_node = gpus;
+    s.command = {"train"};
+    s.max_restarts = max_restarts;
+    return s;
+  }
+  static RankReport Report(const std::string& job, int attempt, int rank, RankPhase phase,
+                           int code = 0) {
+    RankReport r;
+    r.job_id = job;
+    r.attempt = attempt;
+    r.rank = rank;
+    r.phase = phase;
+    r.exit_code = code;
+    return r;
+  }
+  // Every rank of the job's attempt on `node`, as its agent would report it.
+  void HeartbeatAll(const std::string& node, std::vector<RankReport> reports) {
+    EXPECT_TRUE(state_.Heartbeat(node, state_.generation(), reports));
+  }
+
+  FakeClock clock_;
+  ClusterState state_;
+};
+
+TEST_F(ClusterStateTest, PlacesGangAndBuildsEnvContract) {
+  absl::StatusOr<std::string> id = state_.SubmitJob(Spec(2, 2));
+  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_EQ(*id, "1");
+  const JobRecord* job = state_.FindJob("1");
+  EXPECT_EQ(job->state, JobState::kStarting);
+  EXPECT_EQ(job->attempt, 1);
+  EXPECT_EQ(job->master_addr, "host-n1");
+  EXPECT_EQ(job->master_port, 30000);
+  std::vector<DesiredRank> n2 = state_.DesiredFor("n2");
+  ASSERT_EQ(n2.size(), 2u);
+  EXPECT_EQ(n2[1].rank, 3);
+  EXPECT_EQ(n2[1].env.at("RANK"), "3");
+  EXPECT_EQ(n2[1].env.at("WORLD_SIZE"), "4");
+  EXPECT_EQ(n2[1].env.at("LOCAL_RANK"), "1");
+  EXPECT_EQ(n2[1].env.at("LOCAL_WORLD_SIZE"), "2");
+  EXPECT_EQ(n2[1].env.at("NODE_RANK"), "1");
+  EXPECT_EQ(n2[1].env.at("MASTER_ADDR"), "host-n1");
+  EXPECT_EQ(n2[1].env.at("MASTER_PORT"), "30000");
+  EXPECT_EQ(n2[1].env.at("CUDA_VISIBLE_DEVICES"), "1");
+  EXPECT_EQ(n2[1].env.at("ATHANOR_JOB_ID"), "1");
+  EXPECT_EQ(n2[1].env.at("ATHANOR_ATTEMPT"), "1");
+  EXPECT_EQ(n2[1].env.at("ATHANOR_COORDINATOR"), "coord:7700");
+  EXPECT_FALSE(n2[1].terminate);
+  Changes c = state_.TakeChanges();
+  ASSERT_EQ(c.jobs.size(), 1u);
+  EXPECT_EQ(c.jobs[0].state, JobState::kStarting);  // the placement is persisted
+}
+
+TEST_F(ClusterStateTest, AllExitZeroSucceeds) {
+  ASSERT_TRUE(state_.SubmitJob(Spec(2, 2)).ok());
+  HeartbeatAll("n1", {Report("1", 1, 0, RankPhase::kRunning), Report("1", 1, 1, RankPhase::kRunning)});
+  HeartbeatAll("n2", {Report("1", 1, 2, RankPhase::kRunning), Report("1", 1, 3, RankPhase::kRunning)});
+  EXPECT_EQ(state_.FindJob("1")->state, JobState::kRunning);
+  HeartbeatAll("n1", {Report("1", 1, 0, RankPhase::kExited), Report("1", 1, 1, RankPhase::kExited)});
+  EXPECT_EQ(state_.FindJob("1")->state, JobState::kRunning);
+  HeartbeatAll("n2", {Report("1", 1, 2, RankPhase::kExited), Report("1", 1, 3, RankPhase::kExited)});
+  const JobRecord* job = state_.FindJob("1");
+  EXPECT_EQ(job->state, JobState::kSucceeded);
+  EXPECT_FALSE(job->allocated);
+  EXPECT_TRUE(state_.DesiredFor("n1").empty());
+  EXPECT_EQ(job->ranks[3].exited, true);
+  EXPECT_EQ(job->ranks[3].exit_code, 0);
+}
+
+TEST_F(ClusterStateTest, NonZeroExitTerminatesOthersThenFails) {
+  ASSERT_TRUE(state_.SubmitJob(Spec(2, 2)).ok());
+  HeartbeatAll("n1", {Report("1", 1, 0, RankPhase::kRunning), Report("1", 1, 1, RankPhase::kExited, 3)});
+  const JobRecord* job = state_.FindJob("1");
+  EXPECT_TRUE(job->stopping);
+  EXPECT_EQ(job->state, JobState::kStarting);
+  std::vector<DesiredRank> d = state_.DesiredFor("n2");
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_TRUE(d[0].terminate);
+  EXPECT_EQ(d[0].kill_after_ms, 1234);
+  // n1 still runs rank 0; n2 acknowledged the stop and runs nothing.
+  HeartbeatAll("n1", {Report("1", 1, 0, RankPhase::kRunning), Report("1", 1, 1, RankPhase::kExited, 3)});
+  HeartbeatAll("n2", {});
+  EXPECT_TRUE(state_.FindJob("1")->stopping);
+  HeartbeatAll("n1", {Report("1", 1, 0, RankPhase::kExited, 143)});
+  job = state_.FindJob("1");
+  EXPECT_EQ(job->state, JobState::kFailed);
+  EXPECT_EQ(job->reason, "rank 1 on node n1 exited with code 3");
+  EXPECT_EQ(job->ranks[1].exit_code, 3);
+  EXPECT_EQ(job->ranks[0].exit_code, 143);
+  EXPECT_FALSE(job->allocated);
+  EXPECT_TRUE(state_.DesiredFor("n1").empty());
+}
+
+TEST_F(ClusterStateTest, RequeuesWhileRestartsRemain) {
+  ASSERT_TRUE(state_.SubmitJob(Spec(1, 2, /*max_restarts=*/1)).ok());
+  HeartbeatAll("n1", {Report("1", 1, 0, RankPhase::kExited, 1), Report("1", 1, 1, RankPhase::kExited, 0)});
+  const JobRecord* job = state_.FindJob("1");
+  EXPECT_EQ(job->state, JobState::kStarting);  // requeued and placed again at once
+  EXPECT_EQ(job->attempt, 2);
+  EXPECT_EQ(job->restarts, 1);
+  EXPECT_EQ(job->master_port, 30001);  // a new port per attempt
+  std::vector<DesiredRank> d = state_.DesiredFor(job->allocation[0].node);
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[0].attempt, 2);
+  EXPECT_EQ(d[0].env.at("ATHANOR_ATTEMPT"), "2");
+  // A stale report of attempt 1 changes nothing.
+  HeartbeatAll("n1", {Report("1", 1, 0, RankPhase::kExited, 1)});
+  EXPECT_EQ(state_.FindJob("1")->attempt, 2);
+  HeartbeatAll(job->allocation[0].node,
+               {Report("1", 2, 0, RankPhase::kExited, 2), Report("1", 2, 1, RankPhase::kExited, 0)});
+  job = state_.FindJob("1");
+  EXPECT_EQ(job->state, JobState::kFailed);
+  EXPECT_EQ(job->restarts, 1);
+  EXPECT_EQ(job->reason, "rank 0 on node " + job->allocation[0].node + " exited with code 2");
+}
+
+TEST_F(ClusterStateTest, HeartbeatTimeoutMarksDownAndFailsAttempt) {
+  ASSERT_TRUE(state_.SubmitJob(Spec(2, 1)).ok());
+  clock_.Advance(Seconds(6));
+  HeartbeatAll("n1", {Report("1", 1, 0, RankPhase::kRunning)});
+  clock_.Advance(Seconds(5));  // n2 silent for 11 s, n1 for 5 s
+  state_.Tick();
+  EXPECT_EQ(state_.FindNode("n2")->state, NodeState::kDown);
+  EXPECT_EQ(state_.FindNode("n1")->state, NodeState::kUp);
+  const JobRecord* job = state_.FindJob("1");
+  EXPECT_TRUE(job->stopping);
+  EXPECT_EQ(job->stop_reason, "node n2 went DOWN (no heartbeat for 11 s)");
+  HeartbeatAll("n1", {});  // rank 0 is gone from n1
+  job = state_.FindJob("1");
+  EXPECT_EQ(job->state, JobState::kFailed);
+  EXPECT_EQ(job->reason, "node n2 went DOWN (no heartbeat for 11 s)");
+  Changes c = state_.TakeChanges();
+  bool node_persisted = false;
+  for (const NodeRecord& n : c.nodes) node_persisted |= n.name == "n2" && n.state == NodeState::kDown;
+  EXPECT_TRUE(node_persisted);
+}
+
+TEST_F(ClusterStateTest, RefusesJobsThatCanNeverFitAndBadSpecs) {
+  absl::StatusOr<std::string> r = state_.SubmitJob(Spec(1, 3));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.status().message(),
+            "job can never fit: it needs 1 node with 3 free GPUs; only 0 node(s) in the inventory "
+            "qualify");
+  JobSpec empty = Spec(1, 1);
+  empty.command.clear();
+  EXPECT_EQ(state_.SubmitJob(empty).status().message(), "spec.command: must not be empty");
+  EXPECT_EQ(state_.SubmitJob(Spec(-1, 1)).status().message(), "spec.nodes: must be >= 1, got -1");
+  JobSpec big = Spec(1, 1);
+  big.name = std::string(5000, 'x');
+  EXPECT_EQ(state_.SubmitJob(big).status().message(),
+            "spec.name: is 5000 bytes; at most 4096 allowed");
+  EXPECT_TRUE(state_.Jobs(true).empty());
+}
+
+TEST_F(ClusterStateTest, CancelStopsRunningJob) {
+  ASSERT_TRUE(state_.SubmitJob(Spec(1, 1)).ok());
+  ASSERT_TRUE(state_.CancelJob("1").ok());
+  EXPECT_TRUE(state_.DesiredFor("n1")[0].terminate);
+  HeartbeatAll("n1", {Report("1", 1, 0, RankPhase::kExited, 143)});
+  EXPECT_EQ(state_.FindJob("1")->state, JobState::kCancelled);
+  EXPECT_EQ(state_.CancelJob("99").status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(ClusterStateTest, RestoreKeepsRunningAttemptAndReconcilesOnRegister) {
+  ASSERT_TRUE(state_.SubmitJob(Spec(1, 2)).ok());
+  HeartbeatAll("n1", {Report("1", 1, 0, RankPhase::kRunning), Report("1", 1, 1, RankPhase::kRunning)});
+  std::vector<JobRecord> jobs = state_.Jobs(true);
+  std::vector<NodeRecord> nodes;
+  for (const NodeView& v : state_.Nodes()) nodes.push_back(v.record);
+
+  ClusterState restarted(Options(), &clock_);
+  restarted.Restore(jobs, nodes);
+  EXPECT_EQ(restarted.FindNode("n1")->state, NodeState::kUnknown);
+  EXPECT_FALSE(restarted.Heartbeat("n1", 0, {}));  // must re-register first
+  NodeRecord n1 = *restarted.FindNode("n1");
+  ASSERT_TRUE(restarted.RegisterNode(n1, {Report("1", 1, 0, RankPhase::kRunning),
+                                          Report("1", 1, 1, RankPhase::kExited, 0)}).ok());
+  EXPECT_EQ(restarted.FindJob("1")->state, JobState::kRunning);
+  EXPECT_FALSE(restarted.FindJob("1")->stopping);
+  EXPECT_TRUE(restarted.Heartbeat("n1", restarted.generation(), {Report("1", 1, 0, RankPhase::kExited, 0)}));
+  EXPECT_EQ(restarted.FindJob("1")->state, JobState::kSucceeded);
+  EXPECT_EQ(restarted.FindJob("1")->attempt, 1);
+}
+
+TEST_F(ClusterStateTest, RestartedAgentLosesRanks) {
+  ASSERT_TRUE(state_.SubmitJob(Spec(1, 1)).ok());
+  HeartbeatAll("n1", {Report("1", 1, 0, RankPhase::kRunning)});
+  NodeRecord n1 = *state_.FindNode("n1");
+  ASSERT_TRUE(state_.RegisterNode(n1, {}).ok());  // the agent came back empty-handed
+  HeartbeatAll("n1", {});
+  const JobRecord* job = state_.FindJob("1");
+  EXPECT_EQ(job->state, JobState::kFailed);
+  EXPECT_EQ(job->reason, "rank 0 on node n1 was lost (its agent restarted)");
+}
+
+}  // namespace
+}  // namespace athanor::coord

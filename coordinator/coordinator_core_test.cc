@@ -1,0 +1,89 @@
+#include "coordinator/coordinator_core.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+namespace athanor::coord {
+namespace {
+
+const int kWatchdog = (alarm(60), 0);
+
+class CoordinatorCoreTest : public ::testing::Test {
+ protected:
+  CoordinatorCoreTest() {
+    char dir[] = "/tmp/coordinator_core_test.XXXXXX";
+    path_ = std::string(mkdtemp(dir)) + "/state.db";
+  }
+  std::unique_ptr<CoordinatorCore> Open() {
+    auto core = CoordinatorCore::Create(StateOptions(), path_, &clock_, Seconds(3600));
+    EXPECT_TRUE(core.ok()) << core.status();
+    return core.ok() ? std::move(*core) : nullptr;
+  }
+  static NodeRecord Node() {
+    NodeRecord n;
+    n.name = "n1";
+    n.host = "10.1.1.1";
+    n.agent_address = "10.1.1.1:9";
+    n.inventory.gpus = 2;
+    return n;
+  }
+  static JobSpec Spec() {
+    JobSpec s;
+    s.nodes = 1;
+    s.gpus_per_node = 2;
+    s.command = {"train", "--fast"};
+    return s;
+  }
+  FakeClock clock_;
+  std::string path_;
+};
+
+TEST_F(CoordinatorCoreTest, HeartbeatAnswersEarlyWhenDesiredSetChanges) {
+  auto core = Open();
+  ASSERT_TRUE(core->RegisterNode(Node(), {}).ok());
+  auto first = core->Heartbeat("n1", 0, {}, Seconds(30));
+  ASSERT_TRUE(first.ok());
+  EXPECT_FALSE(first->reregister);
+  EXPECT_TRUE(first->desired.empty());
+  absl::StatusOr<HeartbeatResult> polled;
+  auto started = std::chrono::steady_clock::now();
+  std::thread poller([&] { polled = core->Heartbeat("n1", first->generation, {}, Seconds(30)); });
+  absl::StatusOr<std::string> id = core->SubmitJob(Spec());
+  poller.join();
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_TRUE(polled.ok()) << polled.status();
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(20));
+  EXPECT_GT(polled->generation, first->generation);
+  ASSERT_EQ(polled->desired.size(), 2u);
+  EXPECT_EQ(polled->desired[1].env.at("RANK"), "1");
+  EXPECT_EQ(polled->desired[1].command, (std::vector<std::string>{"train", "--fast"}));
+}
+
+TEST_F(CoordinatorCoreTest, ReopenKeepsJobsAndAsksNodesToRegisterAgain) {
+  {
+    auto core = Open();
+    ASSERT_TRUE(core->RegisterNode(Node(), {}).ok());
+    ASSERT_EQ(*core->SubmitJob(Spec()), "1");
+  }
+  auto core = Open();
+  absl::StatusOr<JobRecord> job = core->GetJob("1");
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->state, JobState::kStarting);
+  EXPECT_EQ(job->attempt, 1);
+  std::vector<NodeView> nodes = core->ListNodes();
+  ASSERT_EQ(nodes.size(), 1u);
+  EXPECT_EQ(nodes[0].record.state, NodeState::kUnknown);
+  EXPECT_EQ(nodes[0].gpus_allocated, 2);
+  auto hb = core->Heartbeat("n1", 5, {}, Seconds(30));
+  ASSERT_TRUE(hb.ok());
+  EXPECT_TRUE(hb->reregister);
+  EXPECT_EQ(*core->SubmitJob(Spec()), "2");  // ids continue after the restart
+  EXPECT_EQ(core->GetJob("nope").status().code(), absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace athanor::coord

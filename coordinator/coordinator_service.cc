@@ -1,0 +1,246 @@
+#include "coordinator/coordinator_service.h"
+
+#include <chrono>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/strings/str_cat.h"
+#include "common/logging.h"
+#include "coordinator/grpc_status.h"
+#include "coordinator/proto_convert.h"
+#include "coordinator/validation.h"
+
+namespace athanor::coord {
+namespace {
+
+constexpr int64_t kMaxLogBytes = 1 << 20;
+
+grpc::Status CheckId(const std::string& id) {
+  return ToGrpc(ValidateName("job_id", id));
+}
+
+// The caller's identity from the x-athanor-user metadata ("" when absent).
+std::string Caller(const grpc::ServerContext* ctx) {
+  auto it = ctx->client_metadata().find("x-athanor-user");
+  if (it == ctx->client_metadata().end()) return "";
+  std::string user(it->second.data(), it->second.size());
+  return user.size() > 256 ? user.substr(0, 256) : user;
+}
+
+std::string Who(const grpc::ServerContext* ctx) {
+  std::string user = Caller(ctx);
+  return user.empty() ? "(anonymous)" : user;
+}
+
+rpc::JobState WireState(JobState s) {
+  rpc::Job job;
+  JobRecord r;
+  r.state = s;
+  ToProto(r, &job);
+  return job.state();
+}
+
+}  // namespace
+
+grpc::Status CoordinatorService::SubmitJob(grpc::ServerContext* ctx,
+                                           const rpc::SubmitJobRequest* req,
+                                           rpc::SubmitJobResponse* resp) {
+  JobSpec spec = FromProto(req->spec());
+  if (spec.tenant.empty()) spec.tenant = Caller(ctx);
+  absl::StatusOr<std::string> id = core_->SubmitJob(spec);
+  ATHANOR_LOG(INFO) << "user " << Who(ctx) << ": submit (tenant '" << spec.tenant << "') -> "
+                    << (id.ok() ? "job " + *id : id.status().ToString());
+  if (!id.ok()) return ToGrpc(id.status());
+  resp->set_job_id(*id);
+  return grpc::Status::OK;
+}
+
+grpc::Status CoordinatorService::GetJob(grpc::ServerContext*, const rpc::GetJobRequest* req,
+                                        rpc::Job* resp) {
+  if (grpc::Status s = CheckId(req->job_id()); !s.ok()) return s;
+  absl::StatusOr<JobRecord> job = core_->GetJob(req->job_id());
+  if (!job.ok()) return ToGrpc(job.status());
+  ToProto(*job, resp);
+  return grpc::Status::OK;
+}
+
+grpc::Status CoordinatorService::ListJobs(grpc::ServerContext*, const rpc::ListJobsRequest* req,
+                                          rpc::ListJobsResponse* resp) {
+  if (req->tenant().size() > kMaxStringBytes) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "tenant: longer than 4096 bytes");
+  }
+  for (const JobRecord& j : core_->ListJobs(req->all(), req->tenant())) ToProto(j, resp->add_jobs());
+  return grpc::Status::OK;
+}
+
+grpc::Status CoordinatorService::CancelJob(grpc::ServerContext* ctx,
+                                           const rpc::CancelJobRequest* req,
+                                           rpc::CancelJobResponse* resp) {
+  if (grpc::Status s = CheckId(req->job_id()); !s.ok()) return s;
+  ATHANOR_LOG(INFO) << "user " << Who(ctx) << ": cancel job " << req->job_id();
+  absl::StatusOr<JobRecord> job = core_->CancelJob(req->job_id());
+  if (!job.ok()) return ToGrpc(job.status());
+  ToProto(*job, resp->mutable_job());
+  return grpc::Status::OK;
+}
+
+grpc::Status CoordinatorService::ListNodes(grpc::ServerContext*, const rpc::ListNodesRequest*,
+                                           rpc::ListNodesResponse* resp) {
+  for (const NodeView& n : core_->ListNodes()) ToProto(n, resp->add_nodes());
+  return grpc::Status::OK;
+}
+
+std::shared_ptr<rpc::AgentControl::Stub> CoordinatorService::AgentStub(const std::string& address) {
+  absl::MutexLock lock(&mu_);
+  auto& stub = stubs_[address];
+  if (!stub) {
+    grpc::ChannelArguments args;  // a restarted agent is reachable again quickly
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+    args.SetInt(GRPC_ARG_DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS, 500);
+    stub = rpc::AgentControl::NewStub(
+        grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
+  }
+  return stub;
+}
+
+grpc::Status CoordinatorService::GetLogs(grpc::ServerContext*, const rpc::GetLogsRequest* req,
+                                         rpc::GetLogsResponse* resp) {
+  if (grpc::Status s = CheckId(req->job_id()); !s.ok()) return s;
+  if (req->attempt() < 0) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "attempt: must be >= 0");
+  }
+  absl::StatusOr<JobRecord> job = core_->GetJob(req->job_id());
+  if (!job.ok()) return ToGrpc(job.status());
+  absl::StatusOr<std::vector<LogTarget>> targets =
+      core_->LogTargets(req->job_id(), req->rank(), req->attempt());
+  if (!targets.ok()) return ToGrpc(targets.status());
+  for (const LogTarget& t : *targets) {
+    rpc::RankLog* log = resp->add_logs();
+    log->set_rank(t.rank);
+    log->set_node(t.node);
+    if (t.agent_address.empty()) {
+      log->set_error(absl::StrCat("node '", t.node, "' is not known"));
+      continue;
+    }
+    rpc::ReadLogRequest read;
+    read.set_job_id(job->id);
+    read.set_attempt(job->attempt);
+    read.set_rank(t.rank);
+    read.set_max_bytes(kMaxLogBytes);
+    rpc::ReadLogResponse data;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    grpc::Status s = AgentStub(t.agent_address)->ReadLog(&ctx, read, &data);
+    if (!s.ok()) {
+      log->set_error(absl::StrCat("agent ", t.agent_address, " (node ", t.node, "): ",
+                                  s.error_message()));
+      continue;
+    }
+    log->set_data(std::move(*data.mutable_data()));
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status CoordinatorService::PreemptJob(grpc::ServerContext* ctx,
+                                            const rpc::PreemptJobRequest* req,
+                                            rpc::PreemptJobResponse* resp) {
+  if (grpc::Status s = CheckId(req->job_id()); !s.ok()) return s;
+  if (req->grace_period_s() < 0) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "grace_period_s: must be >= 0");
+  }
+  ATHANOR_LOG(INFO) << "user " << Who(ctx) << ": preempt job " << req->job_id();
+  absl::StatusOr<JobRecord> job =
+      core_->PreemptJob(req->job_id(), Seconds(static_cast<double>(req->grace_period_s())));
+  if (!job.ok()) return ToGrpc(job.status());
+  ToProto(*job, resp->mutable_job());
+  return grpc::Status::OK;
+}
+
+grpc::Status CoordinatorService::DrainNode(grpc::ServerContext* ctx,
+                                           const rpc::DrainNodeRequest* req,
+                                           rpc::NodeResponse* resp) {
+  if (grpc::Status s = ToGrpc(ValidateName("node", req->node())); !s.ok()) return s;
+  if (req->grace_period_s() < 0 || req->reason().size() > kMaxStringBytes) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "grace_period_s must be >= 0 and reason at most 4096 bytes");
+  }
+  ATHANOR_LOG(INFO) << "user " << Who(ctx) << ": drain node " << req->node();
+  std::string reason = req->reason().empty() ? "drained by " + Who(ctx) : req->reason();
+  absl::StatusOr<NodeView> node =
+      core_->DrainNode(req->node(), Seconds(static_cast<double>(req->grace_period_s())), reason);
+  if (!node.ok()) return ToGrpc(node.status());
+  ToProto(*node, resp->mutable_node());
+  return grpc::Status::OK;
+}
+
+grpc::Status CoordinatorService::UndrainNode(grpc::ServerContext* ctx,
+                                             const rpc::UndrainNodeRequest* req,
+                                             rpc::NodeResponse* resp) {
+  if (grpc::Status s = ToGrpc(ValidateName("node", req->node())); !s.ok()) return s;
+  ATHANOR_LOG(INFO) << "user " << Who(ctx) << ": undrain node " << req->node();
+  absl::StatusOr<NodeView> node = core_->UndrainNode(req->node());
+  if (!node.ok()) return ToGrpc(node.status());
+  ToProto(*node, resp->mutable_node());
+  return grpc::Status::OK;
+}
+
+grpc::Status CoordinatorService::Usage(grpc::ServerContext*, const rpc::UsageRequest* req,
+                                       rpc::UsageResponse* resp) {
+  if (req->tenant().size() > kMaxStringBytes) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "tenant: longer than 4096 bytes");
+  }
+  for (const UsageRow& r : core_->Usage(req->tenant(), static_cast<double>(req->since_unix()))) {
+    rpc::UsageRow* row = resp->add_rows();
+    row->set_tenant(r.tenant);
+    row->set_job_id(r.job_id);
+    row->set_gpu_seconds(r.gpu_seconds);
+    row->set_gpus_in_use(r.gpus_in_use);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status CoordinatorService::WhyPending(grpc::ServerContext*,
+                                            const rpc::WhyPendingRequest* req,
+                                            rpc::WhyPendingResponse* resp) {
+  if (grpc::Status s = CheckId(req->job_id()); !s.ok()) return s;
+  absl::StatusOr<WhyResult> why = core_->Why(req->job_id());
+  if (!why.ok()) return ToGrpc(why.status());
+  resp->set_job_id(req->job_id());
+  resp->set_state(WireState(why->state));
+  for (const std::string& r : why->reasons) resp->add_reasons(r);
+  resp->set_queue_position(why->queue_position);
+  return grpc::Status::OK;
+}
+
+namespace {
+
+void QuotasToProto(const std::vector<QuotaRow>& rows, rpc::ListQuotasResponse* resp) {
+  for (const QuotaRow& q : rows) {
+    rpc::QuotaRow* row = resp->add_quotas();
+    row->set_tenant(q.tenant);
+    row->set_gpus(q.gpus);
+    row->set_gpus_in_use(q.gpus_in_use);
+  }
+}
+
+}  // namespace
+
+grpc::Status CoordinatorService::SetQuota(grpc::ServerContext* ctx, const rpc::SetQuotaRequest* req,
+                                          rpc::ListQuotasResponse* resp) {
+  ATHANOR_LOG(INFO) << "user " << Who(ctx) << ": quota " << req->tenant().substr(0, 64) << " = "
+                    << req->gpus();
+  absl::StatusOr<std::vector<QuotaRow>> rows = core_->SetQuota(req->tenant(), req->gpus());
+  if (!rows.ok()) return ToGrpc(rows.status());
+  QuotasToProto(*rows, resp);
+  return grpc::Status::OK;
+}
+
+grpc::Status CoordinatorService::ListQuotas(grpc::ServerContext*, const rpc::ListQuotasRequest*,
+                                            rpc::ListQuotasResponse* resp) {
+  QuotasToProto(core_->Quotas(), resp);
+  return grpc::Status::OK;
+}
+
+}  // namespace athanor::coord

@@ -1,0 +1,59 @@
+// The Coordinator gRPC service (CLI and admin API): a thin edge that checks
+// request fields, converts to plain records and calls CoordinatorCore.
+// GetLogs fans out to the agents' AgentControl.ReadLog (5 s deadline each).
+// Every call's identity is the `x-athanor-user` metadata (the CLI sends
+// $USER); it is logged for each mutating call, and a submitted job's tenant
+// defaults to it. Thread-safe (gRPC calls it from many threads). The core is
+// not owned.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "coordinator/coordinator_core.h"
+#include "proto/athanor.grpc.pb.h"
+
+namespace athanor::coord {
+
+class CoordinatorService final : public rpc::Coordinator::Service {
+ public:
+  explicit CoordinatorService(CoordinatorCore* core) : core_(core) {}
+
+  grpc::Status SubmitJob(grpc::ServerContext*, const rpc::SubmitJobRequest* req,
+                         rpc::SubmitJobResponse* resp) override;
+  grpc::Status GetJob(grpc::ServerContext*, const rpc::GetJobRequest* req, rpc::Job* resp) override;
+  grpc::Status ListJobs(grpc::ServerContext*, const rpc::ListJobsRequest* req,
+                        rpc::ListJobsResponse* resp) override;
+  grpc::Status CancelJob(grpc::ServerContext*, const rpc::CancelJobRequest* req,
+                         rpc::CancelJobResponse* resp) override;
+  grpc::Status ListNodes(grpc::ServerContext*, const rpc::ListNodesRequest* req,
+                         rpc::ListNodesResponse* resp) override;
+  grpc::Status GetLogs(grpc::ServerContext*, const rpc::GetLogsRequest* req,
+                       rpc::GetLogsResponse* resp) override;
+  grpc::Status PreemptJob(grpc::ServerContext*, const rpc::PreemptJobRequest* req,
+                          rpc::PreemptJobResponse* resp) override;
+  grpc::Status DrainNode(grpc::ServerContext*, const rpc::DrainNodeRequest* req,
+                         rpc::NodeResponse* resp) override;
+  grpc::Status UndrainNode(grpc::ServerContext*, const rpc::UndrainNodeRequest* req,
+                           rpc::NodeResponse* resp) override;
+  grpc::Status Usage(grpc::ServerContext*, const rpc::UsageRequest* req,
+                     rpc::UsageResponse* resp) override;
+  grpc::Status WhyPending(grpc::ServerContext*, const rpc::WhyPendingRequest* req,
+                          rpc::WhyPendingResponse* resp) override;
+  grpc::Status SetQuota(grpc::ServerContext*, const rpc::SetQuotaRequest* req,
+                        rpc::ListQuotasResponse* resp) override;
+  grpc::Status ListQuotas(grpc::ServerContext*, const rpc::ListQuotasRequest* req,
+                          rpc::ListQuotasResponse* resp) override;
+
+ private:
+  std::shared_ptr<rpc::AgentControl::Stub> AgentStub(const std::string& address);
+
+  CoordinatorCore* const core_;
+  absl::Mutex mu_;
+  std::map<std::string, std::shared_ptr<rpc::AgentControl::Stub>> stubs_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace athanor::coord

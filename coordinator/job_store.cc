@@ -1,0 +1,154 @@
+#include "coordinator/job_store.h"
+
+#include <sqlite3.h>
+
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+#include "coordinator/record_codec.h"
+
+namespace athanor::coord {
+namespace {
+
+absl::Status SqliteError(sqlite3* db, const std::string& what) {
+  return absl::InternalError(absl::StrCat("sqlite ", what, ": ", sqlite3_errmsg(db)));
+}
+
+// Owns one prepared statement.
+class Statement {
+ public:
+  Statement(sqlite3* db, const char* sql) { sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr); }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  sqlite3_stmt* get() const { return stmt_; }
+
+ private:
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(const std::string& path) {
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db,
+                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
+  if (rc != SQLITE_OK) {
+    absl::Status s = absl::UnavailableError(
+        absl::StrCat("cannot open state database ", path, ": ", db ? sqlite3_errmsg(db) : "out of memory"));
+    sqlite3_close(db);
+    return s;
+  }
+  sqlite3_busy_timeout(db, 5000);
+  std::unique_ptr<JobStore> store(new JobStore(db));
+  RETURN_IF_ERROR(store->Exec("PRAGMA journal_mode=WAL"));
+  RETURN_IF_ERROR(store->Exec("PRAGMA synchronous=FULL"));
+  RETURN_IF_ERROR(store->Exec(
+      "CREATE TABLE IF NOT EXISTS jobs (seq INTEGER PRIMARY KEY, record TEXT NOT NULL);"
+      "CREATE TABLE IF NOT EXISTS nodes (name TEXT PRIMARY KEY, record TEXT NOT NULL);"
+      "CREATE TABLE IF NOT EXISTS quotas (tenant TEXT PRIMARY KEY, gpus INTEGER NOT NULL);"));
+  ASSIGN_OR_RETURN(std::string mode, store->JournalMode());
+  if (mode != "wal") {
+    return absl::FailedPreconditionError(
+        absl::StrCat("state database ", path, " cannot use WAL (journal_mode=", mode, ")"));
+  }
+  return store;
+}
+
+JobStore::~JobStore() { sqlite3_close(db_); }
+
+absl::Status JobStore::Exec(const std::string& sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+    absl::Status s = absl::InternalError(absl::StrCat("sqlite: ", err ? err : "error", " in ", sql));
+    sqlite3_free(err);
+    return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> JobStore::JournalMode() {
+  Statement st(db_, "PRAGMA journal_mode");
+  if (st.get() == nullptr || sqlite3_step(st.get()) != SQLITE_ROW) {
+    return SqliteError(db_, "journal_mode");
+  }
+  return std::string(reinterpret_cast<const char*>(sqlite3_column_text(st.get(), 0)));
+}
+
+absl::Status JobStore::Commit(const Changes& changes) {
+  if (changes.empty()) return absl::OkStatus();
+  RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+  auto fail = [&](const std::string& what) {
+    absl::Status s = SqliteError(db_, what);
+    Exec("ROLLBACK").IgnoreError();
+    return s;
+  };
+  {
+    Statement put_job(db_, "INSERT OR REPLACE INTO jobs (seq, record) VALUES (?, ?)");
+    if (put_job.get() == nullptr) return fail("prepare");
+    for (const JobRecord& job : changes.jobs) {
+      std::string text = EncodeJob(job);
+      sqlite3_reset(put_job.get());
+      sqlite3_bind_int64(put_job.get(), 1, job.seq);
+      sqlite3_bind_text(put_job.get(), 2, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
+      if (sqlite3_step(put_job.get()) != SQLITE_DONE) return fail(absl::StrCat("write job ", job.id));
+    }
+    Statement put_node(db_, "INSERT OR REPLACE INTO nodes (name, record) VALUES (?, ?)");
+    if (put_node.get() == nullptr) return fail("prepare");
+    for (const NodeRecord& node : changes.nodes) {
+      std::string text = EncodeNode(node);
+      sqlite3_reset(put_node.get());
+      sqlite3_bind_text(put_node.get(), 1, node.name.data(), static_cast<int>(node.name.size()),
+                        SQLITE_TRANSIENT);
+      sqlite3_bind_text(put_node.get(), 2, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
+      if (sqlite3_step(put_node.get()) != SQLITE_DONE) {
+        return fail(absl::StrCat("write node ", node.name));
+      }
+    }
+    Statement put_quota(db_, "INSERT OR REPLACE INTO quotas (tenant, gpus) VALUES (?, ?)");
+    if (put_quota.get() == nullptr) return fail("prepare");
+    for (const auto& [tenant, gpus] : changes.quotas) {
+      sqlite3_reset(put_quota.get());
+      sqlite3_bind_text(put_quota.get(), 1, tenant.data(), static_cast<int>(tenant.size()),
+                        SQLITE_TRANSIENT);
+      sqlite3_bind_int64(put_quota.get(), 2, gpus);
+      if (sqlite3_step(put_quota.get()) != SQLITE_DONE) return fail("write quota " + tenant);
+    }
+  }
+  if (absl::Status s = Exec("COMMIT"); !s.ok()) {
+    Exec("ROLLBACK").IgnoreError();
+    return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<JobStore::Contents> JobStore::LoadAll() {
+  Contents out;
+  Statement jobs(db_, "SELECT record FROM jobs ORDER BY seq");
+  if (jobs.get() == nullptr) return SqliteError(db_, "read jobs");
+  int rc;
+  while ((rc = sqlite3_step(jobs.get())) == SQLITE_ROW) {
+    std::string text(reinterpret_cast<const char*>(sqlite3_column_text(jobs.get(), 0)),
+                     sqlite3_column_bytes(jobs.get(), 0));
+    ASSIGN_OR_RETURN(JobRecord job, DecodeJob(text));
+    out.jobs.push_back(std::move(job));
+  }
+  if (rc != SQLITE_DONE) return SqliteError(db_, "read jobs");
+  Statement nodes(db_, "SELECT record FROM nodes ORDER BY name");
+  if (nodes.get() == nullptr) return SqliteError(db_, "read nodes");
+  while ((rc = sqlite3_step(nodes.get())) == SQLITE_ROW) {
+    std::string text(reinterpret_cast<const char*>(sqlite3_column_text(nodes.get(), 0)),
+                     sqlite3_column_bytes(nodes.get(), 0));
+    ASSIGN_OR_RETURN(NodeRecord node, DecodeNode(text));
+    out.nodes.push_back(std::move(node));
+  }
+  if (rc != SQLITE_DONE) return SqliteError(db_, "read nodes");
+  Statement quotas(db_, "SELECT tenant, gpus FROM quotas ORDER BY tenant");
+  if (quotas.get() == nullptr) return SqliteError(db_, "read quotas");
+  while ((rc = sqlite3_step(quotas.get())) == SQLITE_ROW) {
+    std::string tenant(reinterpret_cast<const char*>(sqlite3_column_text(quotas.get(), 0)),
+                       sqlite3_column_bytes(quotas.get(), 0));
+    out.quotas[tenant] = static_cast<int32_t>(sqlite3_column_int64(quotas.get(), 1));
+  }
+  if (rc != SQLITE_DONE) return SqliteError(db_, "read quotas");
+  return out;
+}
+
+}  // namespace athanor::coord

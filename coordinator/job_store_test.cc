@@ -1,0 +1,87 @@
+#include "coordinator/job_store.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+namespace athanor::coord {
+namespace {
+
+std::string TempPath(const std::string& name) {
+  char dir[] = "/tmp/job_store_test.XXXXXX";
+  EXPECT_NE(mkdtemp(dir), nullptr);
+  return std::string(dir) + "/" + name;
+}
+
+TEST(JobStoreTest, UsesWal) {
+  auto store = JobStore::Open(TempPath("state.db"));
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ((*store)->JournalMode().value(), "wal");
+}
+
+TEST(JobStoreTest, ReopenKeepsJobsAndNodes) {
+  std::string path = TempPath("state.db");
+  JobRecord job;
+  job.id = "7";
+  job.seq = 7;
+  job.spec.name = "train";
+  job.spec.command = {"sh", "-c", "echo hi"};
+  job.spec.env = {{"A", "1"}};
+  job.spec.nodes = 2;
+  job.spec.gpus_per_node = 2;
+  job.state = JobState::kRunning;
+  job.attempt = 3;
+  job.allocated = true;
+  job.allocation = {{0, "n1", 0, 0, {1}}};
+  job.ranks = {{0, true, true, 3, 0}};
+  job.master_addr = "10.0.0.1";
+  job.master_port = 29501;
+  NodeRecord node;
+  node.name = "n1";
+  node.host = "10.0.0.1";
+  node.agent_address = "10.0.0.1:7800";
+  node.inventory.gpus = 8;
+  node.inventory.labels = {{"rack", "r1"}};
+  node.state = NodeState::kDown;
+  {
+    auto store = JobStore::Open(path);
+    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_TRUE((*store)->Commit({{job}, {node}}).ok());
+    job.state = JobState::kSucceeded;  // a later transition overwrites
+    ASSERT_TRUE((*store)->Commit({{job}, {}}).ok());
+  }
+  auto store = JobStore::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto contents = (*store)->LoadAll();
+  ASSERT_TRUE(contents.ok()) << contents.status();
+  ASSERT_EQ(contents->jobs.size(), 1u);
+  const JobRecord& j = contents->jobs[0];
+  EXPECT_EQ(j.id, "7");
+  EXPECT_EQ(j.seq, 7);
+  EXPECT_EQ(j.spec.name, "train");
+  EXPECT_EQ(j.spec.command, (std::vector<std::string>{"sh", "-c", "echo hi"}));
+  EXPECT_EQ(j.spec.env.at("A"), "1");
+  EXPECT_EQ(j.state, JobState::kSucceeded);
+  EXPECT_EQ(j.attempt, 3);
+  EXPECT_TRUE(j.allocated);
+  ASSERT_EQ(j.allocation.size(), 1u);
+  EXPECT_EQ(j.allocation[0].node, "n1");
+  EXPECT_EQ(j.allocation[0].gpu_ids, (std::vector<int32_t>{1}));
+  ASSERT_EQ(j.ranks.size(), 1u);
+  EXPECT_EQ(j.ranks[0].exit_code, 3);
+  EXPECT_EQ(j.master_port, 29501);
+  ASSERT_EQ(contents->nodes.size(), 1u);
+  EXPECT_EQ(contents->nodes[0].name, "n1");
+  EXPECT_EQ(contents->nodes[0].inventory.gpus, 8);
+  EXPECT_EQ(contents->nodes[0].inventory.labels.at("rack"), "r1");
+  EXPECT_EQ(contents->nodes[0].state, NodeState::kDown);
+}
+
+TEST(JobStoreTest, UnwritablePathIsAnError) {
+  auto store = JobStore::Open("/nonexistent-dir/state.db");
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace athanor::coord

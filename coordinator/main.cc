@@ -1,0 +1,149 @@
+// athanor-coordinator: the cluster's single authority over allocations.
+//
+//   athanor-coordinator --listen 0.0.0.0:7700 --state /var/lib/athanor/state.db
+//
+// Serves the Coordinator (CLI) and NodeAgent (agents) gRPC services on one
+// port. SIGTERM/SIGINT shut it down cleanly; kill -9 loses nothing durable.
+#include <signal.h>
+
+#include <iostream>
+#include <memory>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "checkpoint/builtin_stores.h"
+#include "common/logging.h"
+#include "common/options.h"
+#include "common/uri.h"
+#include "coordinator/agent_service.h"
+#include "coordinator/coordinator_core.h"
+#include "coordinator/coordinator_service.h"
+
+namespace athanor::coord {
+namespace {
+
+int Run(int argc, char** argv) {
+  std::string listen, state_path, advertise, port_range, log_level;
+  double heartbeat_timeout_s = 10, default_grace_s = 60, min_run_time_s = 300;
+  double idle_reclaim_grace_s = 60, checkpoint_poll_s = 30;
+  bool no_backfill = false;
+  std::vector<std::string> quotas;
+  int64_t heartbeat_interval_ms = 1000, kill_after_ms = 5000;
+  po::options_description desc("athanor-coordinator options");
+  desc.add_options()
+      ("listen", po::value(&listen)->default_value("127.0.0.1:7700"), "HOST:PORT to serve gRPC on")
+      ("state", po::value(&state_path)->required(), "SQLite database holding jobs and nodes")
+      ("advertise", po::value(&advertise)->default_value(""),
+       "HOST:PORT ranks see as ATHANOR_COORDINATOR (default: --listen)")
+      ("heartbeat-timeout-s", po::value(&heartbeat_timeout_s)->default_value(10),
+       "a node without a heartbeat for this long is DOWN")
+      ("heartbeat-interval-ms", po::value(&heartbeat_interval_ms)->default_value(1000),
+       "agents' heartbeat interval (longest long-poll)")
+      ("kill-after-ms", po::value(&kill_after_ms)->default_value(5000),
+       "SIGTERM to SIGKILL delay for ranks of a stopped attempt")
+      ("master-port-range", po::value(&port_range)->default_value("29500-29999"),
+       "MASTER_PORT values handed to attempts, MIN-MAX")
+      ("default-grace-s", po::value(&default_grace_s)->default_value(60),
+       "preemption grace (SIGTERM to SIGKILL) for jobs that name none")
+      ("min-run-time-s", po::value(&min_run_time_s)->default_value(300),
+       "a job runs at least this long before the scheduler may preempt it")
+      ("quota", po::value(&quotas)->composing(),
+       "TENANT=GPUS hard GPU quota (repeatable); `athanor quota set` overrides it")
+      ("no-backfill", po::bool_switch(&no_backfill), "strict priority order: no backfill")
+      ("idle-reclaim-grace-s", po::value(&idle_reclaim_grace_s)->default_value(60),
+       "an idle interactive allocation is reclaimed this long after its warning")
+      ("checkpoint-poll-s", po::value(&checkpoint_poll_s)->default_value(30),
+       "read running jobs' newest committed checkpoint this often (0: never)")
+      ("log-level", po::value(&log_level)->default_value("info"), "debug, info, warning, error");
+  ParsedCommandLine cmd;
+  absl::Status s = ParseOptions(argc, argv, desc,
+                                "usage: athanor-coordinator --state PATH [--listen HOST:PORT] ...",
+                                &cmd);
+  if (!s.ok()) {
+    std::cerr << "athanor-coordinator: " << s.message() << "\n";
+    return 2;
+  }
+  if (cmd.help) return 0;
+  LogLevel level;
+  if (!ParseLogLevel(log_level, &level)) {
+    std::cerr << "athanor-coordinator: --log-level: unknown level '" << log_level << "'\n";
+    return 2;
+  }
+  SetMinLogLevel(level);
+  std::string host;
+  int port = 0;
+  StateOptions options;
+  std::vector<std::string> range = absl::StrSplit(port_range, '-');
+  if (range.size() != 2 || !absl::SimpleAtoi(range[0], &options.master_port_min) ||
+      !absl::SimpleAtoi(range[1], &options.master_port_max) || options.master_port_min < 1 ||
+      options.master_port_max > 65535 || options.master_port_min > options.master_port_max) {
+    std::cerr << "athanor-coordinator: --master-port-range: expected MIN-MAX within 1..65535\n";
+    return 2;
+  }
+  if (heartbeat_timeout_s <= 0 || heartbeat_interval_ms <= 0 || kill_after_ms < 0) {
+    std::cerr << "athanor-coordinator: heartbeat and kill delays must be positive\n";
+    return 2;
+  }
+  if (default_grace_s < 0 || min_run_time_s < 0 || idle_reclaim_grace_s < 0 || checkpoint_poll_s < 0) {
+    std::cerr << "athanor-coordinator: grace, run time and poll periods must be >= 0\n";
+    return 2;
+  }
+  for (const std::string& q : quotas) {
+    std::pair<std::string, std::string> kv = absl::StrSplit(q, absl::MaxSplits('=', 1));
+    int32_t gpus = 0;
+    if (kv.first.empty() || !absl::SimpleAtoi(kv.second, &gpus) || gpus < 0) {
+      std::cerr << "athanor-coordinator: --quota: expected TENANT=GPUS, got '" << q << "'\n";
+      return 2;
+    }
+    options.quotas[kv.first] = gpus;
+  }
+  options.default_grace = Seconds(default_grace_s);
+  options.min_run_time = Seconds(min_run_time_s);
+  options.backfill = !no_backfill;
+  options.idle_reclaim_grace = Seconds(idle_reclaim_grace_s);
+  options.heartbeat_timeout = Seconds(heartbeat_timeout_s);
+  options.kill_after_ms = kill_after_ms;
+  options.coordinator_address = advertise.empty() ? listen : advertise;
+
+  // Signals are taken by a dedicated thread via sigwait.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  RegisterBuiltinObjectStores();
+
+  absl::StatusOr<std::unique_ptr<CoordinatorCore>> core =
+      CoordinatorCore::Create(options, state_path, RealClock::Get(), Millis(200),
+                              Seconds(checkpoint_poll_s));
+  if (!core.ok()) {
+    ATHANOR_LOG(ERROR) << "cannot start: " << core.status();
+    return 1;
+  }
+  CoordinatorService coordinator_service(core->get());
+  AgentService agent_service(core->get(), Millis(heartbeat_interval_ms));
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&coordinator_service);
+  builder.RegisterService(&agent_service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (!server || port == 0) {
+    ATHANOR_LOG(ERROR) << "cannot listen on " << listen;
+    return 1;
+  }
+  ATHANOR_LOG(INFO) << "athanor-coordinator serving on " << listen << " (port " << port
+                    << "), state " << state_path;
+  int sig = 0;
+  sigwait(&signals, &sig);
+  ATHANOR_LOG(INFO) << "signal " << sig << ": shutting down";
+  (*core)->Shutdown();
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
+  return 0;
+}
+
+}  // namespace
+}  // namespace athanor::coord
+
+int main(int argc, char** argv) { return athanor::coord::Run(argc, argv); }

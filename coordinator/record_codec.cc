@@ -1,0 +1,218 @@
+#include "coordinator/record_codec.h"
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+
+namespace athanor::coord {
+namespace {
+
+using nlohmann::json;
+
+template <typename T>
+void Get(const json& j, const char* key, T* out) {
+  auto it = j.find(key);
+  if (it != j.end() && !it->is_null()) *out = it->get<T>();
+}
+
+json SpecToJson(const JobSpec& s) {
+  return json{{"name", s.name},
+              {"tenant", s.tenant},
+              {"priority", s.priority},
+              {"preemptible", s.preemptible},
+              {"nodes", s.nodes},
+              {"gpus_per_node", s.gpus_per_node},
+              {"command", s.command},
+              {"env", s.env},
+              {"checkpoint_uri", s.checkpoint_uri},
+              {"max_restarts", s.max_restarts},
+              {"time_limit_s", s.time_limit_s},
+              {"grace_period_s", s.grace_period_s},
+              {"gpu_model", s.gpu_model},
+              {"min_gpu_memory_mb", s.min_gpu_memory_mb},
+              {"cpus_per_node", s.cpus_per_node},
+              {"memory_mb_per_node", s.memory_mb_per_node},
+              {"interactive", s.interactive},
+              {"idle_timeout_s", s.idle_timeout_s}};
+}
+
+JobSpec SpecFromJson(const json& j) {
+  JobSpec s;
+  Get(j, "name", &s.name);
+  Get(j, "tenant", &s.tenant);
+  Get(j, "priority", &s.priority);
+  Get(j, "preemptible", &s.preemptible);
+  Get(j, "nodes", &s.nodes);
+  Get(j, "gpus_per_node", &s.gpus_per_node);
+  Get(j, "command", &s.command);
+  Get(j, "env", &s.env);
+  Get(j, "checkpoint_uri", &s.checkpoint_uri);
+  Get(j, "max_restarts", &s.max_restarts);
+  Get(j, "time_limit_s", &s.time_limit_s);
+  Get(j, "grace_period_s", &s.grace_period_s);
+  Get(j, "gpu_model", &s.gpu_model);
+  Get(j, "min_gpu_memory_mb", &s.min_gpu_memory_mb);
+  Get(j, "cpus_per_node", &s.cpus_per_node);
+  Get(j, "memory_mb_per_node", &s.memory_mb_per_node);
+  Get(j, "interactive", &s.interactive);
+  Get(j, "idle_timeout_s", &s.idle_timeout_s);
+  return s;
+}
+
+}  // namespace
+
+std::string EncodeJob(const JobRecord& job) {
+  json alloc = json::array();
+  for (const RankPlacement& p : job.allocation) {
+    alloc.push_back({{"rank", p.rank},
+                     {"node", p.node},
+                     {"local_rank", p.local_rank},
+                     {"node_rank", p.node_rank},
+                     {"gpu_ids", p.gpu_ids}});
+  }
+  json ranks = json::array();
+  for (const RankStatus& r : job.ranks) {
+    ranks.push_back({{"rank", r.rank},
+                     {"started", r.started},
+                     {"exited", r.exited},
+                     {"exit_code", r.exit_code},
+                     {"signal", r.signal}});
+  }
+  json usage = json::array();
+  for (const UsageInterval& u : job.usage) usage.push_back({u.start, u.end, u.gpus});
+  json j{{"id", job.id},
+         {"seq", job.seq},
+         {"spec", SpecToJson(job.spec)},
+         {"state", static_cast<int>(job.state)},
+         {"attempt", job.attempt},
+         {"allocation", alloc},
+         {"allocated", job.allocated},
+         {"ranks", ranks},
+         {"reason", job.reason},
+         {"submit_time_unix", job.submit_time_unix},
+         {"start_time_unix", job.start_time_unix},
+         {"end_time_unix", job.end_time_unix},
+         {"restarts", job.restarts},
+         {"committed_step", job.committed_step},
+         {"master_addr", job.master_addr},
+         {"master_port", job.master_port},
+         {"stopping", job.stopping},
+         {"stop_outcome", static_cast<int>(job.stop_outcome)},
+         {"stop_reason", job.stop_reason},
+         {"preempted", job.preempted},
+         {"stop_kill_after_ms", job.stop_kill_after_ms},
+         {"preempt_deadline_unix", job.preempt_deadline_unix},
+         {"last_checkpoint_unix", job.last_checkpoint_unix},
+         {"usage", usage},
+         {"last_active_unix", job.last_active_unix},
+         {"idle_warned", job.idle_warned}};
+  // Replace invalid UTF-8 rather than throw: user strings are arbitrary bytes.
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+absl::StatusOr<JobRecord> DecodeJob(const std::string& text) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return absl::DataLossError("job record is not JSON");
+  try {
+    JobRecord job;
+    Get(j, "id", &job.id);
+    Get(j, "seq", &job.seq);
+    if (j.contains("spec")) job.spec = SpecFromJson(j["spec"]);
+    int state = 0, outcome = static_cast<int>(JobState::kFailed);
+    Get(j, "state", &state);
+    Get(j, "stop_outcome", &outcome);
+    job.state = static_cast<JobState>(state);
+    job.stop_outcome = static_cast<JobState>(outcome);
+    Get(j, "attempt", &job.attempt);
+    for (const json& a : j.value("allocation", json::array())) {
+      RankPlacement p;
+      Get(a, "rank", &p.rank);
+      Get(a, "node", &p.node);
+      Get(a, "local_rank", &p.local_rank);
+      Get(a, "node_rank", &p.node_rank);
+      Get(a, "gpu_ids", &p.gpu_ids);
+      job.allocation.push_back(std::move(p));
+    }
+    for (const json& r : j.value("ranks", json::array())) {
+      RankStatus s;
+      Get(r, "rank", &s.rank);
+      Get(r, "started", &s.started);
+      Get(r, "exited", &s.exited);
+      Get(r, "exit_code", &s.exit_code);
+      Get(r, "signal", &s.signal);
+      job.ranks.push_back(s);
+    }
+    Get(j, "reason", &job.reason);
+    Get(j, "submit_time_unix", &job.submit_time_unix);
+    Get(j, "start_time_unix", &job.start_time_unix);
+    Get(j, "end_time_unix", &job.end_time_unix);
+    Get(j, "restarts", &job.restarts);
+    Get(j, "committed_step", &job.committed_step);
+    Get(j, "master_addr", &job.master_addr);
+    Get(j, "master_port", &job.master_port);
+    Get(j, "allocated", &job.allocated);
+    Get(j, "stopping", &job.stopping);
+    Get(j, "stop_reason", &job.stop_reason);
+    Get(j, "preempted", &job.preempted);
+    Get(j, "stop_kill_after_ms", &job.stop_kill_after_ms);
+    Get(j, "preempt_deadline_unix", &job.preempt_deadline_unix);
+    Get(j, "last_checkpoint_unix", &job.last_checkpoint_unix);
+    for (const json& u : j.value("usage", json::array())) {
+      if (!u.is_array() || u.size() != 3) return absl::DataLossError("job record: bad usage entry");
+      job.usage.push_back({u[0].get<double>(), u[1].get<double>(), u[2].get<int32_t>()});
+    }
+    Get(j, "last_active_unix", &job.last_active_unix);
+    Get(j, "idle_warned", &job.idle_warned);
+    if (job.ranks.size() != job.allocation.size()) {
+      return absl::DataLossError(absl::StrCat("job ", job.id, ": ranks and allocation disagree"));
+    }
+    return job;
+  } catch (const json::exception& e) {
+    return absl::DataLossError(absl::StrCat("job record: ", e.what()));
+  }
+}
+
+std::string EncodeNode(const NodeRecord& n) {
+  json j{{"name", n.name},
+         {"agent_address", n.agent_address},
+         {"host", n.host},
+         {"gpus", n.inventory.gpus},
+         {"gpu_model", n.inventory.gpu_model},
+         {"gpu_memory_mb", n.inventory.gpu_memory_mb},
+         {"cpus", n.inventory.cpus},
+         {"memory_mb", n.inventory.memory_mb},
+         {"labels", n.inventory.labels},
+         {"state", static_cast<int>(n.state)},
+         {"last_heartbeat_unix", n.last_heartbeat_unix},
+         {"reason", n.reason},
+         {"drain", n.drain}};
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+absl::StatusOr<NodeRecord> DecodeNode(const std::string& text) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return absl::DataLossError("node record is not JSON");
+  try {
+    NodeRecord n;
+    Get(j, "name", &n.name);
+    Get(j, "agent_address", &n.agent_address);
+    Get(j, "host", &n.host);
+    Get(j, "gpus", &n.inventory.gpus);
+    Get(j, "gpu_model", &n.inventory.gpu_model);
+    Get(j, "gpu_memory_mb", &n.inventory.gpu_memory_mb);
+    Get(j, "cpus", &n.inventory.cpus);
+    Get(j, "memory_mb", &n.inventory.memory_mb);
+    Get(j, "labels", &n.inventory.labels);
+    int state = 0;
+    Get(j, "state", &state);
+    n.state = static_cast<NodeState>(state);
+    Get(j, "last_heartbeat_unix", &n.last_heartbeat_unix);
+    Get(j, "reason", &n.reason);
+    Get(j, "drain", &n.drain);
+    return n;
+  } catch (const json::exception& e) {
+    return absl::DataLossError(absl::StrCat("node record: ", e.what()));
+  }
+}
+
+}  // namespace athanor::coord

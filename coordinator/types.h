@@ -1,0 +1,157 @@
+// Plain records the coordinator's core works on: jobs, nodes, rank reports and
+// desired ranks. Generated protobuf types stay at the RPC edges
+// (proto_convert.h); everything below them (state machine, placement, store)
+// uses these structs. Value types; no threading of their own.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace athanor::coord {
+
+enum class JobState { kPending, kStarting, kRunning, kPreempting, kSucceeded, kFailed, kCancelled };
+enum class NodeState { kUp, kDraining, kDrained, kDown, kUnknown };
+
+const char* JobStateName(JobState s);    // "PENDING", ...
+const char* NodeStateName(NodeState s);  // "UP", ...
+bool IsTerminal(JobState s);
+
+struct JobSpec {
+  std::string name;
+  std::string tenant;
+  int32_t priority = 0;
+  bool preemptible = false;
+  int32_t nodes = 1;
+  int32_t gpus_per_node = 1;
+  std::vector<std::string> command;
+  std::map<std::string, std::string> env;
+  std::string checkpoint_uri;
+  int32_t max_restarts = 0;
+  int64_t time_limit_s = 0;
+  int64_t grace_period_s = 0;
+  // Per-node requirements; empty/0: any.
+  std::string gpu_model;
+  int64_t min_gpu_memory_mb = 0;
+  int32_t cpus_per_node = 0;
+  int64_t memory_mb_per_node = 0;
+  // An interactive allocation: reclaimed after idle_timeout_s without use.
+  bool interactive = false;
+  int64_t idle_timeout_s = 0;
+};
+
+// One attempt's hold on GPUs, for accounting (Unix seconds, fractional).
+struct UsageInterval {
+  double start = 0;
+  double end = 0;  // 0 while the attempt holds its GPUs
+  int32_t gpus = 0;
+};
+
+struct RankPlacement {
+  int32_t rank = 0;
+  std::string node;
+  int32_t local_rank = 0;
+  int32_t node_rank = 0;
+  std::vector<int32_t> gpu_ids;
+};
+
+// What the coordinator knows about one rank of the current attempt.
+struct RankStatus {
+  int32_t rank = 0;
+  bool started = false;  // an agent reported it running at least once
+  bool exited = false;
+  int32_t exit_code = 0;  // exit status, or 128+signal
+  int32_t signal = 0;
+};
+
+struct JobRecord {
+  std::string id;
+  int64_t seq = 0;  // submission order; ids are its decimal form
+  JobSpec spec;
+  JobState state = JobState::kPending;
+  int32_t attempt = 0;
+  std::vector<RankPlacement> allocation;  // of the current (or last) attempt
+  bool allocated = false;                 // its GPUs are held (attempt not yet released)
+  std::vector<RankStatus> ranks;
+  std::string reason;
+  int64_t submit_time_unix = 0;
+  int64_t start_time_unix = 0;
+  int64_t end_time_unix = 0;
+  int32_t restarts = 0;
+  int64_t committed_step = -1;
+  std::string master_addr;
+  int32_t master_port = 0;
+  // The attempt is being stopped: its ranks are told to terminate, and once
+  // none runs any more the allocation is released and the job moves to
+  // `stop_outcome` (FAILED, CANCELLED, or PENDING to requeue).
+  bool stopping = false;
+  JobState stop_outcome = JobState::kFailed;
+  std::string stop_reason;
+  // The stop is a preemption (by the scheduler, by hand or by a drain): ranks
+  // get `stop_kill_after_ms` to checkpoint and the requeue consumes no restart.
+  bool preempted = false;
+  int64_t stop_kill_after_ms = 0;
+  double preempt_deadline_unix = 0;
+  double last_checkpoint_unix = 0;  // when committed_step was last seen to advance
+  std::vector<UsageInterval> usage;  // every attempt's GPU hold
+  // Interactive allocations: when the last real use was seen (Unix seconds)
+  // and whether the idle warning went out.
+  double last_active_unix = 0;
+  bool idle_warned = false;
+};
+
+struct NodeInventory {
+  int32_t gpus = 0;
+  std::string gpu_model;
+  int64_t gpu_memory_mb = 0;
+  int32_t cpus = 0;
+  int64_t memory_mb = 0;
+  std::map<std::string, std::string> labels;
+};
+
+struct NodeRecord {
+  std::string name;
+  std::string agent_address;
+  std::string host;
+  NodeInventory inventory;
+  NodeState state = NodeState::kUp;
+  int64_t last_heartbeat_unix = 0;
+  std::string reason;
+  bool drain = false;  // drained by an admin or a failed health check: no new work
+};
+
+enum class RankPhase { kRunning, kExited, kFailedToStart };
+
+// One rank as an agent reports it.
+struct RankReport {
+  std::string job_id;
+  int32_t attempt = 0;
+  int32_t rank = 0;
+  RankPhase phase = RankPhase::kRunning;
+  int32_t exit_code = 0;
+  int32_t signal = 0;
+  std::string message;
+  double cpu_seconds = -1;  // CPU time of the rank's processes; < 0: unknown
+};
+
+// A rank a node should run (or stop, when terminate is set).
+struct DesiredRank {
+  std::string job_id;
+  int32_t attempt = 0;
+  int32_t rank = 0;
+  std::vector<std::string> command;
+  std::map<std::string, std::string> env;
+  std::vector<int32_t> gpu_ids;
+  bool terminate = false;
+  int64_t kill_after_ms = 0;
+  std::string notice;        // appended once to the rank's log (e.g. an idle warning)
+  bool archive_workdir = false;  // upload the rank's work dir when it is removed
+  std::string archive_uri;       // where to (empty: the agent's --archive-uri)
+};
+
+// GPU-seconds of `job`'s attempts from `since_unix` up to `now_unix` (an
+// attempt still holding its GPUs counts up to now_unix).
+double JobGpuSeconds(const JobRecord& job, double now_unix, double since_unix = 0);
+
+}  // namespace athanor::coord

@@ -1,0 +1,149 @@
+#include "launcher/cli_format.h"
+
+#include <algorithm>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace athanor::cli {
+namespace {
+
+std::string Exit(const rpc::RankExit& r) {
+  if (!r.exited()) return "";
+  if (r.signal() != 0) return absl::StrCat(r.exit_code(), " (signal ", r.signal(), ")");
+  return absl::StrCat(r.exit_code());
+}
+
+std::string RankPhase(const rpc::RankExit& r) {
+  if (r.exited()) return "EXITED";
+  return r.started() ? "RUNNING" : "STARTING";
+}
+
+}  // namespace
+
+std::string StateName(rpc::JobState s) {
+  return std::string(absl::StripPrefix(rpc::JobState_Name(s), "JOB_"));
+}
+
+std::string StateName(rpc::NodeState s) {
+  return std::string(absl::StripPrefix(rpc::NodeState_Name(s), "NODE_"));
+}
+
+std::string FormatTable(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width;
+  for (const auto& row : rows) {
+    if (width.size() < row.size()) width.resize(row.size(), 0);
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 2, ' ');
+    }
+    absl::StrAppend(&out, absl::StripTrailingAsciiWhitespace(line), "\n");
+  }
+  return out;
+}
+
+std::string FormatJobs(const rpc::ListJobsResponse& jobs) {
+  std::vector<std::vector<std::string>> rows = {
+      {"ID", "NAME", "TENANT", "STATE", "ATTEMPT", "NODES", "GPUS/NODE", "REASON"}};
+  for (const rpc::Job& j : jobs.jobs()) {
+    rows.push_back({j.id(), j.spec().name(), j.spec().tenant(), StateName(j.state()),
+                    absl::StrCat(j.attempt()), absl::StrCat(j.spec().nodes()),
+                    absl::StrCat(j.spec().gpus_per_node()), j.reason()});
+  }
+  return FormatTable(rows);
+}
+
+std::string FormatJob(const rpc::Job& j) {
+  std::vector<std::vector<std::string>> kv = {
+      {"id:", j.id()},
+      {"name:", j.spec().name()},
+      {"tenant:", j.spec().tenant()},
+      {"state:", StateName(j.state())},
+      {"reason:", j.reason()},
+      {"attempt:", absl::StrCat(j.attempt(), " (restarts ", j.restarts(), " of ",
+                                j.spec().max_restarts(), ")")},
+      {"gang:", absl::StrCat(j.spec().nodes(), " node(s) x ", j.spec().gpus_per_node(), " GPU(s)")},
+      {"command:", absl::StrJoin(j.spec().command(), " ")},
+      {"master:", absl::StrCat(j.master_addr(), ":", j.master_port())},
+  };
+  std::string out = FormatTable(kv);
+  if (j.allocation_size() > 0) {
+    std::vector<std::vector<std::string>> rows = {
+        {"RANK", "NODE", "NODE_RANK", "LOCAL_RANK", "GPUS", "STATE", "EXIT"}};
+    for (int i = 0; i < j.allocation_size(); ++i) {
+      const rpc::RankPlacement& p = j.allocation(i);
+      rpc::RankExit r = i < j.ranks_size() ? j.ranks(i) : rpc::RankExit();
+      rows.push_back({absl::StrCat(p.rank()), p.node(), absl::StrCat(p.node_rank()),
+                      absl::StrCat(p.local_rank()), absl::StrJoin(p.gpu_ids(), ","), RankPhase(r),
+                      Exit(r)});
+    }
+    absl::StrAppend(&out, "\n", FormatTable(rows));
+  }
+  return out;
+}
+
+std::string FormatNodes(const rpc::ListNodesResponse& nodes) {
+  std::vector<std::vector<std::string>> rows = {
+      {"NAME", "STATE", "GPUS", "ALLOCATED", "HOST", "AGENT", "JOBS", "REASON"}};
+  for (const rpc::Node& n : nodes.nodes()) {
+    rows.push_back({n.name(), StateName(n.state()), absl::StrCat(n.inventory().gpus()),
+                    absl::StrCat(n.gpus_allocated()), n.host(), n.agent_address(),
+                    absl::StrJoin(n.jobs(), ","), n.reason()});
+  }
+  return FormatTable(rows);
+}
+
+std::string FormatUsage(const rpc::UsageResponse& usage) {
+  std::vector<std::vector<std::string>> rows = {
+      {"TENANT", "JOB", "GPU-SECONDS", "GPU-HOURS", "GPUS IN USE"}};
+  for (const rpc::UsageRow& r : usage.rows()) {
+    rows.push_back({r.tenant(), r.job_id().empty() ? "*" : r.job_id(),
+                    absl::StrFormat("%.1f", r.gpu_seconds()),
+                    absl::StrFormat("%.3f", r.gpu_seconds() / 3600.0), absl::StrCat(r.gpus_in_use())});
+  }
+  return FormatTable(rows);
+}
+
+std::string FormatQuotas(const rpc::ListQuotasResponse& quotas) {
+  std::vector<std::vector<std::string>> rows = {{"TENANT", "QUOTA GPUS", "GPUS IN USE"}};
+  for (const rpc::QuotaRow& q : quotas.quotas()) {
+    rows.push_back({q.tenant(), absl::StrCat(q.gpus()), absl::StrCat(q.gpus_in_use())});
+  }
+  return FormatTable(rows);
+}
+
+std::string FormatWhy(const rpc::WhyPendingResponse& why) {
+  std::string out = absl::StrCat("job ", why.job_id(), ": ", StateName(why.state()), "\n");
+  for (const std::string& r : why.reasons()) absl::StrAppend(&out, "  - ", r, "\n");
+  return out;
+}
+
+std::string PrefixLines(int32_t rank, const std::string& data) {
+  std::string out;
+  std::string prefix = absl::StrCat("[rank ", rank, "] ");
+  std::vector<absl::string_view> lines = absl::StrSplit(data, '\n');
+  if (!lines.empty() && lines.back().empty()) lines.pop_back();
+  for (absl::string_view line : lines) absl::StrAppend(&out, prefix, line, "\n");
+  return out;
+}
+
+std::string ToJson(const google::protobuf::Message& m) {
+  std::string out;
+  google::protobuf::util::JsonPrintOptions options;
+  options.always_print_primitive_fields = true;
+  options.preserve_proto_field_names = true;
+  if (!google::protobuf::util::MessageToJsonString(m, &out, options).ok()) return "{}\n";
+  return out + "\n";
+}
+
+}  // namespace athanor::cli

@@ -1,0 +1,35 @@
+// Human and JSON renderings of the Coordinator API's messages for the
+// `athanor` CLI. Pure functions; thread-safe.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "google/protobuf/message.h"
+#include "proto/athanor.pb.h"
+
+namespace athanor::cli {
+
+// Left-aligned columns separated by two spaces; the first row is the header.
+std::string FormatTable(const std::vector<std::vector<std::string>>& rows);
+
+std::string FormatJobs(const rpc::ListJobsResponse& jobs);
+std::string FormatJob(const rpc::Job& job);  // key: value lines plus a rank table
+std::string FormatNodes(const rpc::ListNodesResponse& nodes);
+// TENANT/JOB/GPU-SECONDS/GPU-HOURS/IN USE table; tenant totals have JOB "*".
+std::string FormatUsage(const rpc::UsageResponse& usage);
+std::string FormatQuotas(const rpc::ListQuotasResponse& quotas);
+// "job ID: STATE" then one "  - reason" line each.
+std::string FormatWhy(const rpc::WhyPendingResponse& why);
+// Every line of `data` prefixed with "[rank R] "; a final newline is added
+// when the data lacks one.
+std::string PrefixLines(int32_t rank, const std::string& data);
+
+// "PENDING", "UP", ... without the enum prefix.
+std::string StateName(rpc::JobState s);
+std::string StateName(rpc::NodeState s);
+
+// One JSON object (proto field names, defaults printed), newline-terminated.
+std::string ToJson(const google::protobuf::Message& m);
+
+}  // namespace athanor::cli

@@ -1,0 +1,49 @@
+#include "launcher/cli_format.h"
+
+#include <gtest/gtest.h>
+
+namespace athanor::cli {
+namespace {
+
+TEST(CliFormatTest, TableAlignsColumns) {
+  EXPECT_EQ(FormatTable({{"ID", "STATE"}, {"12", "RUNNING"}, {"3", "X"}}),
+            "ID  STATE\n12  RUNNING\n3   X\n");
+}
+
+TEST(CliFormatTest, PrefixesEveryLine) {
+  EXPECT_EQ(PrefixLines(2, "a\nb\n"), "[rank 2] a\n[rank 2] b\n");
+  EXPECT_EQ(PrefixLines(0, "no newline"), "[rank 0] no newline\n");
+  EXPECT_EQ(PrefixLines(0, ""), "");
+}
+
+TEST(CliFormatTest, JobShowsRanksAndExits) {
+  rpc::Job job;
+  job.set_id("4");
+  job.set_state(rpc::JOB_FAILED);
+  job.set_reason("rank 1 on node n1 exited with code 3");
+  job.mutable_spec()->set_nodes(1);
+  job.mutable_spec()->set_gpus_per_node(2);
+  for (int r = 0; r < 2; ++r) {
+    rpc::RankPlacement* p = job.add_allocation();
+    p->set_rank(r);
+    p->set_node("n1");
+    p->set_local_rank(r);
+    p->add_gpu_ids(r);
+    rpc::RankExit* e = job.add_ranks();
+    e->set_rank(r);
+    e->set_started(true);
+    e->set_exited(true);
+    e->set_exit_code(r == 1 ? 3 : 143);
+    e->set_signal(r == 1 ? 0 : 15);
+  }
+  std::string out = FormatJob(job);
+  EXPECT_NE(out.find("state:    FAILED\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("0     n1    0          0           0     EXITED  143 (signal 15)\n"),
+            std::string::npos) << out;
+  EXPECT_NE(out.find("1     n1    0          1           1     EXITED  3\n"), std::string::npos)
+      << out;
+  EXPECT_EQ(StateName(rpc::NODE_UNKNOWN), "UNKNOWN");
+}
+
+}  // namespace
+}  // namespace athanor::cli

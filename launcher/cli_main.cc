@@ -1,0 +1,99 @@
+// athanor: the cluster's command-line client.
+//
+//   athanor [--coordinator HOST:PORT] COMMAND [ARGS...]
+//
+// The coordinator address comes from --coordinator, else $ATHANOR_COORDINATOR,
+// else 127.0.0.1:7700. Exit codes: see launcher/cli_commands.h.
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+
+#include "launcher/cli_commands.h"
+
+namespace athanor::cli {
+namespace {
+
+constexpr char kDefaultCoordinator[] = "127.0.0.1:7700";
+
+void Usage(std::ostream& out) {
+  out << "usage: athanor [--coordinator HOST:PORT] COMMAND [ARGS...]\n\n"
+         "The coordinator is --coordinator, else $ATHANOR_COORDINATOR, else "
+      << kDefaultCoordinator
+      << ".\n\n"
+         "commands:\n"
+         "  submit  --nodes N --gpus-per-node G [...] -- CMD [ARGS...]   submit a job, print its id\n"
+         "  jobs    [--all] [--json]                 list jobs\n"
+         "  job     ID [--json]                      show one job and its ranks\n"
+         "  nodes   [--json]                         list nodes\n"
+         "  cancel  ID                               cancel a job\n"
+         "  wait    ID [--timeout S]                 wait for a job (exit 0 only if it SUCCEEDED)\n"
+         "  logs    ID [--rank R]                    print the ranks' output\n"
+         "  alloc   --nodes N --gpus-per-node G --idle-timeout D [-- CMD]   hold an interactive gang\n"
+         "  why     ID [--json]                      why a job is pending (quota, fit, queue)\n\n"
+         "admin commands:\n"
+         "  preempt ID [--grace S]                   checkpoint, stop and requeue a running job\n"
+         "  drain   NODE [--grace S] [--reason R]    move jobs off a node; no new work\n"
+         "  undrain NODE                             let a drained node take work again\n"
+         "  usage   [--tenant T] [--since D] [--json]   GPU-seconds per tenant and job\n"
+         "  quota   [set TENANT GPUS | unset TENANT] [--json]   show or change GPU quotas\n\n"
+         "Every call carries your identity ($USER) as gRPC metadata x-athanor-user;\n"
+         "a submitted job's tenant defaults to it.\n"
+         "`athanor COMMAND --help` describes each command.\n";
+}
+
+int Main(int argc, char** argv) {
+  using Command = int (*)(CliContext&, const std::vector<std::string>&);
+  const std::map<std::string, Command> commands = {
+      {"submit", RunSubmit}, {"jobs", RunJobs},     {"job", RunJob},   {"nodes", RunNodes},
+      {"cancel", RunCancel}, {"wait", RunWait},     {"logs", RunLogs},
+      {"preempt", RunPreempt}, {"drain", RunDrain}, {"undrain", RunUndrain},
+      {"usage", RunUsage},   {"quota", RunQuota},   {"why", RunWhy},
+      {"alloc", RunAlloc},
+  };
+  CliContext ctx;
+  const char* env = std::getenv("ATHANOR_COORDINATOR");
+  ctx.coordinator = env != nullptr && *env != '\0' ? env : kDefaultCoordinator;
+  const char* user = std::getenv("USER");
+  ctx.user = user != nullptr ? user : "";
+  int i = 1;
+  for (; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      Usage(std::cout);
+      return kExitOk;
+    } else if (a == "--coordinator" && i + 1 < argc) {
+      ctx.coordinator = argv[++i];
+    } else if (a.rfind("--coordinator=", 0) == 0) {
+      ctx.coordinator = a.substr(14);
+    } else if (a.rfind("-", 0) == 0) {
+      std::cerr << "athanor: unknown option '" << a << "'\n\n";
+      Usage(std::cerr);
+      return kExitUsage;
+    } else {
+      break;
+    }
+  }
+  if (i >= argc) {
+    Usage(std::cerr);
+    return kExitUsage;
+  }
+  auto it = commands.find(argv[i]);
+  if (it == commands.end()) {
+    std::cerr << "athanor: unknown command '" << argv[i] << "'\n\n";
+    Usage(std::cerr);
+    return kExitUsage;
+  }
+  std::vector<std::string> args(argv + i, argv + argc);
+  ctx.stub = rpc::Coordinator::NewStub(
+      grpc::CreateChannel(ctx.coordinator, grpc::InsecureChannelCredentials()));
+  return it->second(ctx, args);
+}
+
+}  // namespace
+}  // namespace athanor::cli
+
+int main(int argc, char** argv) { return athanor::cli::Main(argc, argv); }

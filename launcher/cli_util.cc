@@ -1,0 +1,103 @@
+#include "launcher/cli_util.h"
+
+#include <time.h>
+
+#include <chrono>
+#include <iostream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace athanor::cli {
+
+int ParseFlags(const std::vector<std::string>& args, po::options_description desc,
+               const std::string& usage, ParsedCommandLine* out,
+               const po::positional_options_description* positional) {
+  std::vector<const char*> argv;
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  absl::Status s = ParseOptions(static_cast<int>(argv.size()), argv.data(), std::move(desc), usage,
+                                out, positional);
+  if (!s.ok()) {
+    std::string msg(s.message());
+    if (msg.find("'--job-id' is required") != std::string::npos) msg = "missing job ID (see --help)";
+    if (msg.find("'--node' is required") != std::string::npos) msg = "missing node name (see --help)";
+    std::cerr << "athanor " << args[0] << ": " << msg << "\n";
+    return kExitUsage;
+  }
+  return out->help ? kExitOk : -1;
+}
+
+int RpcError(const std::string& what, const CliContext& ctx, const grpc::Status& s) {
+  std::cerr << "athanor " << what << ": " << s.error_message() << " ("
+            << absl::StatusCodeToString(static_cast<absl::StatusCode>(s.error_code()))
+            << ", coordinator " << ctx.coordinator << ")\n";
+  return kExitRpcError;
+}
+
+void PrepareCall(const CliContext& ctx, grpc::ClientContext* c, int deadline_s) {
+  c->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(deadline_s));
+  if (!ctx.user.empty()) c->AddMetadata("x-athanor-user", ctx.user);
+}
+
+std::optional<int64_t> ParseDurationSeconds(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  int64_t unit = 1;
+  std::string digits = text;
+  switch (text.back()) {
+    case 's': unit = 1; break;
+    case 'm': unit = 60; break;
+    case 'h': unit = 3600; break;
+    case 'd': unit = 86400; break;
+    default: unit = 0; break;
+  }
+  if (unit != 0) {
+    digits.pop_back();
+  } else {
+    unit = 1;
+  }
+  int64_t n = 0;
+  if (digits.empty() || !absl::SimpleAtoi(digits, &n) || n < 0 || n > (int64_t{1} << 40)) {
+    return std::nullopt;
+  }
+  return n * unit;
+}
+
+std::optional<int64_t> ParseMegabytes(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  std::string digits = text;
+  int64_t unit = 1;
+  char last = text.back();
+  if (last == 'B' || last == 'b') {
+    digits.pop_back();
+    if (digits.empty()) return std::nullopt;
+    last = digits.back();
+  }
+  if (last == 'M' || last == 'm') {
+    digits.pop_back();
+  } else if (last == 'G' || last == 'g') {
+    digits.pop_back();
+    unit = 1024;
+  } else if (last == 'T' || last == 't') {
+    digits.pop_back();
+    unit = 1024 * 1024;
+  }
+  int64_t n = 0;
+  if (digits.empty() || !absl::SimpleAtoi(digits, &n) || n < 0 || n > (int64_t{1} << 40)) {
+    return std::nullopt;
+  }
+  return n * unit;
+}
+
+std::optional<int64_t> ParseSince(const std::string& text, int64_t now_unix) {
+  if (std::optional<int64_t> d = ParseDurationSeconds(text)) return now_unix - *d;
+  struct tm tm = {};
+  const char* end = strptime(text.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  if (end == nullptr) {
+    tm = {};
+    end = strptime(text.c_str(), "%Y-%m-%d", &tm);
+  }
+  if (end == nullptr || !(*end == '\0' || (end[0] == 'Z' && end[1] == '\0'))) return std::nullopt;
+  return static_cast<int64_t>(timegm(&tm));
+}
+
+}  // namespace athanor::cli

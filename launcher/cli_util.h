@@ -1,0 +1,37 @@
+// Helpers shared by the `athanor` CLI's subcommands: flag parsing, gRPC call
+// setup (deadline + the caller's identity) and value parsers. Pure except
+// for writing usage errors to stderr; thread-compatible.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+
+#include "common/options.h"
+#include "launcher/cli_commands.h"
+
+namespace athanor::cli {
+
+// Parses a subcommand's flags. Returns -1 to go on, else the exit code
+// (0 after --help, kExitUsage after an error printed to stderr).
+int ParseFlags(const std::vector<std::string>& args, po::options_description desc,
+               const std::string& usage, ParsedCommandLine* out,
+               const po::positional_options_description* positional = nullptr);
+
+// Prints "athanor WHAT: message (CODE, coordinator ADDR)"; returns kExitRpcError.
+int RpcError(const std::string& what, const CliContext& ctx, const grpc::Status& s);
+
+// Sets the deadline and the x-athanor-user metadata (ctx.user).
+void PrepareCall(const CliContext& ctx, grpc::ClientContext* c, int deadline_s = 10);
+
+// "90", "90s", "10m", "1h", "2d" -> seconds; nullopt when malformed.
+std::optional<int64_t> ParseDurationSeconds(const std::string& text);
+// "4096" (MB), "512M", "80G", "1T" -> MB; nullopt when malformed.
+std::optional<int64_t> ParseMegabytes(const std::string& text);
+// "2026-01-31", "2026-01-31T12:00:00[Z]" (UTC), or a duration meaning that
+// long ago (relative to `now_unix`) -> Unix seconds.
+std::optional<int64_t> ParseSince(const std::string& text, int64_t now_unix);
+
+}  // namespace athanor::cli

@@ -1,0 +1,187 @@
+#include "tests/cluster_harness.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <array>
+#include <atomic>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
+#include "common/net.h"
+
+namespace athanor::testing {
+namespace {
+
+constexpr int kWatchdogSeconds = 100;
+
+// Children the watchdog must stop; async-signal-safe to read.
+std::array<std::atomic<pid_t>, 64> g_children;
+
+void OnWatchdog(int) {
+  static const char kMsg[] = "\ncluster test watchdog: hung test, stopping children\n";
+  ssize_t unused = write(STDERR_FILENO, kMsg, sizeof(kMsg) - 1);
+  (void)unused;
+  for (auto& pid : g_children) {
+    pid_t p = pid.load();
+    if (p > 0) kill(p, SIGTERM);  // agents SIGKILL their ranks on SIGTERM
+  }
+  _exit(99);
+}
+
+void ArmWatchdog() {
+  static bool armed = false;
+  if (armed) return;
+  armed = true;
+  signal(SIGALRM, OnWatchdog);
+  alarm(kWatchdogSeconds);
+}
+
+void Untrack(pid_t pid) {
+  for (auto& p : g_children) {
+    pid_t expected = pid;
+    p.compare_exchange_strong(expected, 0);
+  }
+}
+
+void Stop(std::unique_ptr<Subprocess>& p, int sig) {
+  if (!p) return;
+  p->Signal(sig).IgnoreError();
+  p->Wait();
+  Untrack(p->pid());
+  p.reset();
+}
+
+}  // namespace
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+LocalCluster::LocalCluster(std::vector<std::string> coordinator_flags)
+    : coordinator_flags_(std::move(coordinator_flags)) {
+  ArmWatchdog();
+  char dir[] = "/tmp/athanor_cluster_test.XXXXXX";
+  dir_ = mkdtemp(dir);
+  const char* bin = getenv("ATHANOR_BIN_DIR");
+  bin_dir_ = bin != nullptr ? bin : "";
+  int port = PickFreePort().value();
+  address_ = absl::StrCat("127.0.0.1:", port);
+  grpc::ChannelArguments args;  // reconnect at once after coordinator (re)starts
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 50);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 50);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 200);
+  args.SetInt(GRPC_ARG_DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS, 50);
+  auto channel = grpc::CreateCustomChannel(address_, grpc::InsecureChannelCredentials(), args);
+  stub_ = rpc::Coordinator::NewStub(channel);
+  agent_stub_ = rpc::NodeAgent::NewStub(channel);
+}
+
+LocalCluster::~LocalCluster() {
+  for (auto& [name, agent] : agents_) Stop(agent, SIGTERM);
+  Stop(coordinator_, SIGTERM);
+}
+
+std::string LocalCluster::Bin(const std::string& name) const {
+  return bin_dir_.empty() ? name : absl::StrCat(bin_dir_, "/", name);
+}
+
+void LocalCluster::Track(Subprocess* p) {
+  for (auto& slot : g_children) {
+    pid_t expected = 0;
+    if (slot.compare_exchange_strong(expected, p->pid())) return;
+  }
+}
+
+void LocalCluster::StartCoordinator() {
+  ASSERT_EQ(coordinator_, nullptr);
+  SubprocessOptions o;
+  o.argv = {Bin("athanor-coordinator"), "--listen", address_, "--state", dir_ + "/state.db",
+            "--heartbeat-interval-ms", "500"};
+  o.argv.insert(o.argv.end(), coordinator_flags_.begin(), coordinator_flags_.end());
+  o.stdout_path = dir_ + "/coordinator.log";
+  o.stderr_path = "=stdout";
+  auto p = Subprocess::Start(o);
+  ASSERT_TRUE(p.ok()) << p.status();
+  coordinator_ = std::move(*p);
+  Track(coordinator_.get());
+  // Ready once it answers.
+  bool up = WaitFor([&] {
+    grpc::ClientContext c;
+    c.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
+    rpc::ListNodesResponse r;
+    return stub_->ListNodes(&c, rpc::ListNodesRequest(), &r).ok();
+  });
+  ASSERT_TRUE(up) << "coordinator did not come up:\n" << CoordinatorLog();
+}
+
+void LocalCluster::KillCoordinator() { Stop(coordinator_, SIGKILL); }
+
+void LocalCluster::StartAgent(const std::string& name, int gpus, const std::string& host) {
+  SubprocessOptions o;
+  o.argv = {Bin("athanor-agent"), "--coordinator", address_, "--name", name, "--gpus",
+            std::to_string(gpus), "--work-dir", dir_ + "/" + name, "--listen", host + ":0",
+            "--host", host};
+  o.stdout_path = dir_ + "/agent-" + name + ".log";
+  o.stderr_path = "=stdout";
+  auto p = Subprocess::Start(o);
+  ASSERT_TRUE(p.ok()) << p.status();
+  Track(p->get());
+  agents_[name] = std::move(*p);
+}
+
+void LocalCluster::KillAgent(const std::string& name) { Stop(agents_[name], SIGKILL); }
+
+CliResult LocalCluster::Cli(const std::vector<std::string>& args) {
+  SubprocessOptions o;
+  o.argv = {Bin("athanor"), "--coordinator", address_};
+  o.argv.insert(o.argv.end(), args.begin(), args.end());
+  o.capture_stdout = true;
+  std::string err_path = dir_ + "/cli.err";
+  unlink(err_path.c_str());
+  o.stderr_path = err_path;
+  CliResult r;
+  auto p = Subprocess::Start(o);
+  if (!p.ok()) {
+    r.err = std::string(p.status().message());
+    return r;
+  }
+  r.out = (*p)->ReadAllStdout();
+  r.exit_code = (*p)->Wait().exit_code;
+  r.err = ReadFile(err_path);
+  return r;
+}
+
+bool LocalCluster::WaitFor(const std::function<bool()>& cond, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!cond()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
+bool LocalCluster::WaitForNodesUp(int n) {
+  return WaitFor([&] {
+    grpc::ClientContext c;
+    c.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    rpc::ListNodesResponse r;
+    if (!stub_->ListNodes(&c, rpc::ListNodesRequest(), &r).ok()) return false;
+    int up = 0;
+    for (const rpc::Node& node : r.nodes()) up += node.state() == rpc::NODE_UP;
+    return up == n;
+  });
+}
+
+std::string LocalCluster::CoordinatorLog() const { return ReadFile(dir_ + "/coordinator.log"); }
+
+}  // namespace athanor::testing

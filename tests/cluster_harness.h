@@ -1,0 +1,73 @@
+// A local athanor cluster for integration tests: one coordinator and N agents
+// as real processes on loopback, plus the `athanor` CLI, all found through
+// $ATHANOR_BIN_DIR. Ports are picked with PickFreePort; everything lives in a
+// fresh temp dir. The destructor stops every child (agents SIGTERM their
+// ranks). A process-wide watchdog (alarm) kills the children and fails the
+// test binary if a test hangs. Not thread-safe: one test thread drives it.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/subprocess.h"
+#include "proto/athanor.grpc.pb.h"
+
+namespace athanor::testing {
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+class LocalCluster {
+ public:
+  // `coordinator_flags` are appended to the coordinator's command line.
+  explicit LocalCluster(std::vector<std::string> coordinator_flags = {});
+  ~LocalCluster();
+
+  void StartCoordinator();               // on the same --state every time
+  void KillCoordinator();                // SIGKILL, as a crash would
+  void StartAgent(const std::string& name, int gpus, const std::string& host = "127.0.0.1");
+  void KillAgent(const std::string& name);  // SIGKILL
+
+  // Runs `athanor --coordinator ADDR args...` to completion.
+  CliResult Cli(const std::vector<std::string>& args);
+
+  // Polls `cond` every 20 ms until it holds or `timeout` passes.
+  static bool WaitFor(const std::function<bool()>& cond,
+                      std::chrono::milliseconds timeout = std::chrono::seconds(20));
+  // Waits until `n` nodes are UP.
+  bool WaitForNodesUp(int n);
+
+  rpc::Coordinator::Stub& stub() { return *stub_; }
+  rpc::NodeAgent::Stub& agent_stub() { return *agent_stub_; }
+  const std::string& address() const { return address_; }
+  const std::string& dir() const { return dir_; }
+  // The coordinator's log so far, for failure messages.
+  std::string CoordinatorLog() const;
+
+ private:
+  std::string Bin(const std::string& name) const;
+  void Track(Subprocess* p);
+
+  std::string dir_;
+  std::string bin_dir_;
+  std::string address_;
+  std::vector<std::string> coordinator_flags_;
+  std::unique_ptr<Subprocess> coordinator_;
+  std::map<std::string, std::unique_ptr<Subprocess>> agents_;
+  std::unique_ptr<rpc::Coordinator::Stub> stub_;
+  std::unique_ptr<rpc::NodeAgent::Stub> agent_stub_;
+};
+
+// Reads a whole file ("" when missing).
+std::string ReadFile(const std::string& path);
+
+}  // namespace athanor::testing

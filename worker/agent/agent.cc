@@ -1,0 +1,176 @@
+#include "worker/agent/agent.h"
+
+#include <chrono>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/time/time.h"
+#include "common/logging.h"
+
+namespace athanor::agent {
+namespace {
+
+rpc::RankPhase ToProto(RankPhase p) {
+  switch (p) {
+    case RankPhase::kRunning: return rpc::RANK_RUNNING;
+    case RankPhase::kExited: return rpc::RANK_EXITED;
+    case RankPhase::kFailedToStart: return rpc::RANK_FAILED_TO_START;
+  }
+  return rpc::RANK_PHASE_UNSPECIFIED;
+}
+
+void AddReports(const std::vector<RankStatusReport>& reports,
+                google::protobuf::RepeatedPtrField<rpc::RankReport>* out) {
+  for (const RankStatusReport& r : reports) {
+    rpc::RankReport* p = out->Add();
+    p->set_job_id(r.key.job_id);
+    p->set_attempt(r.key.attempt);
+    p->set_rank(r.key.rank);
+    p->set_phase(ToProto(r.phase));
+    p->set_exit_code(r.exit_code);
+    p->set_signal(r.signal);
+    p->set_message(r.message);
+  }
+}
+
+}  // namespace
+
+Agent::Agent(AgentOptions options, RankSupervisor* supervisor)
+    : options_(std::move(options)), supervisor_(supervisor) {
+  // Reconnect quickly after a coordinator restart (gRPC's default backoff
+  // grows to two minutes).
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  args.SetInt(GRPC_ARG_DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS, 500);
+  stub_ = rpc::NodeAgent::NewStub(grpc::CreateCustomChannel(
+      options_.coordinator, grpc::InsecureChannelCredentials(), args));
+  reaper_ = std::thread([this] { ReaperLoop(); });
+}
+
+Agent::~Agent() {
+  Stop();
+  supervisor_->KillAll();
+  supervisor_->Wake();
+  reaper_.join();
+}
+
+void Agent::Stop() {
+  absl::MutexLock lock(&mu_);
+  stop_ = true;
+  if (inflight_ != nullptr) inflight_->TryCancel();
+}
+
+void Agent::ReaperLoop() {
+  for (;;) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (stop_) return;
+    }
+    supervisor_->WaitForChildExit();
+    absl::MutexLock lock(&mu_);
+    if (supervisor_->Reap()) {
+      exit_pending_ = true;
+      if (inflight_ != nullptr) inflight_->TryCancel();  // report it now
+    }
+  }
+}
+
+void Agent::Backoff() {
+  absl::MutexLock lock(&mu_);
+  auto stopped = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_; };
+  mu_.AwaitWithTimeout(absl::Condition(&stopped), absl::Milliseconds(500));
+}
+
+bool Agent::Register() {
+  rpc::RegisterNodeRequest req;
+  req.set_name(options_.name);
+  req.set_agent_address(options_.agent_address);
+  req.set_host(options_.host);
+  rpc::NodeInventory* inv = req.mutable_inventory();
+  inv->set_gpus(options_.inventory.gpus);
+  inv->set_gpu_model(options_.inventory.gpu_model);
+  inv->set_cpus(options_.inventory.cpus);
+  inv->set_memory_mb(options_.inventory.memory_mb);
+  for (const auto& [k, v] : options_.labels) (*inv->mutable_labels())[k] = v;
+  AddReports(supervisor_->Reports(), req.mutable_ranks());
+  rpc::RegisterNodeResponse resp;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  grpc::Status s = stub_->RegisterNode(&ctx, req, &resp);
+  if (!s.ok()) {
+    ATHANOR_LOG(WARNING) << "register with " << options_.coordinator << " failed: "
+                         << s.error_message() << " (code " << s.error_code() << "); retrying";
+    return false;
+  }
+  heartbeat_interval_ms_ = resp.heartbeat_interval_ms() > 0 ? resp.heartbeat_interval_ms() : 1000;
+  known_generation_ = 0;
+  ATHANOR_LOG(INFO) << "registered as " << options_.name << " with " << options_.coordinator
+                    << " (" << options_.inventory.gpus << " GPUs)";
+  return true;
+}
+
+void Agent::Run() {
+  bool registered = false;
+  for (;;) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (stop_) return;
+    }
+    if (!registered) {
+      registered = Register();
+      if (!registered) Backoff();
+      continue;
+    }
+    grpc::ClientContext ctx;
+    rpc::HeartbeatRequest req;
+    req.set_node(options_.name);
+    req.set_known_generation(known_generation_);
+    req.set_health_ok(true);
+    {
+      absl::MutexLock lock(&mu_);
+      if (stop_) return;
+      AddReports(supervisor_->Reports(), req.mutable_ranks());
+      req.set_max_wait_ms(exit_pending_ ? 0 : static_cast<int32_t>(heartbeat_interval_ms_));
+      exit_pending_ = false;
+      inflight_ = &ctx;
+    }
+    ctx.set_deadline(std::chrono::system_clock::now() +
+                     std::chrono::milliseconds(heartbeat_interval_ms_ + 5000));
+    rpc::HeartbeatResponse resp;
+    grpc::Status s = stub_->Heartbeat(&ctx, req, &resp);
+    {
+      absl::MutexLock lock(&mu_);
+      inflight_ = nullptr;
+    }
+    if (s.error_code() == grpc::StatusCode::CANCELLED) continue;  // an exit to report
+    if (!s.ok()) {
+      ATHANOR_LOG(WARNING) << "heartbeat failed: " << s.error_message() << " (code "
+                           << s.error_code() << "); retrying";
+      Backoff();
+      continue;
+    }
+    if (resp.reregister()) {
+      ATHANOR_LOG(INFO) << "coordinator asks this node to register again";
+      registered = false;
+      continue;
+    }
+    std::vector<RankTarget> desired;
+    for (const rpc::RankSpec& d : resp.desired()) {
+      RankTarget t;
+      t.key = {d.job_id(), d.attempt(), d.rank()};
+      t.command.assign(d.command().begin(), d.command().end());
+      t.env.insert(d.env().begin(), d.env().end());
+      t.gpu_ids.assign(d.gpu_ids().begin(), d.gpu_ids().end());
+      t.terminate = d.terminate();
+      t.kill_after_ms = d.kill_after_ms();
+      desired.push_back(std::move(t));
+    }
+    supervisor_->Converge(desired);
+    supervisor_->EnforceDeadlines();
+    known_generation_ = resp.generation();
+  }
+}
+
+}  // namespace athanor::agent

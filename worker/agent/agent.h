@@ -1,0 +1,62 @@
+// The node agent's control loop: register, long-poll heartbeats, converge.
+//
+// Run() registers the node (with every rank it still runs, so a restarted
+// coordinator can reconcile), then heartbeats: each heartbeat carries every
+// rank's phase and returns the desired set, which the RankSupervisor is made
+// to match. A reaper thread waits for child exits and cancels the in-flight
+// long-poll so exits are reported at once. When the coordinator answers
+// `reregister` (it restarted, or forgot the node) the agent registers again.
+// RPC failures are retried with a short backoff; the agent never gives up.
+//
+// Thread model: Run() blocks on the calling thread until Stop() (from any
+// thread). The supervisor is not owned.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "proto/athanor.grpc.pb.h"
+#include "worker/agent/inventory.h"
+#include "worker/agent/rank_supervisor.h"
+
+namespace athanor::agent {
+
+struct AgentOptions {
+  std::string coordinator;    // HOST:PORT
+  std::string name;
+  std::string host;           // advertised for MASTER_ADDR
+  std::string agent_address;  // HOST:PORT of this agent's AgentControl
+  Inventory inventory;
+  std::map<std::string, std::string> labels;
+};
+
+class Agent {
+ public:
+  Agent(AgentOptions options, RankSupervisor* supervisor);
+  ~Agent();
+  void Run();
+  void Stop();
+
+ private:
+  bool Register();
+  void ReaperLoop();
+  rpc::HeartbeatRequest BuildHeartbeat();
+  void Backoff();
+
+  const AgentOptions options_;
+  RankSupervisor* const supervisor_;
+  std::unique_ptr<rpc::NodeAgent::Stub> stub_;
+  absl::Mutex mu_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::ClientContext* inflight_ ABSL_GUARDED_BY(mu_) = nullptr;
+  bool exit_pending_ ABSL_GUARDED_BY(mu_) = false;  // an exit not yet in a sent heartbeat
+  int64_t heartbeat_interval_ms_ = 1000;
+  uint64_t known_generation_ = 0;
+  std::thread reaper_;
+};
+
+}  // namespace athanor::agent

@@ -1,0 +1,111 @@
+// athanor-agent: the node agent. Registers this node with the coordinator,
+// runs the ranks it is told to, and serves their logs.
+//
+//   athanor-agent --coordinator HOST:PORT --name NAME --gpus N|auto --work-dir DIR
+//                 [--labels k=v,...] [--listen HOST:PORT] [--host ADDR]
+//
+// SIGTERM/SIGINT stop the agent and SIGKILL the ranks it runs.
+#include <signal.h>
+
+#include <filesystem>
+#include <iostream>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/logging.h"
+#include "common/options.h"
+#include "worker/agent/agent.h"
+#include "worker/agent/agent_control_service.h"
+
+namespace athanor::agent {
+namespace {
+
+int Fail(const std::string& msg) {
+  std::cerr << "athanor-agent: " << msg << "\n";
+  return 2;
+}
+
+int Run(int argc, char** argv) {
+  std::string coordinator, name, gpus_text, work_dir, labels_text, listen, host, log_level;
+  po::options_description desc("athanor-agent options");
+  desc.add_options()
+      ("coordinator", po::value(&coordinator)->required(), "coordinator HOST:PORT")
+      ("name", po::value(&name)->required(), "this node's name (unique in the cluster)")
+      ("gpus", po::value(&gpus_text)->default_value("auto"),
+       "GPU slots to offer: a number, or 'auto' to count CUDA devices (0 when none)")
+      ("work-dir", po::value(&work_dir)->required(),
+       "directory for rank logs: DIR/jobs/<job>/attempt-<a>/rank-<r>.log")
+      ("labels", po::value(&labels_text)->default_value(""), "node labels, k=v[,k=v...]")
+      ("listen", po::value(&listen)->default_value("0.0.0.0:0"),
+       "HOST:PORT for the AgentControl service (port 0: pick one)")
+      ("host", po::value(&host)->default_value("127.0.0.1"),
+       "address ranks on this node are reached at (MASTER_ADDR), also advertised for AgentControl")
+      ("log-level", po::value(&log_level)->default_value("info"), "debug, info, warning, error");
+  ParsedCommandLine cmd;
+  absl::Status s = ParseOptions(argc, argv, desc,
+                                "usage: athanor-agent --coordinator HOST:PORT --name NAME "
+                                "--work-dir DIR [--gpus N|auto] ...",
+                                &cmd);
+  if (!s.ok()) return Fail(std::string(s.message()));
+  if (cmd.help) return 0;
+  LogLevel level;
+  if (!ParseLogLevel(log_level, &level)) return Fail("--log-level: unknown level " + log_level);
+  SetMinLogLevel(level);
+  int32_t gpus = -1;
+  if (gpus_text != "auto" && (!absl::SimpleAtoi(gpus_text, &gpus) || gpus < 0)) {
+    return Fail("--gpus: expected a non-negative number or 'auto', got '" + gpus_text + "'");
+  }
+  AgentOptions options;
+  options.coordinator = coordinator;
+  options.name = name;
+  options.host = host;
+  options.inventory = DetectInventory(gpus);
+  for (absl::string_view kv : absl::StrSplit(labels_text, ',', absl::SkipEmpty())) {
+    std::pair<std::string, std::string> p = absl::StrSplit(kv, absl::MaxSplits('=', 1));
+    if (p.first.empty()) return Fail("--labels: expected k=v, got '" + std::string(kv) + "'");
+    options.labels[p.first] = p.second;
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(work_dir, ec);
+  if (ec) return Fail("--work-dir: cannot create " + work_dir + ": " + ec.message());
+  work_dir = std::filesystem::absolute(work_dir).string();
+
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  AgentControlService control(work_dir);
+  int port = 0;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&control);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (!server || port == 0) return Fail("cannot listen on " + listen);
+  options.agent_address = absl::StrCat(host, ":", port);
+  ATHANOR_LOG(INFO) << "athanor-agent " << name << ": AgentControl on port " << port << ", "
+                    << options.inventory.gpus << " GPU(s), work dir " << work_dir;
+
+  RankSupervisor supervisor(work_dir, RealClock::Get());
+  Agent agent(options, &supervisor);
+  std::thread waiter([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    ATHANOR_LOG(INFO) << "signal " << sig << ": stopping";
+    agent.Stop();
+  });
+  agent.Run();
+  waiter.join();
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
+  return 0;
+}
+
+}  // namespace
+}  // namespace athanor::agent
+
+int main(int argc, char** argv) { return athanor::agent::Run(argc, argv); }

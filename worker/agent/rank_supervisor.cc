@@ -1,0 +1,199 @@
+#include "worker/agent/rank_supervisor.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/logging.h"
+
+namespace athanor::agent {
+namespace {
+
+bool SafeFileName(const std::string& s) {
+  if (s.empty() || s.size() > 255 || s == "." || s == "..") return false;
+  for (char c : s) {
+    if (!(isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> RankSupervisor::LogPath(const std::string& work_dir, const RankKey& key) {
+  if (!SafeFileName(key.job_id)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("job_id: '", key.job_id.substr(0, 64), "' is not a valid job id"));
+  }
+  if (key.attempt < 0 || key.rank < 0) {
+    return absl::InvalidArgumentError("attempt/rank: must be >= 0");
+  }
+  return absl::StrCat(work_dir, "/jobs/", key.job_id, "/attempt-", key.attempt, "/rank-", key.rank,
+                      ".log");
+}
+
+RankSupervisor::RankSupervisor(std::string work_dir, const Clock* clock)
+    : work_dir_(std::move(work_dir)), clock_(clock) {}
+
+RankSupervisor::~RankSupervisor() { KillAll(); }
+
+void RankSupervisor::StartLocked(const RankTarget& target) {
+  Rank& r = ranks_[target.key];
+  r.report.key = target.key;
+  auto fail = [&](const std::string& why) {
+    r.report.phase = RankPhase::kFailedToStart;
+    r.report.exit_code = 127;
+    r.report.message = why;
+    ATHANOR_LOG(WARNING) << "job " << target.key.job_id << " rank " << target.key.rank
+                         << " failed to start: " << why;
+  };
+  absl::StatusOr<std::string> log = LogPath(work_dir_, target.key);
+  if (!log.ok()) return fail(std::string(log.status().message()));
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(*log).parent_path(), ec);
+  if (ec) return fail(absl::StrCat("cannot create log directory for ", *log, ": ", ec.message()));
+  SubprocessOptions options;
+  options.argv = target.command;
+  options.env = target.env;
+  options.env["CUDA_VISIBLE_DEVICES"] = absl::StrJoin(target.gpu_ids, ",");
+  options.stdout_path = *log;
+  options.stderr_path = "=stdout";
+  options.new_process_group = true;
+  absl::StatusOr<std::unique_ptr<Subprocess>> p = Subprocess::Start(options);
+  if (!p.ok()) return fail(std::string(p.status().message()));
+  r.process = std::move(*p);
+  r.report.phase = RankPhase::kRunning;
+  ATHANOR_LOG(INFO) << "started job " << target.key.job_id << " attempt " << target.key.attempt
+                    << " rank " << target.key.rank << " pid " << r.process->pid();
+}
+
+void RankSupervisor::Converge(const std::vector<RankTarget>& desired) {
+  absl::MutexLock lock(&mu_);
+  std::set<RankKey> wanted;
+  for (const RankTarget& t : desired) {
+    wanted.insert(t.key);
+    auto it = ranks_.find(t.key);
+    if (it == ranks_.end()) {
+      if (!t.terminate) StartLocked(t);  // a rank told to stop is never started
+      continue;
+    }
+    Rank& r = it->second;
+    if (t.terminate && r.report.phase == RankPhase::kRunning && !r.term_sent) {
+      r.process->Signal(SIGTERM).IgnoreError();
+      r.term_sent = true;
+      r.kill_at = clock_->Now() + Millis(t.kill_after_ms);
+    }
+  }
+  for (auto it = ranks_.begin(); it != ranks_.end();) {
+    Rank& r = it->second;
+    if (wanted.count(it->first)) {
+      ++it;
+      continue;
+    }
+    if (r.report.phase != RankPhase::kRunning) {
+      it = ranks_.erase(it);  // reported; the coordinator no longer wants it
+      continue;
+    }
+    if (!r.kill_sent) {
+      r.process->Signal(SIGKILL).IgnoreError();
+      r.kill_sent = true;
+    }
+    ++it;
+  }
+}
+
+bool RankSupervisor::Reap() {
+  absl::MutexLock lock(&mu_);
+  bool changed = false;
+  for (auto& [key, r] : ranks_) {
+    if (r.report.phase != RankPhase::kRunning) continue;
+    std::optional<ExitInfo> exit = r.process->Poll();
+    if (!exit) continue;
+    // The leader is gone; make sure nothing it started outlives it.
+    kill(-r.process->pid(), SIGKILL);
+    r.report.phase = RankPhase::kExited;
+    r.report.exit_code = exit->exit_code;
+    r.report.signal = exit->signal;
+    changed = true;
+    ATHANOR_LOG(INFO) << "job " << key.job_id << " attempt " << key.attempt << " rank " << key.rank
+                      << " " << exit->ToString();
+  }
+  return changed;
+}
+
+void RankSupervisor::EnforceDeadlines() {
+  absl::MutexLock lock(&mu_);
+  TimePoint now = clock_->Now();
+  for (auto& [key, r] : ranks_) {
+    if (r.report.phase == RankPhase::kRunning && r.term_sent && !r.kill_sent && now >= r.kill_at) {
+      r.process->Signal(SIGKILL).IgnoreError();
+      r.kill_sent = true;
+    }
+  }
+}
+
+std::vector<RankStatusReport> RankSupervisor::Reports() {
+  absl::MutexLock lock(&mu_);
+  std::vector<RankStatusReport> out;
+  for (const auto& [key, r] : ranks_) out.push_back(r.report);
+  return out;
+}
+
+int RankSupervisor::running_count() {
+  absl::MutexLock lock(&mu_);
+  int n = 0;
+  for (const auto& [key, r] : ranks_) n += r.report.phase == RankPhase::kRunning;
+  return n;
+}
+
+void RankSupervisor::Wake() {
+  absl::MutexLock lock(&mu_);
+  ++woken_;
+}
+
+void RankSupervisor::WaitForChildExit() {
+  {
+    absl::MutexLock lock(&mu_);
+    int seen = woken_;
+    auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      if (woken_ != seen) return true;
+      for (const auto& [key, r] : ranks_) {
+        if (r.report.phase == RankPhase::kRunning) return true;
+      }
+      return false;
+    };
+    mu_.Await(absl::Condition(&ready));
+    if (woken_ != seen) return;
+  }
+  siginfo_t info{};
+  int rc;
+  do {
+    rc = waitid(P_ALL, 0, &info, WEXITED | WNOWAIT);
+  } while (rc != 0 && errno == EINTR);
+  if (rc != 0) return;
+  absl::MutexLock lock(&mu_);
+  for (const auto& [key, r] : ranks_) {
+    if (r.process && r.process->pid() == info.si_pid) return;  // Reap() takes it
+  }
+  int status;
+  waitpid(info.si_pid, &status, WNOHANG);  // some other child of ours
+}
+
+void RankSupervisor::KillAll() {
+  absl::MutexLock lock(&mu_);
+  for (auto& [key, r] : ranks_) {
+    if (r.report.phase != RankPhase::kRunning) continue;
+    r.process->Signal(SIGKILL).IgnoreError();
+    ExitInfo e = r.process->Wait();
+    kill(-r.process->pid(), SIGKILL);
+    r.report.phase = RankPhase::kExited;
+    r.report.exit_code = e.exit_code;
+    r.report.signal = e.signal;
+  }
+}
+
+}  // namespace athanor::agent

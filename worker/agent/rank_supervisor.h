@@ -1,0 +1,95 @@
+// RankSupervisor: the processes of the ranks one node agent runs.
+//
+// Converge() makes the running set match the coordinator's desired set:
+// starts missing ranks (own process group, env contract, output appended to
+// WORK_DIR/jobs/<job>/attempt-<a>/rank-<r>.log), sends SIGTERM to ranks marked
+// terminate and SIGKILL once their kill_after_ms passes (EnforceDeadlines),
+// and SIGKILLs ranks no longer desired. An exited rank is remembered and
+// reported until it leaves the desired set, so no exit is lost.
+//
+// Thread-safe (one mutex). WaitForChildExit() blocks and is meant for one
+// dedicated reaper thread. The Clock is not owned.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "common/clock.h"
+#include "common/subprocess.h"
+
+namespace athanor::agent {
+
+struct RankKey {
+  std::string job_id;
+  int32_t attempt = 0;
+  int32_t rank = 0;
+  bool operator<(const RankKey& o) const {
+    return std::tie(job_id, attempt, rank) < std::tie(o.job_id, o.attempt, o.rank);
+  }
+};
+
+struct RankTarget {
+  RankKey key;
+  std::vector<std::string> command;
+  std::map<std::string, std::string> env;
+  std::vector<int32_t> gpu_ids;
+  bool terminate = false;
+  int64_t kill_after_ms = 0;
+};
+
+enum class RankPhase { kRunning, kExited, kFailedToStart };
+
+struct RankStatusReport {
+  RankKey key;
+  RankPhase phase = RankPhase::kRunning;
+  int32_t exit_code = 0;
+  int32_t signal = 0;
+  std::string message;
+};
+
+class RankSupervisor {
+ public:
+  RankSupervisor(std::string work_dir, const Clock* clock);
+  ~RankSupervisor();  // SIGKILLs and reaps whatever still runs
+
+  void Converge(const std::vector<RankTarget>& desired);
+  // Reaps exited children; true when any rank's phase changed.
+  bool Reap();
+  // SIGKILLs terminating ranks whose deadline passed.
+  void EnforceDeadlines();
+  std::vector<RankStatusReport> Reports();
+  // Blocks until some child has exited (without reaping it) or Wake() is
+  // called; returns at once when no child runs and `wait_when_idle` is false.
+  void WaitForChildExit();
+  void Wake();
+  // SIGKILLs every running rank and waits for them.
+  void KillAll();
+  int running_count();
+
+  // WORK_DIR/jobs/<job>/attempt-<a>/rank-<r>.log; InvalidArgument for a job
+  // id that is not a safe file name.
+  static absl::StatusOr<std::string> LogPath(const std::string& work_dir, const RankKey& key);
+
+ private:
+  struct Rank {
+    std::unique_ptr<Subprocess> process;  // null when it failed to start
+    RankStatusReport report;
+    bool term_sent = false;
+    bool kill_sent = false;
+    TimePoint kill_at;
+  };
+  void StartLocked(const RankTarget& target) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const std::string work_dir_;
+  const Clock* const clock_;
+  absl::Mutex mu_;
+  std::map<RankKey, Rank> ranks_ ABSL_GUARDED_BY(mu_);
+  int woken_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace athanor::agent

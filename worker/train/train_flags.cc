@@ -1,0 +1,79 @@
+#include "worker/train/train_flags.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/options.h"
+
+namespace athanor {
+
+absl::Status ParseTrainFlags(int argc, const char* const* argv, TrainFlags* f) {
+  TrainerOptions& t = f->trainer;
+  std::string precision = "fp32";
+  double bucket_mb = 25.0, first_bucket_mb = 1.0;
+  bool no_overlap = false;
+  po::options_description desc("athanor-train options");
+  auto add = [&desc](const char* name, const po::value_semantic* value, const char* help) {
+    desc.add_options()(name, value, help);
+  };
+  add("data", po::value(&f->data)->default_value(f->data), "text file, or synthetic:BYTES");
+  add("context", po::value(&t.model.context)->default_value(8), "input bytes per sample");
+  add("embed", po::value(&t.model.embed)->default_value(16), "embedding width");
+  add("hidden", po::value(&t.model.hidden)->default_value(128), "hidden layer width");
+  add("layers", po::value(&t.model.layers)->default_value(1), "hidden tanh layers");
+  add("steps", po::value(&f->steps)->default_value(100),
+      "train until this many steps are done (resumed ones count)");
+  add("micro-batch", po::value(&t.micro_batch)->default_value(8),
+      "samples per micro-batch per rank");
+  add("accum", po::value(&t.accum)->default_value(1),
+      "micro-batches per step (gradient accumulation)");
+  add("precision", po::value(&precision)->default_value("fp32"), "fp32 | bf16 | fp16");
+  add("device", po::value(&t.device)->default_value("cpu"),
+      "matrix products on cpu (OpenBLAS) or cuda (cuBLAS)");
+  add("optimizer", po::value(&t.optimizer.kind)->default_value("sgd"), "sgd | adamw");
+  add("lr", po::value(&t.optimizer.lr)->default_value(0.1f, "0.1"), "learning rate");
+  add("momentum", po::value(&t.optimizer.momentum)->default_value(0.9f, "0.9"), "sgd momentum");
+  add("weight-decay", po::value(&t.optimizer.weight_decay)->default_value(0.0f, "0"),
+      "weight decay (decoupled for adamw)");
+  add("seed", po::value(&t.seed)->default_value(1), "seed for init and data sampling");
+  add("backend", po::value(&f->backend), "collectives backend: ucx | mpi | nccl (default ucx)");
+  add("bucket-mb", po::value(&bucket_mb)->default_value(25.0, "25"), "gradient bucket size, MiB");
+  add("first-bucket-mb", po::value(&first_bucket_mb)->default_value(1.0, "1"),
+      "first (small) bucket size, MiB");
+  add("no-overlap", po::bool_switch(&no_overlap), "all-reduce after backward, not during it");
+  add("dump-weights", po::value(&f->dump_weights),
+      "rank 0 writes the final f32 weights (safetensors) here");
+  add("save-state", po::value(&f->save_state),
+      "at the end (or on SIGTERM), rank 0 writes the full training state (safetensors) here");
+  add("resume-from", po::value(&f->resume_from), "start from a --save-state file");
+  add("all-ranks-log", po::bool_switch(&f->all_ranks_log), "every rank prints its step lines");
+  add("inject-overflow-step", po::value(&t.inject_overflow_step)->default_value(-1),
+      "fp16 test hook: make this step's gradients overflow on one rank");
+  add("inject-overflow-rank", po::value(&f->inject_overflow_rank)->default_value(-1),
+      "the rank for --inject-overflow-step (-1: the last)");
+  add("timeout-s", po::value(&f->timeout_s)->default_value(120), "collective timeout, seconds");
+  add("log-level", po::value(&f->log_level)->default_value("info"),
+      "debug | info | warning | error");
+  ParsedCommandLine parsed;
+  absl::Status s =
+      ParseOptions(argc, argv, desc,
+                   "usage: athanor-train [options]   (one JSON line per step on stdout)", &parsed);
+  if (!s.ok()) return s;
+  f->help = parsed.help;
+  if (f->help) return absl::OkStatus();
+  f->backend_given = parsed.vars.count("backend") > 0;
+  if (!ParsePrecision(precision, &t.precision)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--precision must be fp32, bf16 or fp16, not '", precision, "'"));
+  }
+  if (bucket_mb <= 0 || first_bucket_mb <= 0) {
+    return absl::InvalidArgumentError("--bucket-mb and --first-bucket-mb must be > 0");
+  }
+  if (f->steps < 0) return absl::InvalidArgumentError("--steps must be >= 0");
+  if (f->timeout_s < 1) return absl::InvalidArgumentError("--timeout-s must be >= 1");
+  t.bucket_bytes = static_cast<size_t>(bucket_mb * 1048576.0);
+  t.first_bucket_bytes = static_cast<size_t>(first_bucket_mb * 1048576.0);
+  t.overlap = !no_overlap;
+  t.timeout = std::chrono::seconds(f->timeout_s);
+  return absl::OkStatus();
+}
+
+}  // namespace athanor

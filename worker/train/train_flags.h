@@ -1,0 +1,31 @@
+// athanor-train's command line, parsed once into typed options.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "worker/train/trainer.h"
+
+namespace athanor {
+
+struct TrainFlags {
+  TrainerOptions trainer;
+  std::string data = "synthetic:1000000";
+  std::string backend = "ucx";
+  bool backend_given = false;  // --backend was on the command line
+  int64_t steps = 100;
+  std::string dump_weights;  // empty: no dump
+  std::string save_state;    // rank 0 writes weights + optimizer state + metadata at the end
+  std::string resume_from;   // a --save-state file to start from
+  bool all_ranks_log = false;
+  int inject_overflow_rank = -1;  // -1: the last rank
+  int timeout_s = 120;
+  std::string log_level = "info";
+  bool help = false;
+};
+
+// InvalidArgument naming the flag for bad or out-of-range values.
+absl::Status ParseTrainFlags(int argc, const char* const* argv, TrainFlags* flags);
+
+}  // namespace athanor
