@@ -3,6 +3,7 @@
 // process group and exits, so a hang fails fast and leaves nothing behind.
 #pragma once
 
+#include <cstdlib>
 #include <string>
 
 #include "tests/s3/s3rver_fixture.h"
@@ -20,6 +21,12 @@ void* RegisterS3rverEnvironment(const std::string& bucket, int watchdog_seconds)
 
 }  // namespace athanor::testing_s3
 
+// Skips when s3rver is missing, unless ATHANOR_REQUIRE_S3RVER is set (scripts/test
+// sets it, since scripts/install-deps installs s3rver): then a missing server fails.
 #define ATHANOR_REQUIRE_S3RVER()                                                         \
-  if (::athanor::testing_s3::Server() == nullptr)                                        \
-  GTEST_SKIP() << "s3rver unavailable: " << ::athanor::testing_s3::SkipReason()
+  do {                                                                                   \
+    if (::athanor::testing_s3::Server() != nullptr) break;                               \
+    if (std::getenv("ATHANOR_REQUIRE_S3RVER") != nullptr)                                \
+      FAIL() << "s3rver unavailable: " << ::athanor::testing_s3::SkipReason();           \
+    GTEST_SKIP() << "s3rver unavailable: " << ::athanor::testing_s3::SkipReason();       \
+  } while (0)
