@@ -30,6 +30,11 @@ Checkpointer::~Checkpointer() {
   thread_.join();
 }
 
+bool Checkpointer::in_flight() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return in_flight_;
+}
+
 absl::StatusOr<bool> Checkpointer::Save(int64_t step, const TrainingState& state) {
   TimePoint start = clock_->Now();
   RETURN_IF_ERROR(ValidateTrainingState(state));

@@ -73,6 +73,9 @@ class Checkpointer {
   // the status of the last checkpoint.
   absl::Status Wait();
   absl::Status last_status() const;
+  // True while a checkpoint is staged and not yet decided (upload or commit
+  // pending). Lets callers agree on skipping across ranks before Save.
+  bool in_flight() const;
   // The newest step this rank saw agreed durable (and, on rank 0, committed).
   std::optional<int64_t> last_committed_step() const;
   CheckpointStats stats() const;

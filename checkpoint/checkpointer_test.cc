@@ -191,3 +191,29 @@ TEST(Retention, KeepsTheLastKAndSweepsAbandonedWork) {
 
 }  // namespace
 }  // namespace athanor
+
+namespace athanor {
+namespace {
+
+TEST(Retention, AbortsUploadsLeftInsideACommittedStep) {
+  FakeObjectStore store;
+  InProcessCommitBarrier barrier(1);
+  FakeClock clock;
+  CheckpointerOptions options = Options(0, 1, &clock);
+  // A crashed earlier attempt at step 5 left a pending upload; step 5 then
+  // commits (re-written by the resumed run), so nothing can finish that upload.
+  store.AddPendingUpload("job/step-0000000005/rank-00000-of-00001.safetensors");
+  store.AddPendingUpload("job/step-0000000006/rank-00000-of-00001.safetensors");  // newer: kept
+  Checkpointer ckpt(&store, &barrier, options);
+  RankState s;
+  FillRankState(&s, 5, 0, 1);
+  ASSERT_TRUE(ckpt.Save(5, s.state).ok());
+  ASSERT_TRUE(ckpt.Wait().ok());
+  auto pending = store.ListPendingUploads("job/");
+  ASSERT_TRUE(pending.ok());
+  ASSERT_EQ(pending->size(), 1u);
+  EXPECT_EQ(pending->front().key, "job/step-0000000006/rank-00000-of-00001.safetensors");
+}
+
+}  // namespace
+}  // namespace athanor

@@ -53,7 +53,9 @@ absl::StatusOr<RetentionReport> ApplyRetention(ObjectStore* store, const std::st
   }
   for (const PendingUpload& upload : *uploads) {
     std::optional<int64_t> step = ckpt_layout::StepOfKey(job, upload.key);
-    if (!step || *step >= newest) continue;
+    // A committed step's shards were all closed before its COMMIT: whatever
+    // is still pending there is left over from an attempt that crashed.
+    if (!step || (*step >= newest && !scan.committed_steps.count(*step))) continue;
     RETURN_IF_ERROR(store->AbortPendingUpload(upload));
     ++report.uploads_aborted;
   }

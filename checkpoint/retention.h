@@ -6,8 +6,9 @@
 //  - the newest committed step is never deleted (keep_last < 1 counts as 1);
 //  - uncommitted steps older than the newest commit are deleted (they were
 //    abandoned: at most one checkpoint is in flight and it is newer);
-//  - pending uploads (S3 multipart, file temporaries) of those older steps
-//    are aborted.
+//  - pending uploads (S3 multipart, file temporaries) of those older steps,
+//    and of any committed step (left by a crashed earlier attempt), are
+//    aborted.
 // Run by the committing rank after a commit. Blocks on the store.
 #pragma once
 

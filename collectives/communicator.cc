@@ -1,5 +1,7 @@
 #include "collectives/communicator.h"
 
+#include "collectives/blocking_hint.h"
+
 namespace athanor {
 
 size_t DataTypeSize(DataType t) {
@@ -55,29 +57,65 @@ bool ParseReduceOp(const std::string& name, ReduceOp* out) {
   return false;
 }
 
+namespace collectives_internal {
+namespace {
+thread_local bool in_blocking_call = false;
+}  // namespace
+bool InBlockingCall() { return in_blocking_call; }
+BlockingCallScope::BlockingCallScope() : saved_(in_blocking_call) { in_blocking_call = true; }
+BlockingCallScope::~BlockingCallScope() { in_blocking_call = saved_; }
+}  // namespace collectives_internal
+
+using collectives_internal::BlockingCallScope;
+
 absl::Status Communicator::AllReduce(const void* send, void* recv, size_t count, DataType type,
                                      ReduceOp op, const CollectiveOptions& options) {
-  return AllReduceAsync(send, recv, count, type, op, options)->Wait(options.timeout);
+  std::unique_ptr<Work> work;
+  {
+    BlockingCallScope scope;
+    work = AllReduceAsync(send, recv, count, type, op, options);
+  }
+  return work->Wait(options.timeout);
 }
 
 absl::Status Communicator::ReduceScatter(const void* send, void* recv, size_t recv_count,
                                          DataType type, ReduceOp op,
                                          const CollectiveOptions& options) {
-  return ReduceScatterAsync(send, recv, recv_count, type, op, options)->Wait(options.timeout);
+  std::unique_ptr<Work> work;
+  {
+    BlockingCallScope scope;
+    work = ReduceScatterAsync(send, recv, recv_count, type, op, options);
+  }
+  return work->Wait(options.timeout);
 }
 
 absl::Status Communicator::AllGather(const void* send, void* recv, size_t send_count,
                                      DataType type, const CollectiveOptions& options) {
-  return AllGatherAsync(send, recv, send_count, type, options)->Wait(options.timeout);
+  std::unique_ptr<Work> work;
+  {
+    BlockingCallScope scope;
+    work = AllGatherAsync(send, recv, send_count, type, options);
+  }
+  return work->Wait(options.timeout);
 }
 
 absl::Status Communicator::Broadcast(void* buffer, size_t count, DataType type, int root,
                                      const CollectiveOptions& options) {
-  return BroadcastAsync(buffer, count, type, root, options)->Wait(options.timeout);
+  std::unique_ptr<Work> work;
+  {
+    BlockingCallScope scope;
+    work = BroadcastAsync(buffer, count, type, root, options);
+  }
+  return work->Wait(options.timeout);
 }
 
 absl::Status Communicator::Barrier(const CollectiveOptions& options) {
-  return BarrierAsync(options)->Wait(options.timeout);
+  std::unique_ptr<Work> work;
+  {
+    BlockingCallScope scope;
+    work = BarrierAsync(options);
+  }
+  return work->Wait(options.timeout);
 }
 
 }  // namespace athanor

@@ -212,8 +212,13 @@ std::map<std::string, std::string> ClusterState::CheckpointTargets() const {
 }
 
 void ClusterState::TrackUse(JobRecord* job, const RankReport& r) {
-  if (r.phase != RankPhase::kRunning || r.cpu_seconds < 0) return;
+  if (r.phase != RankPhase::kRunning) return;
   const double now = UnixNow();
+  if (r.gpu_utilization >= 0) {  // a real GPU: its utilisation decides
+    if (r.gpu_utilization >= 100.0 * options_.idle_cpu_fraction) MarkActive(job, now);
+    return;
+  }
+  if (r.cpu_seconds < 0) return;
   auto key = std::make_pair(job->seq, r.rank);
   auto it = cpu_samples_.find(key);
   if (it == cpu_samples_.end()) {
@@ -224,6 +229,10 @@ void ClusterState::TrackUse(JobRecord* job, const RankReport& r) {
   if (now - t0 < 0.5) return;  // too short a window to average over
   it->second = {r.cpu_seconds, now};
   if ((r.cpu_seconds - cpu0) / (now - t0) < options_.idle_cpu_fraction) return;
+  MarkActive(job, now);
+}
+
+void ClusterState::MarkActive(JobRecord* job, double now) {
   job->last_active_unix = now;
   if (job->idle_warned) {
     job->idle_warned = false;

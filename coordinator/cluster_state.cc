@@ -273,7 +273,9 @@ bool ClusterState::Heartbeat(const std::string& node, uint64_t known_generation,
     }
     MarkNode(node);
   }
-  if (!health_ok && !it->second.drain) {
+  const bool health_edge = !health_ok && !rt.health_failed;
+  rt.health_failed = !health_ok;
+  if (health_edge && !it->second.drain) {
     std::string msg = health_message.size() > 512 ? health_message.substr(0, 512) : health_message;
     ATHANOR_LOG(WARNING) << "node " << node << " failed its health check: " << msg;
     DrainNode(node, Duration::zero(), absl::StrCat("health check failed: ", msg)).IgnoreError();

@@ -46,7 +46,7 @@ struct StateOptions {
   bool backfill = true;
   std::map<std::string, int32_t> quotas;  // tenant -> GPUs (--quota); the store's win
   Duration idle_reclaim_grace = Seconds(60);  // idle warning -> reclaim
-  double idle_cpu_fraction = 0.01;       // below this share of one core: idle
+  double idle_cpu_fraction = 0.01;  // idle below this share of one core (x100: GPU utilisation %)
 };
 
 struct QuotaRow {
@@ -149,6 +149,7 @@ class ClusterState {
   struct NodeRuntime {
     TimePoint last_seen;
     bool registered = false;  // registered since this coordinator started
+    bool health_failed = false;  // drains on the ok -> failed edge only
     uint64_t acked_generation = 0;
     std::set<std::tuple<std::string, int32_t, int32_t>> running;  // job, attempt, rank
   };
@@ -177,6 +178,7 @@ class ClusterState {
   TimePoint FromUnix(double unix) const;
   void UpdateDrained();
   void TrackUse(JobRecord* job, const RankReport& report);
+  void MarkActive(JobRecord* job, double now_unix);
   void CheckIdle(JobRecord* job);
   int32_t ChooseMasterPort();
   void SetNodeState(NodeRecord* node, NodeState state, const std::string& reason);

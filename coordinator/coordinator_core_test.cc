@@ -85,5 +85,58 @@ TEST_F(CoordinatorCoreTest, ReopenKeepsJobsAndAsksNodesToRegisterAgain) {
   EXPECT_EQ(core->GetJob("nope").status().code(), absl::StatusCode::kNotFound);
 }
 
+TEST_F(CoordinatorCoreTest, ReopenRebuildsSchedulerWithPreemptingJobQueueOrderAndQuotas) {
+  auto running = [](int attempt, RankPhase phase) {
+    std::vector<RankReport> out;
+    for (int r = 0; r < 2; ++r) {
+      RankReport rep;
+      rep.job_id = "1";
+      rep.attempt = attempt;
+      rep.rank = r;
+      rep.phase = phase;
+      out.push_back(rep);
+    }
+    return out;
+  };
+  {
+    auto core = Open();
+    ASSERT_TRUE(core->SetQuota("t", 3).ok());
+    ASSERT_TRUE(core->RegisterNode(Node(), {}).ok());
+    JobSpec a = Spec();
+    a.tenant = "t";
+    a.preemptible = true;
+    a.grace_period_s = 50;
+    ASSERT_EQ(*core->SubmitJob(a), "1");
+    ASSERT_EQ(*core->SubmitJob(Spec()), "2");
+    JobSpec c = Spec();
+    c.gpus_per_node = 1;
+    ASSERT_EQ(*core->SubmitJob(c), "3");
+    ASSERT_TRUE(core->Heartbeat("n1", 0, running(1, RankPhase::kRunning), Duration::zero()).ok());
+    ASSERT_EQ(core->GetJob("1")->state, JobState::kRunning);
+    ASSERT_TRUE(core->PreemptJob("1", Duration::zero()).ok());  // the job's own 50 s
+  }
+  clock_.Advance(Seconds(5));
+  auto core = Open();
+  JobRecord a = *core->GetJob("1");
+  EXPECT_EQ(a.state, JobState::kPreempting);
+  EXPECT_DOUBLE_EQ(a.preempt_deadline_unix, clock_.UnixSeconds() - 5 + 50);
+  std::vector<QuotaRow> quotas = core->Quotas();
+  ASSERT_EQ(quotas.size(), 1u);
+  EXPECT_EQ(quotas[0].gpus, 3);
+  EXPECT_EQ(quotas[0].gpus_in_use, 2);  // held by the PREEMPTING attempt
+  ASSERT_TRUE(core->RegisterNode(Node(), running(1, RankPhase::kRunning)).ok());
+  auto hb = core->Heartbeat("n1", 0, running(1, RankPhase::kExited), Duration::zero());
+  ASSERT_TRUE(hb.ok());
+  a = *core->GetJob("1");
+  // Requeued without a restart, and first again in submission order.
+  EXPECT_EQ(a.restarts, 0);
+  EXPECT_EQ(a.state, JobState::kStarting);
+  EXPECT_EQ(a.attempt, 2);
+  EXPECT_EQ(core->GetJob("2")->state, JobState::kPending);
+  absl::StatusOr<WhyResult> why = core->Why("3");
+  ASSERT_TRUE(why.ok());
+  EXPECT_EQ(why->reasons.back(), "position 2 of 2 in the queue");
+}
+
 }  // namespace
 }  // namespace athanor::coord

@@ -59,6 +59,7 @@ std::vector<RankReport> FromProto(
     c.signal = r.signal();
     c.message = r.message();
     c.cpu_seconds = r.cpu_seconds();
+    c.gpu_utilization = r.gpu_measured() ? r.gpu_utilization() : -1;
     out.push_back(std::move(c));
   }
   return out;

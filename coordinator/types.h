@@ -133,6 +133,7 @@ struct RankReport {
   int32_t signal = 0;
   std::string message;
   double cpu_seconds = -1;  // CPU time of the rank's processes; < 0: unknown
+  double gpu_utilization = -1;  // percent (nvidia-smi); < 0: not measured
 };
 
 // A rank a node should run (or stop, when terminate is set).

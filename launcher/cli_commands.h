@@ -46,5 +46,6 @@ int RunQuota(CliContext& ctx, const std::vector<std::string>& args);
 int RunWhy(CliContext& ctx, const std::vector<std::string>& args);
 // Interactive allocations (cli_alloc.cc).
 int RunAlloc(CliContext& ctx, const std::vector<std::string>& args);
+int RunCheckpoints(CliContext& ctx, const std::vector<std::string>& args);  // cli_checkpoints.cc
 
 }  // namespace athanor::cli

@@ -93,11 +93,20 @@ std::string FormatJob(const rpc::Job& j) {
 }
 
 std::string FormatNodes(const rpc::ListNodesResponse& nodes) {
-  std::vector<std::vector<std::string>> rows = {
-      {"NAME", "STATE", "GPUS", "ALLOCATED", "HOST", "AGENT", "JOBS", "REASON"}};
+  std::vector<std::vector<std::string>> rows = {{"NAME", "STATE", "GPUS", "ALLOCATED", "MODEL",
+                                                 "GPU-MEM", "CPUS", "MEM", "LABELS", "HOST",
+                                                 "AGENT", "JOBS", "REASON"}};
   for (const rpc::Node& n : nodes.nodes()) {
-    rows.push_back({n.name(), StateName(n.state()), absl::StrCat(n.inventory().gpus()),
-                    absl::StrCat(n.gpus_allocated()), n.host(), n.agent_address(),
+    const rpc::NodeInventory& inv = n.inventory();
+    std::vector<std::string> labels;
+    for (const auto& [k, v] : inv.labels()) labels.push_back(absl::StrCat(k, "=", v));
+    std::sort(labels.begin(), labels.end());
+    rows.push_back({n.name(), StateName(n.state()), absl::StrCat(inv.gpus()),
+                    absl::StrCat(n.gpus_allocated()), inv.gpu_model().empty() ? "-" : inv.gpu_model(),
+                    inv.gpu_memory_mb() > 0 ? absl::StrCat(inv.gpu_memory_mb(), "M") : "-",
+                    absl::StrCat(inv.cpus()),
+                    inv.memory_mb() > 0 ? absl::StrCat(inv.memory_mb(), "M") : "-",
+                    labels.empty() ? "-" : absl::StrJoin(labels, ","), n.host(), n.agent_address(),
                     absl::StrJoin(n.jobs(), ","), n.reason()});
   }
   return FormatTable(rows);

@@ -33,7 +33,8 @@ void Usage(std::ostream& out) {
          "  wait    ID [--timeout S]                 wait for a job (exit 0 only if it SUCCEEDED)\n"
          "  logs    ID [--rank R]                    print the ranks' output\n"
          "  alloc   --nodes N --gpus-per-node G --idle-timeout D [-- CMD]   hold an interactive gang\n"
-         "  why     ID [--json]                      why a job is pending (quota, fit, queue)\n\n"
+         "  why     ID [--json]                      why a job is pending (quota, fit, queue)\n"
+         "  checkpoints ID [--uri URI] [--json]      a job's committed checkpoints\n\n"
          "admin commands:\n"
          "  preempt ID [--grace S]                   checkpoint, stop and requeue a running job\n"
          "  drain   NODE [--grace S] [--reason R]    move jobs off a node; no new work\n"
@@ -53,6 +54,7 @@ int Main(int argc, char** argv) {
       {"preempt", RunPreempt}, {"drain", RunDrain}, {"undrain", RunUndrain},
       {"usage", RunUsage},   {"quota", RunQuota},   {"why", RunWhy},
       {"alloc", RunAlloc},
+      {"checkpoints", RunCheckpoints},
   };
   CliContext ctx;
   const char* env = std::getenv("ATHANOR_COORDINATOR");

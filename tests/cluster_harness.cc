@@ -126,11 +126,13 @@ void LocalCluster::StartCoordinator() {
 
 void LocalCluster::KillCoordinator() { Stop(coordinator_, SIGKILL); }
 
-void LocalCluster::StartAgent(const std::string& name, int gpus, const std::string& host) {
+void LocalCluster::StartAgent(const std::string& name, int gpus, const std::string& host,
+                              const std::vector<std::string>& extra_flags) {
   SubprocessOptions o;
   o.argv = {Bin("athanor-agent"), "--coordinator", address_, "--name", name, "--gpus",
             std::to_string(gpus), "--work-dir", dir_ + "/" + name, "--listen", host + ":0",
             "--host", host};
+  o.argv.insert(o.argv.end(), extra_flags.begin(), extra_flags.end());
   o.stdout_path = dir_ + "/agent-" + name + ".log";
   o.stderr_path = "=stdout";
   auto p = Subprocess::Start(o);

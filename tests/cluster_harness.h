@@ -34,7 +34,9 @@ class LocalCluster {
 
   void StartCoordinator();               // on the same --state every time
   void KillCoordinator();                // SIGKILL, as a crash would
-  void StartAgent(const std::string& name, int gpus, const std::string& host = "127.0.0.1");
+  // `extra_flags` are appended to the agent's command line.
+  void StartAgent(const std::string& name, int gpus, const std::string& host = "127.0.0.1",
+                  const std::vector<std::string>& extra_flags = {});
   void KillAgent(const std::string& name);  // SIGKILL
 
   // Runs `athanor --coordinator ADDR args...` to completion.

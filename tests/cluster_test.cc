@@ -45,7 +45,7 @@ class ClusterTest : public ::testing::Test {
  protected:
   void StartCluster() {
     cluster_.StartCoordinator();
-    // node-a sorts first, so first fit puts ranks 0-1 (and MASTER_ADDR) there.
+    // Two hosts so MASTER_ADDR shows which node holds rank 0.
     cluster_.StartAgent("node-a", 2, "127.0.0.2");
     cluster_.StartAgent("node-b", 2, "127.0.0.1");
     ASSERT_TRUE(cluster_.WaitForNodesUp(2)) << cluster_.CoordinatorLog();
@@ -79,6 +79,9 @@ TEST_F(ClusterTest, TwoNodeJobSeesEnvContractAndSucceeds) {
   ASSERT_EQ(logs.exit_code, 0) << logs.err;
   auto env = ParseEnvLogs(logs.out);
   ASSERT_EQ(env.size(), 4u) << logs.out;
+  // Rank 0's node (whichever the scheduler picked) hosts MASTER_ADDR.
+  ASSERT_EQ(job.allocation_size(), 4);
+  const std::string master = job.allocation(0).node() == "node-a" ? "127.0.0.2" : "127.0.0.1";
   for (int r = 0; r < 4; ++r) {
     SCOPED_TRACE(absl::StrCat("rank ", r));
     EXPECT_EQ(env[r]["RANK"], std::to_string(r));
@@ -86,7 +89,7 @@ TEST_F(ClusterTest, TwoNodeJobSeesEnvContractAndSucceeds) {
     EXPECT_EQ(env[r]["LOCAL_RANK"], std::to_string(r % 2));
     EXPECT_EQ(env[r]["LOCAL_WORLD_SIZE"], "2");
     EXPECT_EQ(env[r]["NODE_RANK"], std::to_string(r / 2));
-    EXPECT_EQ(env[r]["MASTER_ADDR"], "127.0.0.2");
+    EXPECT_EQ(env[r]["MASTER_ADDR"], master);
     EXPECT_EQ(env[r]["MASTER_PORT"], std::to_string(job.master_port()));
     EXPECT_EQ(env[r]["CUDA_VISIBLE_DEVICES"], std::to_string(r % 2));
     EXPECT_EQ(env[r]["ATHANOR_JOB_ID"], id);
@@ -112,8 +115,10 @@ TEST_F(ClusterTest, FailingRankFailsJobAndStopsTheOthers) {
                            "echo pid=$$; if [ \"$RANK\" = 1 ]; then exit 3; fi; exec sleep 300"});
   CliResult wait = cluster_.Cli({"wait", id, "--timeout", "30"});
   EXPECT_EQ(wait.exit_code, 3) << wait.out << wait.err;
-  EXPECT_EQ(wait.out, "job " + id + " FAILED: rank 1 on node node-a exited with code 3\n");
   rpc::Job job = GetJob(cluster_, id);
+  ASSERT_EQ(job.allocation_size(), 4);
+  EXPECT_EQ(wait.out, "job " + id + " FAILED: rank 1 on node " + job.allocation(1).node() +
+                          " exited with code 3\n");
   ASSERT_EQ(job.ranks_size(), 4);
   EXPECT_TRUE(job.ranks(1).exited());
   EXPECT_EQ(job.ranks(1).exit_code(), 3);

@@ -10,33 +10,12 @@
 #endif
 
 #include "absl/strings/str_cat.h"
-#include "collectives/reduce/reduce_kernels.h"
+#include "collectives/reduce/element_values.h"
 
 namespace athanor {
 namespace {
 
 double Input(int rank, size_t i) { return static_cast<double>(static_cast<int>((rank + i) % 5)) - 2; }
-
-void Put(DataType t, void* buf, size_t i, double v) {
-  switch (t) {
-    case DataType::kF32: static_cast<float*>(buf)[i] = static_cast<float>(v); return;
-    case DataType::kF16: static_cast<uint16_t*>(buf)[i] = FloatToF16(static_cast<float>(v)); return;
-    case DataType::kBF16: static_cast<uint16_t*>(buf)[i] = FloatToBf16(static_cast<float>(v)); return;
-    case DataType::kI32: static_cast<int32_t*>(buf)[i] = static_cast<int32_t>(v); return;
-    case DataType::kI64: static_cast<int64_t*>(buf)[i] = static_cast<int64_t>(v); return;
-  }
-}
-
-double Get(DataType t, const void* buf, size_t i) {
-  switch (t) {
-    case DataType::kF32: return static_cast<const float*>(buf)[i];
-    case DataType::kF16: return F16ToFloat(static_cast<const uint16_t*>(buf)[i]);
-    case DataType::kBF16: return Bf16ToFloat(static_cast<const uint16_t*>(buf)[i]);
-    case DataType::kI32: return static_cast<const int32_t*>(buf)[i];
-    case DataType::kI64: return static_cast<double>(static_cast<const int64_t*>(buf)[i]);
-  }
-  return 0;
-}
 
 }  // namespace
 
@@ -102,7 +81,7 @@ BenchBuffers::~BenchBuffers() {
 void BenchBuffers::Fill(DataType type, size_t count, int rank) {
   std::vector<char> tmp(device_ ? bytes_ : 0);
   void* dst = device_ ? tmp.data() : send_;
-  for (size_t i = 0; i < count; ++i) Put(type, dst, i, Input(rank, i));
+  for (size_t i = 0; i < count; ++i) StoreElement(type, dst, i, Input(rank, i));
 #ifdef ATHANOR_HAVE_CUDA
   if (device_) {
     cudaMemcpy(send_, tmp.data(), bytes_, cudaMemcpyHostToDevice);
@@ -123,25 +102,8 @@ size_t BenchBuffers::CountWrong(DataType type, ReduceOp op, size_t count, int wo
 #endif
   size_t wrong = 0;
   for (size_t i = 0; i < count; ++i) {
-    double want = 0;
-    for (int r = 0; r < world; ++r) {
-      double v = Input(r, i);
-      if (r == 0 || op == ReduceOp::kSum || op == ReduceOp::kAvg) {
-        want = r == 0 ? v : want + v;
-      } else {
-        want = op == ReduceOp::kMax ? std::max(want, v) : std::min(want, v);
-      }
-    }
-    if (op == ReduceOp::kAvg) {
-      char cell[8];
-      if (type == DataType::kI32 || type == DataType::kI64) {
-        want = static_cast<double>(static_cast<int64_t>(want) / world);
-      } else {
-        Put(type, cell, 0, static_cast<float>(want) / static_cast<float>(world));
-        want = Get(type, cell, 0);
-      }
-    }
-    if (Get(type, got, i) != want) ++wrong;
+    double want = ExactReduction(type, op, world, [i](int r) { return Input(r, i); });
+    if (LoadElement(type, got, i) != want) ++wrong;
   }
   return wrong;
 }

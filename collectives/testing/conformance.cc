@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "collectives/reduce/reduce_kernels.h"
+#include "collectives/reduce/element_values.h"
 #include "common/status.h"
 
 namespace athanor {
@@ -15,49 +15,9 @@ const DataType kTypes[] = {DataType::kF32, DataType::kF16, DataType::kBF16, Data
                            DataType::kI64};
 const ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMax, ReduceOp::kMin};
 
-void Put(DataType t, void* buf, size_t i, double v) {
-  switch (t) {
-    case DataType::kF32: static_cast<float*>(buf)[i] = static_cast<float>(v); return;
-    case DataType::kF16: static_cast<uint16_t*>(buf)[i] = FloatToF16(static_cast<float>(v)); return;
-    case DataType::kBF16: static_cast<uint16_t*>(buf)[i] = FloatToBf16(static_cast<float>(v)); return;
-    case DataType::kI32: static_cast<int32_t*>(buf)[i] = static_cast<int32_t>(v); return;
-    case DataType::kI64: static_cast<int64_t*>(buf)[i] = static_cast<int64_t>(v); return;
-  }
-}
-
-double Get(DataType t, const void* buf, size_t i) {
-  switch (t) {
-    case DataType::kF32: return static_cast<const float*>(buf)[i];
-    case DataType::kF16: return F16ToFloat(static_cast<const uint16_t*>(buf)[i]);
-    case DataType::kBF16: return Bf16ToFloat(static_cast<const uint16_t*>(buf)[i]);
-    case DataType::kI32: return static_cast<const int32_t*>(buf)[i];
-    case DataType::kI64: return static_cast<double>(static_cast<const int64_t*>(buf)[i]);
-  }
-  return 0;
-}
-
 // What every backend must produce at element i.
 double Expected(DataType t, ReduceOp op, int n, size_t i) {
-  double sum = 0, hi = -1e9, lo = 1e9;
-  for (int r = 0; r < n; ++r) {
-    double v = ConformanceInput(r, i);
-    sum += v;
-    hi = std::max(hi, v);
-    lo = std::min(lo, v);
-  }
-  switch (op) {
-    case ReduceOp::kSum: return sum;
-    case ReduceOp::kMax: return hi;
-    case ReduceOp::kMin: return lo;
-    case ReduceOp::kAvg: break;
-  }
-  if (t == DataType::kI32 || t == DataType::kI64) {
-    return static_cast<double>(static_cast<int64_t>(sum) / n);
-  }
-  // The sum is exact in every float type; the division rounds once to the type.
-  char cell[8];
-  Put(t, cell, 0, static_cast<double>(static_cast<float>(sum) / static_cast<float>(n)));
-  return Get(t, cell, 0);
+  return ExactReduction(t, op, n, [i](int r) { return ConformanceInput(r, i); });
 }
 
 std::string Describe(const char* what, DataType t, ReduceOp op, size_t count, bool in_place) {
@@ -68,7 +28,7 @@ std::string Describe(const char* what, DataType t, ReduceOp op, size_t count, bo
 absl::Status Compare(const std::string& what, DataType t, const void* got, size_t count,
                      const std::function<double(size_t)>& want) {
   for (size_t i = 0; i < count; ++i) {
-    double g = Get(t, got, i), w = want(i);
+    double g = LoadElement(t, got, i), w = want(i);
     if (g != w) {
       return absl::InternalError(absl::StrCat(what, ": element ", i, " is ", g, ", want ", w));
     }
@@ -81,7 +41,7 @@ absl::Status AllReduceCase(Communicator* comm, DataType t, ReduceOp op, size_t c
   const int n = comm->world_size(), r = comm->rank();
   const size_t esz = DataTypeSize(t);
   std::vector<char> send(count * esz + 8), recv(count * esz + 8, 0x5a);
-  for (size_t i = 0; i < count; ++i) Put(t, send.data(), i, ConformanceInput(r, i));
+  for (size_t i = 0; i < count; ++i) StoreElement(t, send.data(), i, ConformanceInput(r, i));
   void* out = in_place ? send.data() : recv.data();
   std::string what = Describe("all-reduce", t, op, count, in_place);
   RETURN_IF_ERROR(Annotate(comm->AllReduce(send.data(), out, count, t, op), what));
@@ -93,7 +53,7 @@ absl::Status ReduceScatterCase(Communicator* comm, DataType t, ReduceOp op, size
   const int n = comm->world_size(), r = comm->rank();
   const size_t esz = DataTypeSize(t);
   std::vector<char> send(count * n * esz + 8), recv(count * esz + 8, 0x5a);
-  for (size_t i = 0; i < count * n; ++i) Put(t, send.data(), i, ConformanceInput(r, i));
+  for (size_t i = 0; i < count * n; ++i) StoreElement(t, send.data(), i, ConformanceInput(r, i));
   void* out = in_place ? send.data() + r * count * esz : recv.data();
   std::string what = Describe("reduce-scatter", t, op, count, in_place);
   RETURN_IF_ERROR(Annotate(comm->ReduceScatter(send.data(), out, count, t, op), what));
@@ -104,7 +64,7 @@ absl::Status AllGatherCase(Communicator* comm, DataType t, size_t count, bool in
   const int n = comm->world_size(), r = comm->rank();
   const size_t esz = DataTypeSize(t);
   std::vector<char> send(count * esz + 8), recv(count * n * esz + 8, 0x5a);
-  for (size_t i = 0; i < count; ++i) Put(t, send.data(), i, ConformanceInput(r, i));
+  for (size_t i = 0; i < count; ++i) StoreElement(t, send.data(), i, ConformanceInput(r, i));
   const void* in = send.data();
   if (in_place) {
     std::memcpy(recv.data() + r * count * esz, send.data(), count * esz);
@@ -121,7 +81,7 @@ absl::Status BroadcastCase(Communicator* comm, DataType t, size_t count, int roo
   const size_t esz = DataTypeSize(t);
   std::vector<char> buf(count * esz + 8, 0x5a);
   if (r == root) {
-    for (size_t i = 0; i < count; ++i) Put(t, buf.data(), i, ConformanceInput(root, i));
+    for (size_t i = 0; i < count; ++i) StoreElement(t, buf.data(), i, ConformanceInput(root, i));
   }
   std::string what = absl::StrCat("broadcast ", DataTypeName(t), " count=", count, " root=", root);
   RETURN_IF_ERROR(Annotate(comm->Broadcast(buf.data(), count, t, root), what));

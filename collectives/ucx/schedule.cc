@@ -51,9 +51,15 @@ Schedule RingAllReduce(const ScheduleParams& p, const void* send, void* recv, si
   const size_t seg_elems = p.segment_bytes / esz;
   const size_t nchains = (blocks.Length(0) + seg_elems - 1) / seg_elems;
   const int left = Mod(r - 1, n), right = Mod(r + 1, n);
+  // Out of place, a segment is received straight into its place in `recv`
+  // and reduced there with `send` (no scratch pass); in place it would
+  // overwrite our own contribution, so it goes through scratch.
+  const char* sb = static_cast<const char*>(send);
+  const char* rb = static_cast<const char*>(recv);
+  const bool direct = !(sb < rb + count * esz && rb < sb + count * esz);
   out.chains.resize(nchains);
   for (size_t j = 0; j < nchains; ++j) {
-    char* scratch = p.scratch + (j % p.window) * 2 * p.segment_bytes;
+    char* scratch = direct ? nullptr : p.scratch + (j % p.window) * 2 * p.segment_bytes;
     auto& steps = out.chains[j].steps;
     for (int s = 0; s < n - 1; ++s) {
       int cs = Mod(r - s - 1, n), cr = Mod(r - s - 2, n);
@@ -64,7 +70,7 @@ Schedule RingAllReduce(const ScheduleParams& p, const void* send, void* recv, si
       st.send_buf = At(s == 0 ? send : recv, os, esz);
       st.send_bytes = gs.len * esz;
       st.recv_peer = left;
-      st.recv_buf = scratch;
+      st.recv_buf = direct ? At(recv, orr, esz) : scratch;
       st.recv_bytes = gr.len * esz;
       st.reduce_dst = At(recv, orr, esz);
       st.reduce_a = At(send, orr, esz);

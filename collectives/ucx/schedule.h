@@ -65,7 +65,9 @@ size_t SegmentBytesFor(size_t block_bytes, const ScheduleParams& params);
 // Scratch bytes the schedules below need for these params.
 size_t ScratchBytes(const ScheduleParams& params);
 
-// Ring reduce-scatter then ring all-gather; segments pipelined.
+// Ring reduce-scatter then ring all-gather; segments pipelined. Out of place
+// (send != recv, not overlapping) it receives straight into `recv` and needs
+// no scratch (p.scratch may be null).
 Schedule RingAllReduce(const ScheduleParams& p, const void* send, void* recv, size_t count);
 // Recursive doubling (non-powers of two fold the extra ranks in first); one chain.
 Schedule RecursiveDoublingAllReduce(const ScheduleParams& p, const void* send, void* recv,

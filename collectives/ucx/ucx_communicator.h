@@ -7,11 +7,22 @@
 // the chosen lanes are logged at start-up. Worker addresses are exchanged
 // through the TCP store served by rank 0 (collectives/bootstrap/tcp_store.h).
 //
-// Thread model: no progress thread. One mutex guards the UCP worker and every
-// pending operation; whichever thread is in Work::Wait / Work::Done (or
-// issuing a new call) progresses the worker and advances *all* pending
-// operations, so ranks that wait on different tags still finish. An async
-// call therefore moves only while some thread of this communicator waits.
+// Thread model: one progress thread per communicator (world_size > 1). One
+// mutex (mu_) guards the UCP worker and every pending operation; whoever holds
+// it progresses the worker and advances *all* pending operations.
+//  - The progress thread sleeps in the kernel (poll on the worker's event fd
+//    after ucp_worker_arm, a wake-up eventfd, and the local peers' pidfds)
+//    when nothing is pending, so an idle communicator costs no CPU. While
+//    operations are pending and no caller waits, it progresses them: a short
+//    spin, then an armed sleep (woken by UCX events, capped at a few ms so
+//    timeouts and peer deaths are still seen). So AllReduceAsync moves on
+//    with no thread in Wait.
+//  - A thread in Work::Wait progresses inline (lowest latency) and the
+//    progress thread stands aside until the last waiter leaves; Work::Done
+//    progresses once. Blocking calls (Communicator::AllReduce, ...) do not
+//    wake the progress thread at all: their caller progresses.
+// Any thread may call any method; callbacks (UcxTuning::on_done) run with
+// mu_ held on whichever thread progressed.
 //
 // Tags: the low 20 bits of CollectiveOptions::tag, plus a per-tag sequence
 // number (8 bits), select the messages of a call, so concurrent calls need
@@ -30,6 +41,8 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -50,6 +63,12 @@ struct UcxTuning {
   // peer) and watch their processes through pidfds every watch_period.
   bool watch_local_peers = true;
   std::chrono::milliseconds watch_period{20};
+  // Run the progress thread (see "Thread model"); false: operations move
+  // only while some thread waits on or polls them.
+  bool progress_thread = true;
+  // Test hook: called once per operation when it finishes, with its tag and
+  // status, under the communicator's lock (must not call back into it).
+  std::function<void(uint64_t tag, const absl::Status& status)> on_done;
 };
 
 absl::StatusOr<std::unique_ptr<Communicator>> CreateUcxCommunicator(

@@ -4,17 +4,20 @@
 //
 // Thread model (see ucx_communicator.h): mu_ guards the worker, the endpoints'
 // use and every PendingOp; UCX callbacks run inside ucp_worker_progress, which
-// is only ever called with mu_ held.
+// is only ever called with mu_ held. The progress thread (ucx_thread.cc)
+// sleeps without mu_ in poll().
 #pragma once
 
 #include <ucp/api/ucp.h>
 
+#include <atomic>
 #include <chrono>
 #include <list>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -63,6 +66,7 @@ struct PendingOp {
   size_t outstanding = 0;
   uint32_t advance_calls = 0;
   bool finished = false;
+  bool reported = false;  // on_done was called
   absl::Status status;
   char* scratch = nullptr;
   size_t scratch_bytes = 0;
@@ -125,7 +129,20 @@ class UcxCommunicator final : public Communicator {
                                ReduceOp op, const char* what, const CollectiveOptions& options,
                                Build build);
   char* AcquireScratch(size_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void ProgressLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Returns how many UCX events and finished operations it saw.
+  unsigned ProgressLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Polls the local peers' pidfds; sets peer_error_ when one exited.
+  void CheckPeersLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool IsWatchedLocked(int peer) const;
+  // Progress thread (ucx_thread.cc).
+  absl::Status StartProgressThread();
+  void StopProgressThread();
+  void ProgressThreadMain();
+  // Wakes the progress thread if it sleeps (it then looks at ops_ again).
+  void WakeLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A thread enters / leaves Work::Wait.
+  void EnterWait();
+  void LeaveWait();
   void Advance(PendingOp* op) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool PostStep(PendingOp* op, ChainState* cs) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FinishStep(PendingOp* op, ChainState* cs) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -148,14 +165,29 @@ class UcxCommunicator final : public Communicator {
     int rank, pid, pidfd;  // pidfd becomes readable when the process ends
   };
   std::vector<PeerWatch> peer_watch_;
+  bool oversubscribed_ = false;  // more ranks on this host than cores
   SteadyTime next_watch_ ABSL_GUARDED_BY(mu_);
   uint32_t progress_calls_ ABSL_GUARDED_BY(mu_) = 0;
 
   // Guards the worker and everything marked "guarded by mu_". A plain
   // std::mutex: Debian's absl::Mutex runs deadlock detection on every Lock.
   std::mutex mu_;
+  // The progress thread; wake_fd_ is its eventfd, worker_fd_ UCX's event fd
+  // (-1 when the worker has none: the thread then naps a millisecond).
+  std::thread progress_thread_;
+  int wake_fd_ = -1;
+  int worker_fd_ = -1;
+  std::atomic<int> waiters_{0};
+  std::atomic<size_t> num_ops_{0};  // ops_.size(), readable without mu_
+  bool sleeping_ ABSL_GUARDED_BY(mu_) = false;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status error_ ABSL_GUARDED_BY(mu_);  // sticky: set on peer death, timeout or Abort
   absl::Status peer_error_ ABSL_GUARDED_BY(mu_);  // set by the endpoint error callback
+  // An endpoint error from a pid-watched peer, promoted to peer_error_ after
+  // kDeferPeerError unless a pidfd names a dead rank first.
+  absl::Status deferred_peer_error_ ABSL_GUARDED_BY(mu_);
+  SteadyTime deferred_since_ ABSL_GUARDED_BY(mu_);
+  static constexpr std::chrono::milliseconds kDeferPeerError{300};
   std::list<std::shared_ptr<PendingOp>> ops_ ABSL_GUARDED_BY(mu_);
   std::map<uint64_t, uint32_t> sequence_ ABSL_GUARDED_BY(mu_);
   std::vector<std::pair<size_t, char*>> free_scratch_ ABSL_GUARDED_BY(mu_);  // (bytes, buffer)

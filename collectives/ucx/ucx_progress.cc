@@ -56,28 +56,43 @@ char* UcxCommunicator::AcquireScratch(size_t bytes) {
   return p;
 }
 
-void UcxCommunicator::ProgressLocked() {
-  while (ucp_worker_progress(worker_) != 0) {
+void UcxCommunicator::CheckPeersLocked() {
+  if (peer_watch_.empty() || !peer_error_.ok()) return;
+  std::vector<pollfd> fds;
+  for (const auto& w : peer_watch_) fds.push_back({w.pidfd, POLLIN, 0});
+  if (poll(fds.data(), fds.size(), 0) <= 0) return;
+  // Name every peer gone by now: one death often makes its neighbours exit
+  // too, and the first death is among those listed.
+  std::vector<std::string> gone;
+  for (size_t i = 0; i < fds.size(); ++i) {
+    if (fds[i].revents) {
+      gone.push_back(absl::StrCat(peer_watch_[i].rank, " (pid ", peer_watch_[i].pid, ")"));
+    }
   }
+  peer_error_ = absl::UnavailableError(absl::StrCat(
+      "ucx: peer rank", gone.size() > 1 ? "s " : " ", absl::StrJoin(gone, ", "), " exited"));
+  ATHANOR_LOG(ERROR) << "rank " << options_.rank << ": " << peer_error_.message();
+}
+
+bool UcxCommunicator::IsWatchedLocked(int peer) const {
+  for (const auto& w : peer_watch_) {
+    if (w.rank == peer) return true;
+  }
+  return false;
+}
+
+unsigned UcxCommunicator::ProgressLocked() {
+  unsigned events = 0;
+  for (unsigned n; (n = ucp_worker_progress(worker_)) != 0;) events += n;
   // Reading the clock costs as much as a progress call on some VMs: look
   // at it (and at the peers) once every 256 calls.
   if (!peer_watch_.empty() && peer_error_.ok() && (++progress_calls_ & 255) == 0) {
     auto now = std::chrono::steady_clock::now();
     if (now >= next_watch_) {
       next_watch_ = now + tuning_.watch_period;
-      std::vector<pollfd> fds;
-      for (const auto& w : peer_watch_) fds.push_back({w.pidfd, POLLIN, 0});
-      if (poll(fds.data(), fds.size(), 0) > 0) {
-        // Name every peer gone by now: one death often makes its neighbours
-        // exit too, and the first death is among those listed.
-        std::vector<std::string> gone;
-        for (size_t i = 0; i < fds.size(); ++i) {
-          if (fds[i].revents) {
-            gone.push_back(absl::StrCat(peer_watch_[i].rank, " (pid ", peer_watch_[i].pid, ")"));
-          }
-        }
-        peer_error_ = absl::UnavailableError(absl::StrCat(
-            "ucx: peer rank", gone.size() > 1 ? "s " : " ", absl::StrJoin(gone, ", "), " exited"));
+      CheckPeersLocked();
+      if (peer_error_.ok() && !deferred_peer_error_.ok() && now - deferred_since_ >= kDeferPeerError) {
+        peer_error_ = deferred_peer_error_;
         ATHANOR_LOG(ERROR) << "rank " << options_.rank << ": " << peer_error_.message();
       }
     }
@@ -86,14 +101,21 @@ void UcxCommunicator::ProgressLocked() {
   for (auto it = ops_.begin(); it != ops_.end();) {
     PendingOp* op = it->get();
     Advance(op);
+    if (op->finished && !op->reported) {
+      op->reported = true;
+      ++events;
+      if (tuning_.on_done) tuning_.on_done(op->user_tag, op->status);
+    }
     if (op->finished && op->outstanding == 0) {
       if (op->scratch != nullptr) free_scratch_.emplace_back(op->scratch_bytes, op->scratch);
       op->scratch = nullptr;
       it = ops_.erase(it);
+      num_ops_.store(ops_.size(), std::memory_order_release);
     } else {
       ++it;
     }
   }
+  return events;
 }
 
 void UcxCommunicator::Advance(PendingOp* op) {
@@ -125,8 +147,30 @@ void UcxCommunicator::Advance(PendingOp* op) {
       ChainState& cs = op->chains[j];
       if (cs.done || cs.pending > 0) continue;
       if (cs.error != UCS_OK) {
+        // A request fails when a peer closed its endpoint, often because
+        // some other rank died: name the dead rank when a pidfd shows one.
+        CheckPeersLocked();
+        if (!peer_error_.ok()) {
+          if (error_.ok()) error_ = peer_error_;
+          return Fail(op, error_);
+        }
         const Step& st = op->schedule.chains[j].steps[cs.step];
         int peer = st.send_peer >= 0 ? st.send_peer : st.recv_peer;
+        if (IsWatchedLocked(peer)) {
+          // Its process may be dying (endpoints closed, pidfd not yet
+          // readable) or it left on another rank's death: wait a little
+          // for a pidfd to name the dead rank.
+          auto now = std::chrono::steady_clock::now();
+          if (deferred_peer_error_.ok()) {
+            deferred_peer_error_ = absl::UnavailableError(absl::StrCat(
+                "ucx: ", op->What(), " failed talking to peer rank ", peer, ": ",
+                ucs_status_string(cs.error)));
+            deferred_since_ = now;
+          }
+          if (now - deferred_since_ < kDeferPeerError) continue;
+          if (error_.ok()) error_ = deferred_peer_error_;
+          return Fail(op, error_);
+        }
         return Fail(op, absl::UnavailableError(absl::StrCat(
                             "ucx: ", op->What(), " failed talking to peer rank ", peer, ": ",
                             ucs_status_string(cs.error))));
@@ -213,6 +257,11 @@ void UcxCommunicator::FailAll(const absl::Status& status) {
 absl::Status UcxCommunicator::WaitFor(const std::shared_ptr<PendingOp>& op,
                                       std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
+  EnterWait();
+  struct Leave {
+    UcxCommunicator* c;
+    ~Leave() { c->LeaveWait(); }
+  } leave{this};
   for (int idle = 0;; ++idle) {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -225,7 +274,9 @@ absl::Status UcxCommunicator::WaitFor(const std::shared_ptr<PendingOp>& op,
     }
     // Others may share these cores (more ranks than cores in tests): after a
     // short spin, let them run.
-    if (idle >= 256) sched_yield();
+    // More ranks on this host than cores: the peer we wait for may need
+    // our core, so yield almost at once.
+    if (idle >= (oversubscribed_ ? 4 : 256)) sched_yield();
   }
 }
 

@@ -17,7 +17,7 @@
 #include "absl/strings/str_split.h"
 #include "common/subprocess.h"
 #include "gtest/gtest.h"
-#include "worker/train/safetensors_writer.h"
+#include "worker/train/state_file.h"
 
 namespace athanor {
 namespace {

@@ -1,11 +1,18 @@
 #include "worker/agent/agent.h"
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include <grpcpp/grpcpp.h>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "common/logging.h"
+#include "worker/agent/gpu_util.h"
+#include "worker/agent/workdir_archive.h"
 
 namespace athanor::agent {
 namespace {
@@ -30,6 +37,11 @@ void AddReports(const std::vector<RankStatusReport>& reports,
     p->set_exit_code(r.exit_code);
     p->set_signal(r.signal);
     p->set_message(r.message);
+    p->set_cpu_seconds(r.cpu_seconds);
+    if (r.gpu_utilization >= 0) {
+      p->set_gpu_measured(true);
+      p->set_gpu_utilization(r.gpu_utilization);
+    }
   }
 }
 
@@ -47,10 +59,12 @@ Agent::Agent(AgentOptions options, RankSupervisor* supervisor)
   stub_ = rpc::NodeAgent::NewStub(grpc::CreateCustomChannel(
       options_.coordinator, grpc::InsecureChannelCredentials(), args));
   reaper_ = std::thread([this] { ReaperLoop(); });
+  if (!options_.health_check.empty()) health_ = std::thread([this] { HealthLoop(); });
 }
 
 Agent::~Agent() {
   Stop();
+  if (health_.joinable()) health_.join();
   supervisor_->KillAll();
   supervisor_->Wake();
   reaper_.join();
@@ -59,7 +73,83 @@ Agent::~Agent() {
 void Agent::Stop() {
   absl::MutexLock lock(&mu_);
   stop_ = true;
+  health_wake_.SignalAll();
   if (inflight_ != nullptr) inflight_->TryCancel();
+}
+
+void Agent::HealthLoop() {
+  for (;;) {
+    RunHealthCheck();
+    absl::MutexLock lock(&mu_);
+    if (stop_) return;
+    health_wake_.WaitWithTimeout(&mu_, absl::FromChrono(options_.health_interval));
+    if (stop_) return;
+  }
+}
+
+void Agent::RunHealthCheck() {
+  std::string out_path = options_.work_dir + "/health-check.out";
+  std::filesystem::remove(out_path);
+  SubprocessOptions opts;
+  opts.argv = {"/bin/sh", "-c", options_.health_check};
+  opts.stdout_path = out_path;
+  opts.stderr_path = "=stdout";
+  absl::StatusOr<std::unique_ptr<Subprocess>> p = supervisor_->StartForeign(opts);
+  bool ok = false;
+  std::string message;
+  if (!p.ok()) {
+    message = absl::StrCat("cannot run the health check: ", p.status().message());
+  } else {
+    ExitInfo e = (*p)->Wait();
+    supervisor_->EndForeign((*p)->pid());
+    std::ifstream in(out_path);
+    std::stringstream text;
+    text << in.rdbuf();
+    message = std::string(absl::StripAsciiWhitespace(text.str()));
+    ok = e.exit_code == 0 && e.signal == 0;
+    if (!ok && message.empty()) message = e.ToString();
+  }
+  absl::MutexLock lock(&mu_);
+  if (ok != health_ok_) {
+    if (ok) {
+      ATHANOR_LOG(INFO) << "health check passes";
+    } else {
+      ATHANOR_LOG(WARNING) << "health check fails: " << message;
+    }
+  }
+  health_ok_ = ok;
+  health_message_ = ok ? "" : message.substr(0, 1024);
+}
+
+void Agent::MeasureGpus(std::vector<RankStatusReport>* reports) {
+  if (!gpus_visible_) return;
+  bool wanted = false;
+  for (const RankStatusReport& r : *reports) wanted = wanted || !r.gpu_ids.empty();
+  if (!wanted) return;
+  std::optional<std::map<int, double>> util = SampleGpuUtilization(supervisor_);
+  if (!util) return;
+  for (RankStatusReport& r : *reports) {
+    if (r.gpu_ids.empty()) continue;
+    double busiest = 0;
+    for (int32_t g : r.gpu_ids) {
+      auto it = util->find(g);
+      if (it != util->end()) busiest = std::max(busiest, it->second);
+    }
+    r.gpu_utilization = busiest;
+  }
+}
+
+void Agent::ArchiveRemoved() {
+  for (const ArchiveTask& t : supervisor_->TakeArchives()) {
+    std::string uri = t.uri.empty() ? options_.archive_uri : t.uri;
+    std::string key = absl::StrCat(t.key.job_id, "/workdir/rank-", t.key.rank, ".tar");
+    absl::Status s = ArchiveAndRemove(t.dir, uri, key);
+    if (s.ok()) {
+      ATHANOR_LOG(INFO) << "archived " << t.dir << " to " << uri << " as " << key;
+    } else {
+      ATHANOR_LOG(WARNING) << "cannot archive " << t.dir << " to " << uri << ": " << s;
+    }
+  }
 }
 
 void Agent::ReaperLoop() {
@@ -91,6 +181,7 @@ bool Agent::Register() {
   rpc::NodeInventory* inv = req.mutable_inventory();
   inv->set_gpus(options_.inventory.gpus);
   inv->set_gpu_model(options_.inventory.gpu_model);
+  inv->set_gpu_memory_mb(options_.inventory.gpu_memory_mb);
   inv->set_cpus(options_.inventory.cpus);
   inv->set_memory_mb(options_.inventory.memory_mb);
   for (const auto& [k, v] : options_.labels) (*inv->mutable_labels())[k] = v;
@@ -127,11 +218,17 @@ void Agent::Run() {
     rpc::HeartbeatRequest req;
     req.set_node(options_.name);
     req.set_known_generation(known_generation_);
-    req.set_health_ok(true);
+    std::vector<RankStatusReport> reports = supervisor_->Reports();
+    MeasureGpus(&reports);
+    {
+      absl::MutexLock lock(&mu_);
+      req.set_health_ok(health_ok_);
+      req.set_health_message(health_message_);
+    }
     {
       absl::MutexLock lock(&mu_);
       if (stop_) return;
-      AddReports(supervisor_->Reports(), req.mutable_ranks());
+      AddReports(reports, req.mutable_ranks());
       req.set_max_wait_ms(exit_pending_ ? 0 : static_cast<int32_t>(heartbeat_interval_ms_));
       exit_pending_ = false;
       inflight_ = &ctx;
@@ -165,9 +262,13 @@ void Agent::Run() {
       t.gpu_ids.assign(d.gpu_ids().begin(), d.gpu_ids().end());
       t.terminate = d.terminate();
       t.kill_after_ms = d.kill_after_ms();
+      t.notice = d.notice();
+      t.archive_workdir = d.archive_workdir();
+      t.archive_uri = d.archive_uri();
       desired.push_back(std::move(t));
     }
     supervisor_->Converge(desired);
+    ArchiveRemoved();
     supervisor_->EnforceDeadlines();
     known_generation_ = resp.generation();
   }

@@ -8,6 +8,10 @@
 // `reregister` (it restarted, or forgot the node) the agent registers again.
 // RPC failures are retried with a short backoff; the agent never gives up.
 //
+// With --health-check, a health thread runs the command every interval and
+// the result rides on each heartbeat. Work dirs of removed interactive ranks
+// are archived to the object store by the heartbeat loop after converging.
+//
 // Thread model: Run() blocks on the calling thread until Stop() (from any
 // thread). The supervisor is not owned.
 #pragma once
@@ -32,6 +36,13 @@ struct AgentOptions {
   std::string agent_address;  // HOST:PORT of this agent's AgentControl
   Inventory inventory;
   std::map<std::string, std::string> labels;
+  std::string work_dir;
+  // Run by `sh -c` every health_interval; a non-zero exit (or a run past the
+  // interval) fails the check and the coordinator drains the node with its
+  // output as the reason. Empty: no health check.
+  std::string health_check;
+  Duration health_interval = Seconds(30);
+  std::string archive_uri;  // default store for interactive work dirs
 };
 
 class Agent {
@@ -46,6 +57,11 @@ class Agent {
   void ReaperLoop();
   rpc::HeartbeatRequest BuildHeartbeat();
   void Backoff();
+  void HealthLoop();
+  void RunHealthCheck();
+  void ArchiveRemoved();
+  // Adds nvidia-smi utilisation to measured ranks' reports (real GPUs only).
+  void MeasureGpus(std::vector<RankStatusReport>* reports);
 
   const AgentOptions options_;
   RankSupervisor* const supervisor_;
@@ -57,6 +73,11 @@ class Agent {
   int64_t heartbeat_interval_ms_ = 1000;
   uint64_t known_generation_ = 0;
   std::thread reaper_;
+  std::thread health_;
+  const bool gpus_visible_ = options_.inventory.gpus > 0 && options_.inventory.gpu_model != "none";
+  absl::CondVar health_wake_;
+  bool health_ok_ ABSL_GUARDED_BY(mu_) = true;
+  std::string health_message_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace athanor::agent

@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "common/subprocess.h"
+#include "worker/agent/gpu_util.h"
 
 namespace athanor::agent {
 namespace {
@@ -67,6 +68,7 @@ Inventory DetectInventory(int32_t gpus) {
     inv.gpu_model = n > 0 ? "nvidia" : "none";
   }
   inv.gpus = n;
+  if (n > 0) inv.gpu_memory_mb = DetectGpuMemoryMb();
   return inv;
 }
 

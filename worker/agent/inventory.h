@@ -10,6 +10,7 @@ namespace athanor::agent {
 struct Inventory {
   int32_t gpus = 0;
   std::string gpu_model;  // "none" for declared slots without devices
+  int64_t gpu_memory_mb = 0;  // per GPU; 0 when unknown
   int32_t cpus = 0;
   int64_t memory_mb = 0;
 };

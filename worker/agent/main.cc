@@ -16,6 +16,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "checkpoint/builtin_stores.h"
 #include "common/logging.h"
 #include "common/options.h"
 #include "worker/agent/agent.h"
@@ -31,6 +32,9 @@ int Fail(const std::string& msg) {
 
 int Run(int argc, char** argv) {
   std::string coordinator, name, gpus_text, work_dir, labels_text, listen, host, log_level;
+  std::string health_check, archive_uri, gpu_model;
+  double health_interval_s = 30;
+  int64_t gpu_memory_mb = -1, cpus = -1, memory_mb = -1;
   po::options_description desc("athanor-agent options");
   desc.add_options()
       ("coordinator", po::value(&coordinator)->required(), "coordinator HOST:PORT")
@@ -44,6 +48,17 @@ int Run(int argc, char** argv) {
        "HOST:PORT for the AgentControl service (port 0: pick one)")
       ("host", po::value(&host)->default_value("127.0.0.1"),
        "address ranks on this node are reached at (MASTER_ADDR), also advertised for AgentControl")
+      ("health-check", po::value(&health_check)->default_value(""),
+       "shell command run every --health-interval; failing drains the node (output = reason)")
+      ("health-interval", po::value(&health_interval_s)->default_value(30),
+       "seconds between health checks")
+      ("archive-uri", po::value(&archive_uri)->default_value(""),
+       "object store for interactive allocations' work dirs (default file://WORK_DIR/archive)")
+      ("gpu-model", po::value(&gpu_model)->default_value(""), "override the detected GPU model")
+      ("gpu-memory-mb", po::value(&gpu_memory_mb)->default_value(-1),
+       "override the detected per-GPU memory")
+      ("cpus", po::value(&cpus)->default_value(-1), "override the detected CPU count")
+      ("memory-mb", po::value(&memory_mb)->default_value(-1), "override the detected RAM")
       ("log-level", po::value(&log_level)->default_value("info"), "debug, info, warning, error");
   ParsedCommandLine cmd;
   absl::Status s = ParseOptions(argc, argv, desc,
@@ -73,6 +88,16 @@ int Run(int argc, char** argv) {
   std::filesystem::create_directories(work_dir, ec);
   if (ec) return Fail("--work-dir: cannot create " + work_dir + ": " + ec.message());
   work_dir = std::filesystem::absolute(work_dir).string();
+  if (health_interval_s <= 0) return Fail("--health-interval: must be > 0");
+  if (!gpu_model.empty()) options.inventory.gpu_model = gpu_model;
+  if (gpu_memory_mb >= 0) options.inventory.gpu_memory_mb = gpu_memory_mb;
+  if (cpus >= 0) options.inventory.cpus = static_cast<int32_t>(cpus);
+  if (memory_mb >= 0) options.inventory.memory_mb = memory_mb;
+  options.work_dir = work_dir;
+  options.health_check = health_check;
+  options.health_interval = Seconds(health_interval_s);
+  options.archive_uri = archive_uri.empty() ? "file://" + work_dir + "/archive" : archive_uri;
+  RegisterBuiltinObjectStores();
 
   sigset_t signals;
   sigemptyset(&signals);

@@ -5,11 +5,14 @@
 
 #include <cerrno>
 #include <filesystem>
+#include <fstream>
 #include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/logging.h"
+#include "common/status.h"
+#include "worker/agent/proc_stats.h"
 
 namespace athanor::agent {
 namespace {
@@ -34,6 +37,11 @@ absl::StatusOr<std::string> RankSupervisor::LogPath(const std::string& work_dir,
   }
   return absl::StrCat(work_dir, "/jobs/", key.job_id, "/attempt-", key.attempt, "/rank-", key.rank,
                       ".log");
+}
+
+absl::StatusOr<std::string> RankSupervisor::RankDir(const std::string& work_dir, const RankKey& key) {
+  ASSIGN_OR_RETURN(std::string log, LogPath(work_dir, key));
+  return log.substr(0, log.size() - 4);  // without ".log"
 }
 
 RankSupervisor::RankSupervisor(std::string work_dir, const Clock* clock)
@@ -63,6 +71,16 @@ void RankSupervisor::StartLocked(const RankTarget& target) {
   options.stdout_path = *log;
   options.stderr_path = "=stdout";
   options.new_process_group = true;
+  r.log_path = *log;
+  if (target.archive_workdir) {
+    std::string dir = log->substr(0, log->size() - 4);
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return fail(absl::StrCat("cannot create work dir ", dir, ": ", ec.message()));
+    options.working_dir = dir;
+    r.dir = dir;
+    r.archive_uri = target.archive_uri;
+    r.gpu_ids = target.gpu_ids;
+  }
   absl::StatusOr<std::unique_ptr<Subprocess>> p = Subprocess::Start(options);
   if (!p.ok()) return fail(std::string(p.status().message()));
   r.process = std::move(*p);
@@ -82,6 +100,10 @@ void RankSupervisor::Converge(const std::vector<RankTarget>& desired) {
       continue;
     }
     Rank& r = it->second;
+    if (!t.notice.empty() && t.notice != r.notice && !r.log_path.empty()) {
+      r.notice = t.notice;
+      std::ofstream(r.log_path, std::ios::app) << "athanor: " << t.notice << "\n";
+    }
     if (t.terminate && r.report.phase == RankPhase::kRunning && !r.term_sent) {
       r.process->Signal(SIGTERM).IgnoreError();
       r.term_sent = true;
@@ -95,6 +117,7 @@ void RankSupervisor::Converge(const std::vector<RankTarget>& desired) {
       continue;
     }
     if (r.report.phase != RankPhase::kRunning) {
+      if (!r.dir.empty()) archives_.push_back({it->first, r.dir, r.archive_uri});
       it = ranks_.erase(it);  // reported; the coordinator no longer wants it
       continue;
     }
@@ -139,7 +162,13 @@ void RankSupervisor::EnforceDeadlines() {
 std::vector<RankStatusReport> RankSupervisor::Reports() {
   absl::MutexLock lock(&mu_);
   std::vector<RankStatusReport> out;
-  for (const auto& [key, r] : ranks_) out.push_back(r.report);
+  for (const auto& [key, r] : ranks_) {
+    out.push_back(r.report);
+    if (!r.dir.empty() && r.report.phase == RankPhase::kRunning) {
+      out.back().cpu_seconds = ProcessGroupCpuSeconds(r.process->pid());
+      out.back().gpu_ids = r.gpu_ids;
+    }
+  }
   return out;
 }
 
@@ -179,6 +208,12 @@ void RankSupervisor::WaitForChildExit() {
   for (const auto& [key, r] : ranks_) {
     if (r.process && r.process->pid() == info.si_pid) return;  // Reap() takes it
   }
+  if (foreign_.count(info.si_pid)) {  // its owner reaps it
+    pid_t pid = info.si_pid;
+    auto gone = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !foreign_.count(pid); };
+    mu_.Await(absl::Condition(&gone));
+    return;
+  }
   int status;
   waitpid(info.si_pid, &status, WNOHANG);  // some other child of ours
 }
@@ -194,6 +229,26 @@ void RankSupervisor::KillAll() {
     r.report.exit_code = e.exit_code;
     r.report.signal = e.signal;
   }
+}
+
+std::vector<ArchiveTask> RankSupervisor::TakeArchives() {
+  absl::MutexLock lock(&mu_);
+  std::vector<ArchiveTask> out;
+  out.swap(archives_);
+  return out;
+}
+
+absl::StatusOr<std::unique_ptr<Subprocess>> RankSupervisor::StartForeign(
+    const SubprocessOptions& options) {
+  absl::MutexLock lock(&mu_);  // the reaper checks foreign_ under mu_, after this
+  ASSIGN_OR_RETURN(std::unique_ptr<Subprocess> p, Subprocess::Start(options));
+  foreign_.insert(p->pid());
+  return p;
+}
+
+void RankSupervisor::EndForeign(pid_t pid) {
+  absl::MutexLock lock(&mu_);
+  foreign_.erase(pid);
 }
 
 }  // namespace athanor::agent

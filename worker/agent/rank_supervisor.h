@@ -13,6 +13,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -40,6 +41,16 @@ struct RankTarget {
   std::vector<int32_t> gpu_ids;
   bool terminate = false;
   int64_t kill_after_ms = 0;
+  std::string notice;            // appended once to the rank's log
+  bool archive_workdir = false;  // interactive: own work dir (cwd), archived at removal
+  std::string archive_uri;
+};
+
+// A removed rank's work dir to pack and upload (agent loop, outside locks).
+struct ArchiveTask {
+  RankKey key;
+  std::string dir;
+  std::string uri;  // empty: the agent's default
 };
 
 enum class RankPhase { kRunning, kExited, kFailedToStart };
@@ -50,6 +61,9 @@ struct RankStatusReport {
   int32_t exit_code = 0;
   int32_t signal = 0;
   std::string message;
+  double cpu_seconds = -1;  // CPU time of the rank's process group (measured ranks)
+  std::vector<int32_t> gpu_ids;   // measured ranks: their GPUs
+  double gpu_utilization = -1;    // filled by the agent from nvidia-smi; < 0: unknown
 };
 
 class RankSupervisor {
@@ -70,10 +84,18 @@ class RankSupervisor {
   // SIGKILLs every running rank and waits for them.
   void KillAll();
   int running_count();
+  // Work dirs of removed archive_workdir ranks, once each.
+  std::vector<ArchiveTask> TakeArchives();
+  // Starts a helper child (health check) that the reaper must leave to its
+  // owner, who Wait()s for it and then calls EndForeign(pid).
+  absl::StatusOr<std::unique_ptr<Subprocess>> StartForeign(const SubprocessOptions& options);
+  void EndForeign(pid_t pid);
 
   // WORK_DIR/jobs/<job>/attempt-<a>/rank-<r>.log; InvalidArgument for a job
   // id that is not a safe file name.
   static absl::StatusOr<std::string> LogPath(const std::string& work_dir, const RankKey& key);
+  // WORK_DIR/jobs/<job>/attempt-<a>/rank-<r> (an interactive rank's cwd).
+  static absl::StatusOr<std::string> RankDir(const std::string& work_dir, const RankKey& key);
 
  private:
   struct Rank {
@@ -82,6 +104,11 @@ class RankSupervisor {
     bool term_sent = false;
     bool kill_sent = false;
     TimePoint kill_at;
+    std::string notice;  // last notice appended to the log
+    std::string log_path;
+    std::string dir;     // own work dir when archived
+    std::string archive_uri;
+    std::vector<int32_t> gpu_ids;
   };
   void StartLocked(const RankTarget& target) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -90,6 +117,8 @@ class RankSupervisor {
   absl::Mutex mu_;
   std::map<RankKey, Rank> ranks_ ABSL_GUARDED_BY(mu_);
   int woken_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<ArchiveTask> archives_ ABSL_GUARDED_BY(mu_);
+  std::set<pid_t> foreign_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace athanor::agent

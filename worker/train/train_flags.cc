@@ -1,5 +1,7 @@
 #include "worker/train/train_flags.h"
 
+#include <cstdlib>
+
 #include "absl/strings/str_cat.h"
 #include "common/options.h"
 
@@ -10,6 +12,11 @@ absl::Status ParseTrainFlags(int argc, const char* const* argv, TrainFlags* f) {
   std::string precision = "fp32";
   double bucket_mb = 25.0, first_bucket_mb = 1.0;
   bool no_overlap = false;
+  std::string policy = "wait";
+  const char* env_uri = std::getenv("ATHANOR_CHECKPOINT_URI");
+  const char* env_job = std::getenv("ATHANOR_JOB_ID");
+  if (env_uri != nullptr) f->checkpoint_uri = env_uri;
+  if (env_job != nullptr && *env_job != '\0') f->job_id = env_job;
   po::options_description desc("athanor-train options");
   auto add = [&desc](const char* name, const po::value_semantic* value, const char* help) {
     desc.add_options()(name, value, help);
@@ -44,6 +51,15 @@ absl::Status ParseTrainFlags(int argc, const char* const* argv, TrainFlags* f) {
   add("save-state", po::value(&f->save_state),
       "at the end (or on SIGTERM), rank 0 writes the full training state (safetensors) here");
   add("resume-from", po::value(&f->resume_from), "start from a --save-state file");
+  add("checkpoint-uri", po::value(&f->checkpoint_uri),
+      "checkpoint store (file:///dir, s3://bucket/prefix); default $ATHANOR_CHECKPOINT_URI; "
+      "resumes from its newest committed step");
+  add("checkpoint-every", po::value(&f->checkpoint_every)->default_value(0),
+      "checkpoint every N steps (0: only at the end and on SIGTERM)");
+  add("job-id", po::value(&f->job_id), "checkpoint job name (default $ATHANOR_JOB_ID, else local)");
+  add("keep", po::value(&f->keep)->default_value(3), "committed checkpoints to keep");
+  add("checkpoint-policy", po::value(&policy)->default_value("wait"),
+      "when a checkpoint is still in flight: wait | skip");
   add("all-ranks-log", po::bool_switch(&f->all_ranks_log), "every rank prints its step lines");
   add("inject-overflow-step", po::value(&t.inject_overflow_step)->default_value(-1),
       "fp16 test hook: make this step's gradients overflow on one rank");
@@ -67,6 +83,14 @@ absl::Status ParseTrainFlags(int argc, const char* const* argv, TrainFlags* f) {
   if (bucket_mb <= 0 || first_bucket_mb <= 0) {
     return absl::InvalidArgumentError("--bucket-mb and --first-bucket-mb must be > 0");
   }
+  if (policy != "wait" && policy != "skip") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--checkpoint-policy must be wait or skip, not '", policy, "'"));
+  }
+  f->checkpoint_skip = policy == "skip";
+  if (f->checkpoint_every < 0) return absl::InvalidArgumentError("--checkpoint-every must be >= 0");
+  if (f->keep < 1) return absl::InvalidArgumentError("--keep must be >= 1");
+  if (f->job_id.empty()) return absl::InvalidArgumentError("--job-id must not be empty");
   if (f->steps < 0) return absl::InvalidArgumentError("--steps must be >= 0");
   if (f->timeout_s < 1) return absl::InvalidArgumentError("--timeout-s must be >= 1");
   t.bucket_bytes = static_cast<size_t>(bucket_mb * 1048576.0);

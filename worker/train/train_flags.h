@@ -18,6 +18,11 @@ struct TrainFlags {
   std::string dump_weights;  // empty: no dump
   std::string save_state;    // rank 0 writes weights + optimizer state + metadata at the end
   std::string resume_from;   // a --save-state file to start from
+  std::string checkpoint_uri;  // empty: no checkpoints ($ATHANOR_CHECKPOINT_URI)
+  int64_t checkpoint_every = 0;  // 0: only at the end and on SIGTERM
+  std::string job_id = "local";  // $ATHANOR_JOB_ID
+  int keep = 3;
+  bool checkpoint_skip = false;  // --checkpoint-policy skip (else wait)
   bool all_ranks_log = false;
   int inject_overflow_rank = -1;  // -1: the last rank
   int timeout_s = 120;

@@ -2,21 +2,34 @@
 // data-parallel across the ranks named by the env contract (or mpirun, or
 // alone). One JSON line per step on stdout from rank 0 (every rank with
 // --all-ranks-log); a progress line on stderr when stdout is a terminal.
+//
+// With --checkpoint-uri (or $ATHANOR_CHECKPOINT_URI) it resumes from the job's
+// newest valid committed checkpoint, checkpoints asynchronously every
+// --checkpoint-every steps and at the end, and on SIGTERM/SIGINT checkpoints
+// the step the ranks agreed to stop after, prints it and exits 0. Formats and
+// output lines: docs/formats.md.
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <memory>
+#include <optional>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "checkpoint/builtin_stores.h"
+#include "checkpoint/checkpointer.h"
 #include "collectives/factory.h"
 #include "common/logging.h"
 #include "common/rank_env.h"
 #include "common/status.h"
-#include "worker/train/safetensors_writer.h"
+#include "worker/train/checkpointing.h"
+#include "worker/train/state_file.h"
 #include "worker/train/train_flags.h"
 #include "worker/train/trainer.h"
 
@@ -65,21 +78,85 @@ absl::StatusOr<CommunicatorOptions> CommOptions(const TrainFlags& flags, const R
   return o;
 }
 
-std::string StepJson(const StepStats& s, int rank, bool with_rank) {
+std::string StepJson(const StepStats& s, int rank, bool with_rank, double ckpt_stall_ms) {
   std::string out = "{";
   if (with_rank) absl::StrAppend(&out, "\"rank\":", rank, ",");
   absl::StrAppend(
       &out,
       absl::StrFormat("\"step\":%d,\"loss\":%.9g,\"tokens_per_s\":%.1f,\"loss_scale\":%g,"
-                      "\"comm_wait_ms\":%.3f,\"step_ms\":%.3f,\"skipped\":%s,\"grad_bytes\":%d}",
+                      "\"comm_wait_ms\":%.3f,\"step_ms\":%.3f,\"skipped\":%s,\"grad_bytes\":%d,"
+                      "\"ckpt_stall_ms\":%.3f}",
                       s.step, s.loss, s.tokens_per_s, s.loss_scale, s.comm_wait_ms, s.step_ms,
-                      s.skipped ? "true" : "false", s.grad_bytes));
+                      s.skipped ? "true" : "false", s.grad_bytes, ckpt_stall_ms));
   return out;
 }
 
+using SteadyClock = std::chrono::steady_clock;
+
+double MsSince(SteadyClock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(SteadyClock::now() - t0).count();
+}
+
+// The checkpoint side of a run: the store, the barriers and the Checkpointer.
+// Save decisions are made identically on every rank (same steps; under
+// --checkpoint-policy skip, an all-reduce of "still in flight"), so every rank
+// makes the same sequence of commit votes.
+struct CheckpointSession {
+  std::unique_ptr<ObjectStore> store;
+  std::unique_ptr<CommunicatorCommitBarrier> commit_barrier;
+  std::unique_ptr<Checkpointer> checkpointer;
+  int64_t last_saved = -1;  // the newest step staged (or restored)
+
+  // Stages `step`; returns the training stall in ms.
+  absl::StatusOr<double> Save(const Trainer& trainer, int64_t step, const CrashPlan& plan) {
+    auto t0 = SteadyClock::now();
+    MaybeCrash(plan, CrashPoint::kSnapshot, step, trainer.rank());
+    ASSIGN_OR_RETURN(bool staged, checkpointer->Save(step, TrainerCheckpointState(trainer)));
+    if (staged) last_saved = step;
+    return MsSince(t0);
+  }
+  // Saves `step` unless it already was, and waits for its commit decision.
+  absl::Status SaveAndWait(const Trainer& trainer, int64_t step, const CrashPlan& plan) {
+    if (last_saved != step) {
+      RETURN_IF_ERROR(Save(trainer, step, plan).status());
+    }
+    return Annotate(checkpointer->Wait(), absl::StrCat("checkpoint of step ", step));
+  }
+};
+
+// Median of 5 copies of the trainer's state into one buffer: the floor for
+// ckpt_stall_ms.
+double MemcpyBaselineMs(const Trainer& trainer, size_t* bytes) {
+  std::vector<NamedTensor> tensors = trainer.StateTensors();
+  *bytes = 0;
+  for (const NamedTensor& t : tensors) *bytes += t.size * sizeof(float);
+  std::vector<char> buffer(*bytes);
+  std::vector<double> ms;
+  for (int i = 0; i < 5; ++i) {
+    auto t0 = SteadyClock::now();
+    size_t off = 0;
+    for (const NamedTensor& t : tensors) {
+      std::memcpy(buffer.data() + off, t.data, t.size * sizeof(float));
+      off += t.size * sizeof(float);
+    }
+    ms.push_back(MsSince(t0));
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[2];
+}
+
 absl::Status Run(TrainFlags flags) {
+  // SIGTERM/SIGINT only set a flag (from the start, so one that arrives while
+  // restoring is not lost); the ranks agree at the next step boundary.
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = OnStopSignal;
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
   ASSIGN_OR_RETURN(RankEnv env, ParseRankEnv(ProcessEnv()));
   SetLogTags(absl::StrCat("rank=", env.rank));
+  ASSIGN_OR_RETURN(CrashPlan crash, CrashPlanFromEnv());
+  StartCrashTimer(crash, env.rank);
   ASSIGN_OR_RETURN(CommunicatorOptions comm_options, CommOptions(flags, env));
   ASSIGN_OR_RETURN(std::unique_ptr<Communicator> comm, CreateCommunicator(comm_options));
   ASSIGN_OR_RETURN(TextDataset data, TextDataset::Load(flags.data, flags.trainer.model.context));
@@ -88,6 +165,7 @@ absl::Status Run(TrainFlags flags) {
   options.inject_overflow_rank =
       flags.inject_overflow_rank < 0 ? env.world_size - 1 : flags.inject_overflow_rank;
   ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(options, &data, comm.get()));
+  const std::chrono::milliseconds timeout = std::chrono::seconds(flags.timeout_s);
   if (!flags.resume_from.empty()) {
     std::map<std::string, std::vector<float>> tensors;
     std::map<std::string, std::string> meta;
@@ -97,37 +175,99 @@ absl::Status Run(TrainFlags flags) {
       ATHANOR_LOG(INFO) << "resumed from " << flags.resume_from << " at step " << trainer->step();
     }
   }
+  std::optional<CheckpointSession> ckpt;
+  if (!flags.checkpoint_uri.empty()) {
+    RegisterBuiltinObjectStores();
+    ckpt.emplace();
+    ASSIGN_OR_RETURN(ckpt->store, OpenObjectStore(flags.checkpoint_uri));
+    ckpt->store = WrapForCrashes(std::move(ckpt->store), crash, flags.job_id, env.rank,
+                                 env.world_size);
+    if (flags.resume_from.empty()) {
+      CommunicatorCommitBarrier agreement(comm.get(), kCheckpointRestoreTag, timeout);
+      ASSIGN_OR_RETURN(std::optional<RestoreResult> restored,
+                       RestoreTrainer(ckpt->store.get(), flags.job_id, &agreement, trainer.get()));
+      if (restored.has_value()) {
+        ckpt->last_saved = restored->step;
+        if (env.rank == 0 && !restored->rejected.empty()) {
+          RETURN_IF_ERROR(DecommitNewerSteps(ckpt->store.get(), flags.job_id, restored->step));
+        }
+        if (env.rank == 0) {
+          std::cerr << "resuming from step " << restored->step << " of " << flags.checkpoint_uri
+                    << "/" << flags.job_id << " (written by " << restored->source_world_size
+                    << " rank(s))" << std::endl;
+          std::cout << "{\"event\":\"resume\",\"step\":" << restored->step
+                    << ",\"source_world_size\":" << restored->source_world_size << "}"
+                    << std::endl;
+        }
+      }
+    }
+    ckpt->commit_barrier =
+        std::make_unique<CommunicatorCommitBarrier>(comm.get(), kCheckpointCommitTag, timeout);
+    CheckpointerOptions co;
+    co.job = flags.job_id;
+    co.rank = env.rank;
+    co.world_size = env.world_size;
+    co.in_flight = InFlightPolicy::kWait;  // skips are decided collectively, below
+    co.retention.keep_last = flags.keep;
+    ckpt->checkpointer =
+        std::make_unique<Checkpointer>(ckpt->store.get(), ckpt->commit_barrier.get(), co);
+    if (env.rank == 0) {
+      size_t bytes = 0;
+      double ms = MemcpyBaselineMs(*trainer, &bytes);
+      std::cout << absl::StrFormat(
+                       "{\"event\":\"checkpoint_baseline\",\"state_bytes\":%d,\"memcpy_ms\":%.3f}",
+                       bytes, ms)
+                << std::endl;
+    }
+  }
   if (env.rank == 0) {
     ATHANOR_LOG(INFO) << "training " << trainer->model().num_params() << " parameters on "
                       << env.world_size << " rank(s), backend " << comm->backend() << ", "
                       << PrecisionName(options.precision) << ", global batch "
                       << env.world_size * options.micro_batch * options.accum;
   }
-  // SIGTERM/SIGINT only set a flag; the ranks agree at the next step boundary.
-  struct sigaction sa;
-  std::memset(&sa, 0, sizeof(sa));
-  sa.sa_handler = OnStopSignal;
-  sigaction(SIGTERM, &sa, nullptr);
-  sigaction(SIGINT, &sa, nullptr);
   const bool print = env.rank == 0 || flags.all_ranks_log;
   const bool progress = env.rank == 0 && isatty(STDOUT_FILENO);
+  bool stopped = false;
   for (int64_t i = trainer->step(); i < flags.steps; ++i) {
     absl::StatusOr<StepStats> stats = trainer->Step(g_stop_signal != 0);
     if (!stats.ok()) {
       comm->Abort();
       return Annotate(stats.status(), absl::StrCat("step ", i));
     }
-    if (print) std::cout << StepJson(*stats, env.rank, flags.all_ranks_log) << std::endl;
+    const int64_t done = trainer->step();
+    double stall_ms = 0;
+    if (ckpt.has_value() && !stats->stop && flags.checkpoint_every > 0 &&
+        done % flags.checkpoint_every == 0 && done < flags.steps) {
+      bool skip = false;
+      if (flags.checkpoint_skip) {
+        ASSIGN_OR_RETURN(skip, AnyRank(comm.get(), ckpt->checkpointer->in_flight(),
+                                       kCheckpointSkipTag, timeout));
+      }
+      if (!skip) {
+        ASSIGN_OR_RETURN(stall_ms, ckpt->Save(*trainer, done, crash));
+      }
+    }
+    if (print) std::cout << StepJson(*stats, env.rank, flags.all_ranks_log, stall_ms) << std::endl;
     if (progress) {
       std::cerr << absl::StrFormat("\rstep %d/%d loss %.4f %.0f tok/s", i + 1, flags.steps,
                                    stats->loss, stats->tokens_per_s)
                 << (i + 1 == flags.steps ? "\n" : "") << std::flush;
     }
     if (stats->stop) {
-      // DESIGN.md preemption: the ranks agreed on this step; a checkpoint goes here.
       ATHANOR_LOG(INFO) << "stopping after step " << stats->step << " as requested ("
                         << (g_stop_signal ? strsignal(g_stop_signal) : "by another rank") << ")";
+      stopped = true;
       break;
+    }
+  }
+  if (ckpt.has_value()) {
+    // The last step (or the agreed preemption step) is saved synchronously.
+    const int64_t step = trainer->step();
+    RETURN_IF_ERROR(ckpt->SaveAndWait(*trainer, step, crash));
+    if (stopped && env.rank == 0) {
+      std::cerr << "checkpointed step " << step << "; exiting" << std::endl;
+      std::cout << "{\"event\":\"preempted\",\"committed_step\":" << step << "}" << std::endl;
     }
   }
   if (!flags.save_state.empty() && env.rank == 0) {

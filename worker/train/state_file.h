@@ -1,10 +1,8 @@
-// A minimal safetensors writer for f32 tensors (weight dumps; checkpoint/
-// owns the full format with manifests and CRCs).
-//
-// Layout: 8-byte little-endian header length N, N bytes of JSON
-// {"name":{"dtype":"F32","shape":[...],"data_offsets":[b,e]},...,
-//  "__metadata__":{...}} padded with spaces to a multiple of 8, then the raw
-// data. Thread-safe (no shared state).
+// Local safetensors files of f32 tensors (--dump-weights, --save-state,
+// --resume-from), written and parsed by the checkpoint library's
+// safetensors implementation (checkpoint/safetensors.h), so a weight dump, a
+// state file and a checkpoint shard share one format and one code path.
+// Thread-safe (no shared state).
 #pragma once
 
 #include <map>
@@ -17,13 +15,14 @@
 namespace athanor {
 
 // Writes `tensors` to `path` (via a temporary file renamed into place).
-// Errors: the errno status of the failing file operation.
+// Errors: the errno status of the failing file operation; InvalidArgument
+// for duplicate or empty tensor names.
 absl::Status WriteSafetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
                               const std::map<std::string, std::string>& metadata);
 
-// Reads an F32-only safetensors file written by WriteSafetensors (for tests
-// and tools): name -> values. InvalidArgument on a malformed file.
-// `metadata` may be null.
+// Reads an F32-only safetensors file: name -> values. NotFound when the file
+// cannot be opened; DataLoss for a malformed file; InvalidArgument for a
+// non-F32 tensor. `metadata` may be null.
 absl::Status ReadSafetensors(const std::string& path,
                              std::map<std::string, std::vector<float>>* tensors,
                              std::map<std::string, std::string>* metadata = nullptr);

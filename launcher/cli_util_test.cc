@@ -1,0 +1,40 @@
+#include "launcher/cli_util.h"
+
+#include <gtest/gtest.h>
+
+namespace athanor::cli {
+namespace {
+
+TEST(CliUtilTest, ParsesDurations) {
+  EXPECT_EQ(ParseDurationSeconds("90"), 90);
+  EXPECT_EQ(ParseDurationSeconds("30s"), 30);
+  EXPECT_EQ(ParseDurationSeconds("10m"), 600);
+  EXPECT_EQ(ParseDurationSeconds("1h"), 3600);
+  EXPECT_EQ(ParseDurationSeconds("2d"), 172800);
+  EXPECT_EQ(ParseDurationSeconds(""), std::nullopt);
+  EXPECT_EQ(ParseDurationSeconds("m"), std::nullopt);
+  EXPECT_EQ(ParseDurationSeconds("-5s"), std::nullopt);
+  EXPECT_EQ(ParseDurationSeconds("1.5h"), std::nullopt);
+}
+
+TEST(CliUtilTest, ParsesSizesInMegabytes) {
+  EXPECT_EQ(ParseMegabytes("4096"), 4096);
+  EXPECT_EQ(ParseMegabytes("512M"), 512);
+  EXPECT_EQ(ParseMegabytes("80G"), 81920);
+  EXPECT_EQ(ParseMegabytes("80GB"), 81920);
+  EXPECT_EQ(ParseMegabytes("1T"), 1048576);
+  EXPECT_EQ(ParseMegabytes("G"), std::nullopt);
+  EXPECT_EQ(ParseMegabytes("x1"), std::nullopt);
+}
+
+TEST(CliUtilTest, ParsesSinceAsDateOrDurationAgo) {
+  EXPECT_EQ(ParseSince("2026-01-31", 0), 1769817600);
+  EXPECT_EQ(ParseSince("2026-01-31T12:00:00Z", 0), 1769860800);
+  EXPECT_EQ(ParseSince("2026-01-31T12:00:00", 0), 1769860800);
+  EXPECT_EQ(ParseSince("12h", 1769860800), 1769817600);
+  EXPECT_EQ(ParseSince("yesterday", 0), std::nullopt);
+  EXPECT_EQ(ParseSince("2026-01-31junk", 0), std::nullopt);
+}
+
+}  // namespace
+}  // namespace athanor::cli

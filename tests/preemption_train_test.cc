@@ -1,0 +1,128 @@
+// End to end: a high-priority job preempts a preemptible athanor-train job on
+// a full two-agent cluster; the victim checkpoints within its grace, is
+// requeued (no restart consumed), resumes from that checkpoint when capacity
+// returns and ends with exactly the weights of an uninterrupted run.
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "tests/cluster_harness.h"
+
+namespace athanor::testing {
+namespace {
+
+rpc::Job GetJob(LocalCluster& c, const std::string& id) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  rpc::GetJobRequest req;
+  req.set_job_id(id);
+  rpc::Job job;
+  EXPECT_TRUE(c.stub().GetJob(&ctx, req, &job).ok());
+  return job;
+}
+
+// The value of `key` in the first JSON line of `log` carrying `event`; -1 if none.
+int64_t EventValue(const std::string& log, const std::string& event, const std::string& key) {
+  std::regex re("\\{\"event\":\"" + event + "\".*\"" + key + "\":(\\d+)");
+  for (absl::string_view line : absl::StrSplit(log, '\n')) {
+    std::smatch m;
+    std::string l(line);
+    if (std::regex_search(l, m, re)) return std::stoll(m[1]);
+  }
+  return -1;
+}
+
+bool TrainHasCheckpointFlags(LocalCluster& c) {
+  const char* bin = std::getenv("ATHANOR_BIN_DIR");
+  std::string path = absl::StrCat(bin == nullptr ? "." : bin, "/athanor-train");
+  SubprocessOptions o;
+  o.argv = {path, "--help"};
+  o.capture_stdout = true;
+  o.stderr_path = c.dir() + "/train-help.err";
+  auto p = Subprocess::Start(o);
+  if (!p.ok()) return false;
+  std::string out = (*p)->ReadAllStdout();
+  (*p)->Wait();
+  return out.find("--checkpoint-every") != std::string::npos;
+}
+
+TEST(PreemptionTrainTest, PreemptedTrainingResumesFromCheckpointWithIdenticalWeights) {
+  LocalCluster cluster({"--min-run-time-s", "0", "--checkpoint-poll-s", "0.2"});
+  if (!TrainHasCheckpointFlags(cluster)) {
+    GTEST_SKIP() << "athanor-train --help lacks --checkpoint-every (checkpoint flags not built)";
+  }
+  cluster.StartCoordinator();
+  cluster.StartAgent("node-a", 1);
+  cluster.StartAgent("node-b", 1);
+  ASSERT_TRUE(cluster.WaitForNodesUp(2));
+  const std::string steps = "300";
+  auto train = [&](const std::string& weights) {
+    return std::vector<std::string>{
+        std::string(std::getenv("ATHANOR_BIN_DIR")) + "/athanor-train", "--seed", "5", "--hidden", "48", "--lr", "0.05", "--bucket-mb", "0.05",
+        "--first-bucket-mb", "0.01", "--timeout-s", "20", "--steps", steps, "--checkpoint-every",
+        "1", "--dump-weights", weights};
+  };
+  auto submit = [&](std::vector<std::string> args, const std::vector<std::string>& cmd) {
+    args.insert(args.begin(), "submit");
+    args.push_back("--");
+    args.insert(args.end(), cmd.begin(), cmd.end());
+    CliResult r = cluster.Cli(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out.substr(0, r.out.find('\n'));
+  };
+  // The uninterrupted reference, on the same cluster and layout.
+  const std::string reference = cluster.dir() + "/reference.safetensors";
+  std::string ref = submit({"--nodes", "2", "--gpus-per-node", "1", "--checkpoint-uri",
+                            "file://" + cluster.dir() + "/store-ref"},
+                           train(reference));
+  CliResult wait = cluster.Cli({"wait", ref, "--timeout", "60"});
+  ASSERT_EQ(wait.out, "job " + ref + " SUCCEEDED\n") << cluster.CoordinatorLog();
+
+  const std::string resumed = cluster.dir() + "/resumed.safetensors";
+  std::string victim = submit({"--nodes", "2", "--gpus-per-node", "1", "--preemptible", "--grace",
+                               "20s", "--checkpoint-uri", "file://" + cluster.dir() + "/store"},
+                              train(resumed));
+  // Preempt once a few checkpoints are committed (read by the coordinator).
+  ASSERT_TRUE(LocalCluster::WaitFor([&] { return GetJob(cluster, victim).committed_step() >= 3; },
+                                    std::chrono::seconds(40)))
+      << cluster.CoordinatorLog();
+  std::string high = submit({"--nodes", "1", "--gpus-per-node", "1", "--priority", "10"},
+                            {"sh", "-c", "echo urgent"});
+  wait = cluster.Cli({"wait", high, "--timeout", "60"});
+  EXPECT_EQ(wait.out, "job " + high + " SUCCEEDED\n") << cluster.CoordinatorLog();
+  wait = cluster.Cli({"wait", victim, "--timeout", "60"});
+  ASSERT_EQ(wait.out, "job " + victim + " SUCCEEDED\n") << cluster.CoordinatorLog();
+  rpc::Job job = GetJob(cluster, victim);
+  EXPECT_EQ(job.attempt(), 2) << "the victim finished before it was preempted; raise --steps";
+  EXPECT_EQ(job.restarts(), 0);
+  // Attempt 1 checkpointed on SIGTERM and exited 0; attempt 2 resumed there.
+  std::string log1, log2;
+  for (const char* node : {"node-a", "node-b"}) {
+    log1 += ReadFile(absl::StrCat(cluster.dir(), "/", node, "/jobs/", victim, "/attempt-1/rank-0.log"));
+    log2 += ReadFile(absl::StrCat(cluster.dir(), "/", node, "/jobs/", victim, "/attempt-2/rank-0.log"));
+  }
+  int64_t committed = EventValue(log1, "preempted", "committed_step");
+  ASSERT_GE(committed, 3) << log1;
+  std::cerr << "victim preempted after committing step " << committed << " of " << steps << "\n";
+  // Both ranks of attempt 1 exited 0 (checkpointed within the grace, no SIGKILL).
+  std::string agents = ReadFile(cluster.dir() + "/agent-node-a.log") +
+                       ReadFile(cluster.dir() + "/agent-node-b.log");
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_NE(agents.find(absl::StrCat("job ", victim, " attempt 1 rank ", r, " exit code 0")),
+              std::string::npos)
+        << agents;
+  }
+  EXPECT_EQ(EventValue(log2, "resume", "step"), committed) << log2;
+  EXPECT_EQ(ReadFile(resumed), ReadFile(reference)) << "weights differ from the uninterrupted run";
+  EXPECT_FALSE(ReadFile(reference).empty());
+  SubprocessOptions cmp;
+  cmp.argv = {"cmp", reference, resumed};
+  auto p = Subprocess::Start(cmp);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ((*p)->Wait().exit_code, 0);
+}
+
+}  // namespace
+}  // namespace athanor::testing

@@ -1,0 +1,104 @@
+#include "worker/agent/workdir_archive.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "checkpoint/object_store.h"
+#include "common/status.h"
+
+namespace athanor::agent {
+namespace {
+
+namespace fs = std::filesystem;
+
+void Octal(char* field, size_t width, uint64_t value) {
+  // width-1 octal digits, NUL-terminated.
+  std::string s(width - 1, '0');
+  for (size_t i = width - 1; i-- > 0 && value > 0; value >>= 3) s[i] = static_cast<char>('0' + (value & 7));
+  std::memcpy(field, s.data(), width - 1);
+  field[width - 1] = '\0';
+}
+
+absl::Status AppendHeader(std::string* out, const std::string& name, bool dir, uint64_t size,
+                          uint32_t mode, int64_t mtime) {
+  char h[512];
+  std::memset(h, 0, sizeof(h));
+  std::string n = dir ? name + "/" : name;
+  if (n.size() <= 100) {
+    std::memcpy(h, n.data(), n.size());
+  } else {
+    size_t cut = n.rfind('/', std::min<size_t>(n.size() - 1, 155));
+    if (cut == std::string::npos || cut == 0 || n.size() - cut - 1 > 100 || n.size() - cut - 1 == 0) {
+      return absl::InvalidArgumentError(absl::StrCat("path too long for ustar: ", name));
+    }
+    std::memcpy(h, n.data() + cut + 1, n.size() - cut - 1);
+    std::memcpy(h + 345, n.data(), cut);
+  }
+  Octal(h + 100, 8, mode & 07777);
+  Octal(h + 108, 8, 0);
+  Octal(h + 116, 8, 0);
+  Octal(h + 124, 12, dir ? 0 : size);
+  Octal(h + 136, 12, static_cast<uint64_t>(std::max<int64_t>(mtime, 0)));
+  std::memset(h + 148, ' ', 8);
+  h[156] = dir ? '5' : '0';
+  std::memcpy(h + 257, "ustar", 6);
+  std::memcpy(h + 263, "00", 2);
+  unsigned sum = 0;
+  for (unsigned char c : h) sum += c;
+  Octal(h + 148, 7, sum);
+  h[155] = ' ';
+  out->append(h, sizeof(h));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> TarDirectory(const std::string& dir) {
+  std::error_code ec;
+  std::vector<fs::path> entries;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    entries.push_back(it->path());
+  }
+  if (ec) return absl::InternalError(absl::StrCat("cannot list ", dir, ": ", ec.message()));
+  std::sort(entries.begin(), entries.end());
+  std::string out;
+  for (const fs::path& p : entries) {
+    struct stat st;
+    if (lstat(p.c_str(), &st) != 0) continue;
+    std::string rel = fs::relative(p, dir).string();
+    if (S_ISDIR(st.st_mode)) {
+      RETURN_IF_ERROR(AppendHeader(&out, rel, true, 0, st.st_mode, st.st_mtime));
+    } else if (S_ISREG(st.st_mode)) {
+      std::ifstream in(p, std::ios::binary);
+      std::stringstream data;
+      data << in.rdbuf();
+      std::string bytes = data.str();
+      RETURN_IF_ERROR(AppendHeader(&out, rel, false, bytes.size(), st.st_mode, st.st_mtime));
+      out += bytes;
+      out.append((512 - bytes.size() % 512) % 512, '\0');
+    }
+  }
+  out.append(1024, '\0');  // two zero blocks end the archive
+  return out;
+}
+
+absl::Status ArchiveAndRemove(const std::string& dir, const std::string& uri,
+                              const std::string& key) {
+  ASSIGN_OR_RETURN(std::string tar, TarDirectory(dir));
+  ASSIGN_OR_RETURN(std::unique_ptr<ObjectStore> store, OpenObjectStore(uri));
+  RETURN_IF_ERROR(store->Put(key, tar));
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  if (ec) return absl::InternalError(absl::StrCat("archived, but cannot remove ", dir, ": ", ec.message()));
+  return absl::OkStatus();
+}
+
+}  // namespace athanor::agent
