@@ -201,6 +201,10 @@ absl::StatusOr<S3Response> S3Client::Send(const S3Request& request) {
     bool retryable = false;
     result = SendOnce(request, handle, &retryable);
     if (!retryable) break;
+    if (request.already_applied && request.already_applied()) {
+      result = S3Response{200, {}, ""};
+      break;
+    }
     if (result.ok()) {
       ATHANOR_LOG(DEBUG) << "s3 " << request.method << " " << request.key << ": HTTP " << result->status
                          << " " << xml::Text(result->body, "Code") << ", retrying";

@@ -11,6 +11,7 @@
 // connections are reused.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -28,6 +29,10 @@ struct S3Request {
   std::map<std::string, std::string> query;
   std::map<std::string, std::string> headers;  // extra headers (signed)
   absl::string_view body;
+  // For requests that are not idempotent (CompleteMultipartUpload): asked after
+  // a failed attempt whose effect may still have happened (a lost response).
+  // When it returns true, Send stops retrying and answers 200 with an empty body.
+  std::function<bool()> already_applied;
 };
 
 struct S3Response {

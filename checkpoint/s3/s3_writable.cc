@@ -39,6 +39,7 @@ absl::Status S3Writable::StartPart() {
   auto part = std::make_unique<Part>();
   part->number = static_cast<int>(parts_.size()) + 1;
   part->data.swap(buffer_);
+  total_bytes_ += part->data.size();
   Part* p = part.get();
   parts_.push_back(std::move(part));
   std::string full_key = full_key_;
@@ -93,11 +94,18 @@ absl::Status S3Writable::Complete() {
   RETURN_IF_ERROR(CheckCreateOnly());
   S3Request req{"POST", full_key_, {{"uploadId", upload_id_}}, {}, body};
   if (mode_ == PutMode::kCreateOnly) req.headers.emplace("if-none-match", std::string("*"));
-  ASSIGN_OR_RETURN(S3Response r, store_->client()->Send(req));
-  if (r.status == 404 && xml::Text(r.body, "Code") == "NoSuchUpload") {
-    // A retried Complete whose first attempt succeeded: the object is there.
+  // Complete is not idempotent: when a response is lost, the retry finds the
+  // upload gone (NoSuchUpload, or HTTP 500 from some servers) although the
+  // object was assembled. The object existing with exactly our size settles it
+  // (CheckCreateOnly saw no object before; manifests' CRC32C catch the rest).
+  auto assembled = [this] {
     absl::StatusOr<ObjectInfo> head = store_->Head(key_);
-    if (head.ok()) return absl::OkStatus();
+    return head.ok() && head->size == total_bytes_;
+  };
+  req.already_applied = assembled;
+  ASSIGN_OR_RETURN(S3Response r, store_->client()->Send(req));
+  if (r.status == 404 && xml::Text(r.body, "Code") == "NoSuchUpload" && assembled()) {
+    return absl::OkStatus();
   }
   if (r.status != 200 || r.body.find("<Error>") != std::string::npos) {
     return S3ErrorStatus(r, absl::StrCat("completing multipart upload of ", full_key_));

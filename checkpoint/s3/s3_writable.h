@@ -46,6 +46,7 @@ class S3Writable final : public WritableObject {
   std::vector<std::unique_ptr<Part>> parts_;
   std::vector<std::future<absl::Status>> in_flight_;  // oldest first
   size_t next_to_wait_ = 0;
+  uint64_t total_bytes_ = 0;     // bytes handed to parts so far
   absl::Status first_error_;
   bool done_ = false;
 };
