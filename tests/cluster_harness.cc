@@ -163,11 +163,23 @@ CliResult LocalCluster::Cli(const std::vector<std::string>& args) {
   return r;
 }
 
+rpc::Job LocalCluster::GetJob(const std::string& id) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  rpc::GetJobRequest req;
+  req.set_job_id(id);
+  rpc::Job job;
+  grpc::Status s = stub_->GetJob(&ctx, req, &job);
+  EXPECT_TRUE(s.ok()) << "GetJob " << id << ": " << s.error_message();
+  return job;
+}
+
 bool LocalCluster::WaitFor(const std::function<bool()>& cond, std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (!cond()) {
     if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    // Polls another process's state, which offers no event to wait on; bounded by the deadline.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20)); /* sleep override */
   }
   return true;
 }

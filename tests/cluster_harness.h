@@ -49,6 +49,8 @@ class LocalCluster {
   bool WaitForNodesUp(int n);
 
   rpc::Coordinator::Stub& stub() { return *stub_; }
+  // The job as the coordinator has it now (a default Job, with a test failure, if the RPC fails).
+  rpc::Job GetJob(const std::string& id);
   rpc::NodeAgent::Stub& agent_stub() { return *agent_stub_; }
   const std::string& address() const { return address_; }
   const std::string& dir() const { return dir_; }

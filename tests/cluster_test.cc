@@ -18,17 +18,6 @@
 namespace athanor::testing {
 namespace {
 
-rpc::Job GetJob(LocalCluster& c, const std::string& id) {
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  rpc::GetJobRequest req;
-  req.set_job_id(id);
-  rpc::Job job;
-  grpc::Status s = c.stub().GetJob(&ctx, req, &job);
-  EXPECT_TRUE(s.ok()) << s.error_message();
-  return job;
-}
-
 // "[rank R] K=V" lines of `athanor logs` into rank -> env.
 std::map<int, std::map<std::string, std::string>> ParseEnvLogs(const std::string& out) {
   std::map<int, std::map<std::string, std::string>> env;
@@ -67,7 +56,7 @@ TEST_F(ClusterTest, TwoNodeJobSeesEnvContractAndSucceeds) {
   CliResult wait = cluster_.Cli({"wait", id, "--timeout", "30"});
   EXPECT_EQ(wait.exit_code, 0) << wait.out << wait.err << cluster_.CoordinatorLog();
   EXPECT_EQ(wait.out, "job " + id + " SUCCEEDED\n");
-  rpc::Job job = GetJob(cluster_, id);
+  rpc::Job job = cluster_.GetJob(id);
   EXPECT_EQ(job.state(), rpc::JOB_SUCCEEDED);
   EXPECT_EQ(job.attempt(), 1);
   ASSERT_EQ(job.ranks_size(), 4);
@@ -115,7 +104,7 @@ TEST_F(ClusterTest, FailingRankFailsJobAndStopsTheOthers) {
                            "echo pid=$$; if [ \"$RANK\" = 1 ]; then exit 3; fi; exec sleep 300"});
   CliResult wait = cluster_.Cli({"wait", id, "--timeout", "30"});
   EXPECT_EQ(wait.exit_code, 3) << wait.out << wait.err;
-  rpc::Job job = GetJob(cluster_, id);
+  rpc::Job job = cluster_.GetJob(id);
   ASSERT_EQ(job.allocation_size(), 4);
   EXPECT_EQ(wait.out, "job " + id + " FAILED: rank 1 on node " + job.allocation(1).node() +
                           " exited with code 3\n");
@@ -264,27 +253,27 @@ TEST_F(ClusterTest, CoordinatorKill9KeepsJobsNodesAndRunningAttempt) {
   std::string id = Submit({"submit", "--name", "survivor", "--nodes", "2", "--gpus-per-node", "2",
                            "--", "sh", "-c",
                            "while [ ! -e " + go + " ]; do sleep 0.05; done; echo finished"});
-  ASSERT_TRUE(LocalCluster::WaitFor([&] { return GetJob(cluster_, id).state() == rpc::JOB_RUNNING; }))
+  ASSERT_TRUE(LocalCluster::WaitFor([&] { return cluster_.GetJob(id).state() == rpc::JOB_RUNNING; }))
       << cluster_.CoordinatorLog();
 
   cluster_.KillCoordinator();
   cluster_.StartCoordinator();
-  rpc::Job before = GetJob(cluster_, id);
+  rpc::Job before = cluster_.GetJob(id);
   EXPECT_EQ(before.spec().name(), "survivor");
   EXPECT_EQ(before.attempt(), 1);
-  EXPECT_EQ(GetJob(cluster_, done).state(), rpc::JOB_SUCCEEDED);
+  EXPECT_EQ(cluster_.GetJob(done).state(), rpc::JOB_SUCCEEDED);
   CliResult nodes = cluster_.Cli({"nodes"});
   EXPECT_NE(nodes.out.find("node-a"), std::string::npos) << nodes.out;
   EXPECT_NE(nodes.out.find("node-b"), std::string::npos) << nodes.out;
   ASSERT_TRUE(cluster_.WaitForNodesUp(2)) << cluster_.CoordinatorLog();
-  EXPECT_EQ(GetJob(cluster_, id).state(), rpc::JOB_RUNNING);
+  EXPECT_EQ(cluster_.GetJob(id).state(), rpc::JOB_RUNNING);
 
   int fd = creat(go.c_str(), 0644);
   ASSERT_GE(fd, 0);
   close(fd);
   CliResult wait = cluster_.Cli({"wait", id, "--timeout", "30"});
   EXPECT_EQ(wait.exit_code, 0) << wait.out << wait.err << cluster_.CoordinatorLog();
-  rpc::Job job = GetJob(cluster_, id);
+  rpc::Job job = cluster_.GetJob(id);
   EXPECT_EQ(job.state(), rpc::JOB_SUCCEEDED);
   EXPECT_EQ(job.attempt(), 1);
   EXPECT_EQ(job.restarts(), 0);
@@ -303,7 +292,7 @@ TEST(ClusterTimeoutTest, SilentNodeGoesDownAndFailsItsAttempt) {
   CliResult sub = cluster.Cli({"submit", "--nodes", "2", "--gpus-per-node", "1", "--", "sleep", "300"});
   ASSERT_EQ(sub.exit_code, 0) << sub.err;
   std::string id = sub.out.substr(0, sub.out.find('\n'));
-  ASSERT_TRUE(LocalCluster::WaitFor([&] { return GetJob(cluster, id).state() == rpc::JOB_RUNNING; }));
+  ASSERT_TRUE(LocalCluster::WaitFor([&] { return cluster.GetJob(id).state() == rpc::JOB_RUNNING; }));
   cluster.KillAgent("node-b");
   CliResult wait = cluster.Cli({"wait", id, "--timeout", "30"});
   EXPECT_EQ(wait.exit_code, 3) << wait.out << wait.err;

@@ -13,16 +13,6 @@
 namespace athanor::testing {
 namespace {
 
-rpc::Job GetJob(LocalCluster& c, const std::string& id) {
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  rpc::GetJobRequest req;
-  req.set_job_id(id);
-  rpc::Job job;
-  EXPECT_TRUE(c.stub().GetJob(&ctx, req, &job).ok());
-  return job;
-}
-
 rpc::Node GetNode(LocalCluster& c, const std::string& name) {
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
@@ -55,16 +45,16 @@ TEST(InteractiveTest, IdleAllocationIsReclaimedBusyOneIsNotAndWorkDirIsArchived)
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::string busy = r.out.substr(0, r.out.find('\n'));
   auto start = std::chrono::steady_clock::now();
-  ASSERT_TRUE(LocalCluster::WaitFor([&] { return GetJob(cluster, idle).state() == rpc::JOB_RUNNING; }));
+  ASSERT_TRUE(LocalCluster::WaitFor([&] { return cluster.GetJob(idle).state() == rpc::JOB_RUNNING; }));
   ASSERT_TRUE(LocalCluster::WaitFor(
-      [&] { return GetJob(cluster, idle).state() == rpc::JOB_CANCELLED; }, std::chrono::seconds(30)))
+      [&] { return cluster.GetJob(idle).state() == rpc::JOB_CANCELLED; }, std::chrono::seconds(30)))
       << cluster.CoordinatorLog();
   double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_GE(took, 3.5);  // not before timeout + grace
-  rpc::Job job = GetJob(cluster, idle);
+  rpc::Job job = cluster.GetJob(idle);
   EXPECT_EQ(job.reason().rfind("reclaimed: idle for ", 0), 0u) << job.reason();
   EXPECT_EQ(job.attempt(), 1);
-  rpc::Job other = GetJob(cluster, busy);
+  rpc::Job other = cluster.GetJob(busy);
   EXPECT_EQ(other.state(), rpc::JOB_RUNNING) << other.reason();
   EXPECT_EQ(other.reason(), "");
   // The warning reached the rank's log, and the work dir went to the archive.
@@ -81,7 +71,7 @@ TEST(InteractiveTest, IdleAllocationIsReclaimedBusyOneIsNotAndWorkDirIsArchived)
   EXPECT_FALSE(Exists(absl::StrCat(node_dir, "/jobs/", idle, "/attempt-1/rank-0")));
   EXPECT_EQ(cluster.Cli({"cancel", busy}).exit_code, 0);
   EXPECT_TRUE(LocalCluster::WaitFor(
-      [&] { return GetJob(cluster, busy).state() == rpc::JOB_CANCELLED; }));
+      [&] { return cluster.GetJob(busy).state() == rpc::JOB_CANCELLED; }));
 }
 
 TEST(InteractiveTest, FailingHealthCheckDrainsNodeWithItsOutput) {

@@ -13,16 +13,6 @@
 namespace athanor::testing {
 namespace {
 
-rpc::Job GetJob(LocalCluster& c, const std::string& id) {
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  rpc::GetJobRequest req;
-  req.set_job_id(id);
-  rpc::Job job;
-  EXPECT_TRUE(c.stub().GetJob(&ctx, req, &job).ok());
-  return job;
-}
-
 // The value of `key` in the first JSON line of `log` carrying `event`; -1 if none.
 int64_t EventValue(const std::string& log, const std::string& event, const std::string& key) {
   std::regex re("\\{\"event\":\"" + event + "\".*\"" + key + "\":(\\d+)");
@@ -85,7 +75,7 @@ TEST(PreemptionTrainTest, PreemptedTrainingResumesFromCheckpointWithIdenticalWei
                                "20s", "--checkpoint-uri", "file://" + cluster.dir() + "/store"},
                               train(resumed));
   // Preempt once a few checkpoints are committed (read by the coordinator).
-  ASSERT_TRUE(LocalCluster::WaitFor([&] { return GetJob(cluster, victim).committed_step() >= 3; },
+  ASSERT_TRUE(LocalCluster::WaitFor([&] { return cluster.GetJob(victim).committed_step() >= 3; },
                                     std::chrono::seconds(40)))
       << cluster.CoordinatorLog();
   std::string high = submit({"--nodes", "1", "--gpus-per-node", "1", "--priority", "10"},
@@ -94,7 +84,7 @@ TEST(PreemptionTrainTest, PreemptedTrainingResumesFromCheckpointWithIdenticalWei
   EXPECT_EQ(wait.out, "job " + high + " SUCCEEDED\n") << cluster.CoordinatorLog();
   wait = cluster.Cli({"wait", victim, "--timeout", "60"});
   ASSERT_EQ(wait.out, "job " + victim + " SUCCEEDED\n") << cluster.CoordinatorLog();
-  rpc::Job job = GetJob(cluster, victim);
+  rpc::Job job = cluster.GetJob(victim);
   EXPECT_EQ(job.attempt(), 2) << "the victim finished before it was preempted; raise --steps";
   EXPECT_EQ(job.restarts(), 0);
   // Attempt 1 checkpointed on SIGTERM and exited 0; attempt 2 resumed there.

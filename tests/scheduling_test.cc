@@ -37,16 +37,7 @@ class SchedulingTest : public ::testing::Test {
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return r.out.substr(0, r.out.find('\n'));
   }
-  rpc::Job Job(const std::string& id) {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-    rpc::GetJobRequest req;
-    req.set_job_id(id);
-    rpc::Job job;
-    grpc::Status s = cluster_->stub().GetJob(&ctx, req, &job);
-    EXPECT_TRUE(s.ok()) << s.error_message();
-    return job;
-  }
+  rpc::Job Job(const std::string& id) { return cluster_->GetJob(id); }
   // Waits until job `id` is RUNNING in attempt `attempt`.
   bool WaitRunning(const std::string& id, int attempt) {
     return LocalCluster::WaitFor([&] {

@@ -23,22 +23,9 @@ constexpr int kSteps = 300;
 constexpr int kKeep = 2;
 const char kJob[] = "crashjob";
 
-class CheckpointCrashTest : public ::testing::Test {
+class CheckpointCrashTest : public RunnerTest {
  protected:
-  void SetUp() override {
-    alarm(110);  // watchdog: a hang kills the binary, not the CI job
-    const char* bin = std::getenv("ATHANOR_BIN_DIR");
-    ASSERT_NE(bin, nullptr) << "ATHANOR_BIN_DIR not set (run through ctest)";
-    dir_ = ::testing::TempDir() + "/ckpt_crash_" + std::to_string(getpid());
-    ASSERT_EQ(system(("rm -rf " + dir_ + " && mkdir -p " + dir_).c_str()), 0);
-    runner_ = std::make_unique<Runner>(bin, dir_);
-  }
-  void TearDown() override {
-    alarm(0);
-    (void)system(("rm -rf " + dir_).c_str());
-  }
-  std::string dir_;
-  std::unique_ptr<Runner> runner_;
+  CheckpointCrashTest() : RunnerTest("ckpt_crash", 110) {}
 };
 
 TEST_F(CheckpointCrashTest, TenKillsThenRestartEndsBitwiseIdenticalWithNothingOrphaned) {

@@ -22,22 +22,9 @@ namespace {
 
 using Weights = std::map<std::string, std::vector<float>>;
 
-class CheckpointResumeTest : public ::testing::Test {
+class CheckpointResumeTest : public RunnerTest {
  protected:
-  void SetUp() override {
-    alarm(100);  // watchdog: a hang kills the binary, not the CI job
-    const char* bin = std::getenv("ATHANOR_BIN_DIR");
-    ASSERT_NE(bin, nullptr) << "ATHANOR_BIN_DIR not set (run through ctest)";
-    dir_ = ::testing::TempDir() + "/ckpt_resume_" + std::to_string(getpid());
-    ASSERT_EQ(system(("rm -rf " + dir_ + " && mkdir -p " + dir_).c_str()), 0);
-    runner_ = std::make_unique<Runner>(bin, dir_);
-  }
-  void TearDown() override {
-    alarm(0);
-    (void)system(("rm -rf " + dir_).c_str());
-  }
-  std::string dir_;
-  std::unique_ptr<Runner> runner_;
+  CheckpointResumeTest() : RunnerTest("ckpt_resume", 100) {}
 };
 
 // Reads `fd` until a complete line containing `needle` has arrived; returns

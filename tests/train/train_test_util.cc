@@ -4,6 +4,10 @@
 #include <fstream>
 #include <sstream>
 
+#include <unistd.h>
+
+#include <cstdlib>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
@@ -96,6 +100,20 @@ Output Runner::Run(const std::vector<std::string>& argv,
   std::unique_ptr<Subprocess> p = Start(argv, env);
   if (p == nullptr) return Output{ExitInfo{127, 0}, "", "cannot start " + argv[0]};
   return Finish(p.get());
+}
+
+void RunnerTest::SetUp() {
+  alarm(watchdog_seconds_);
+  const char* bin = std::getenv("ATHANOR_BIN_DIR");
+  ASSERT_NE(bin, nullptr) << "ATHANOR_BIN_DIR not set (run through ctest)";
+  dir_ = ::testing::TempDir() + "/" + name_ + "_" + std::to_string(getpid());
+  ASSERT_EQ(system(("rm -rf " + dir_ + " && mkdir -p " + dir_).c_str()), 0);
+  runner_ = std::make_unique<Runner>(bin, dir_);
+}
+
+void RunnerTest::TearDown() {
+  alarm(0);
+  (void)system(("rm -rf " + dir_).c_str());
 }
 
 }  // namespace athanor::train_test

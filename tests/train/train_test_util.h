@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/subprocess.h"
+#include "gtest/gtest.h"
 
 namespace athanor::train_test {
 
@@ -55,6 +56,23 @@ class Runner {
  private:
   const std::string bin_, dir_;
   int runs_ = 0;
+};
+
+// A scratch directory per test and a Runner over ATHANOR_BIN_DIR, with an
+// alarm() watchdog so a hang kills the binary instead of the CI job.
+class RunnerTest : public ::testing::Test {
+ protected:
+  RunnerTest(std::string name, unsigned watchdog_seconds)
+      : name_(std::move(name)), watchdog_seconds_(watchdog_seconds) {}
+  void SetUp() override;
+  void TearDown() override;
+
+  std::string dir_;
+  std::unique_ptr<Runner> runner_;
+
+ private:
+  const std::string name_;
+  const unsigned watchdog_seconds_;
 };
 
 }  // namespace athanor::train_test

@@ -50,7 +50,10 @@ class RankSupervisorTest : public ::testing::Test {
   }
   void WaitForLog(int rank, const std::string& text) {
     std::string path = *RankSupervisor::LogPath(work_dir_, {"5", 2, rank});
-    for (int i = 0; i < 2000 && ReadFile(path).find(text) == std::string::npos; ++i) usleep(5000);
+    // The child writes the log asynchronously; poll the file, bounded (10 s).
+    for (int i = 0; i < 2000 && ReadFile(path).find(text) == std::string::npos; ++i) {
+      usleep(5000); /* sleep override */
+    }
     ASSERT_NE(ReadFile(path).find(text), std::string::npos);
   }
 
