@@ -1,5 +1,6 @@
 #include "common/crc32c.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,26 @@ TEST(Crc32c, ExtendEqualsWhole) {
     uint32_t part = crc32c::Extend(0, data.data(), cut);
     part = crc32c::Extend(part, data.data() + cut, data.size() - cut);
     EXPECT_EQ(part, whole) << "cut at " << cut;
+  }
+}
+
+TEST(Crc32c, LargeBuffersMatchSmallPieces) {
+  // Buffers past the interleaving threshold take the three-chain path; small
+  // pieces take the single chain. Odd sizes exercise the tails.
+  for (size_t size : {65536ul, 65537ul, 300007ul, 1ul << 20}) {
+    std::string data(size, '\0');
+    uint32_t x = 12345;
+    for (auto& ch : data) {
+      x = x * 1103515245u + 12345u;
+      ch = static_cast<char>(x >> 24);
+    }
+    uint32_t pieces = 0;
+    for (size_t pos = 0; pos < size; pos += 1000) {
+      pieces = crc32c::Extend(pieces, data.data() + pos, std::min<size_t>(1000, size - pos));
+    }
+    EXPECT_EQ(crc32c::Value(data), pieces) << "size " << size;
+    uint32_t head = crc32c::Extend(0, data.data(), 7);
+    EXPECT_EQ(crc32c::Extend(head, data.data() + 7, size - 7), pieces) << "size " << size;
   }
 }
 
