@@ -4,7 +4,6 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "checkpoint/crc32c_combine.h"
 #include "checkpoint/layout.h"
 #include "common/crc32c.h"
 #include "common/logging.h"
@@ -97,7 +96,7 @@ absl::Status Checkpointer::Upload(int64_t step, const SafetensorsLayout& layout,
       t.crc32c = crc32c::Extend(t.crc32c, p, n);
       status = out->Append(absl::string_view(p, n));
     }
-    shard_crc = Crc32cCombine(shard_crc, t.crc32c, t.bytes);
+    shard_crc = crc32c::Combine(shard_crc, t.crc32c, t.bytes);
     manifest->tensors.push_back(std::move(t));
   }
   if (!status.ok()) {

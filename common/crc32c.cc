@@ -20,30 +20,6 @@ constexpr std::array<uint32_t, 256> MakeTable() {
 
 constexpr std::array<uint32_t, 256> kTable = MakeTable();
 
-uint32_t ExtendPortable(uint32_t crc, const uint8_t* p, size_t n) {
-  for (size_t i = 0; i < n; ++i) crc = kTable[(crc ^ p[i]) & 0xFF] ^ (crc >> 8);
-  return crc;
-}
-
-#if defined(__x86_64__)
-__attribute__((target("sse4.2"))) uint32_t ExtendHardware(uint32_t crc, const uint8_t* p,
-                                                           size_t n) {
-  uint64_t c = crc;
-  while (n >= 8) {
-    uint64_t word;
-    std::memcpy(&word, p, 8);
-    c = __builtin_ia32_crc32di(c, word);
-    p += 8;
-    n -= 8;
-  }
-  uint32_t c32 = static_cast<uint32_t>(c);
-  while (n > 0) {
-    c32 = __builtin_ia32_crc32qi(c32, *p++);
-    --n;
-  }
-  return c32;
-}
-
 // Multiplies two polynomials modulo the CRC polynomial, in the reflected bit
 // order CRC registers use (bit 31 is x^0).
 uint32_t MultiplyModP(uint32_t a, uint32_t b) {
@@ -66,6 +42,30 @@ uint32_t ShiftFactor(uint64_t bytes) {
     power = MultiplyModP(power, power);
   }
   return result;
+}
+
+uint32_t ExtendPortable(uint32_t crc, const uint8_t* p, size_t n) {
+  for (size_t i = 0; i < n; ++i) crc = kTable[(crc ^ p[i]) & 0xFF] ^ (crc >> 8);
+  return crc;
+}
+
+#if defined(__x86_64__)
+__attribute__((target("sse4.2"))) uint32_t ExtendHardware(uint32_t crc, const uint8_t* p,
+                                                           size_t n) {
+  uint64_t c = crc;
+  while (n >= 8) {
+    uint64_t word;
+    std::memcpy(&word, p, 8);
+    c = __builtin_ia32_crc32di(c, word);
+    p += 8;
+    n -= 8;
+  }
+  uint32_t c32 = static_cast<uint32_t>(c);
+  while (n > 0) {
+    c32 = __builtin_ia32_crc32qi(c32, *p++);
+    --n;
+  }
+  return c32;
 }
 
 // Large buffers run three independent crc32 chains over three thirds of the
@@ -112,6 +112,12 @@ uint32_t Extend(uint32_t crc, const void* data, size_t n) {
   }
 #endif
   return ~ExtendPortable(crc, p, n);
+}
+
+uint32_t Combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b) {
+  // The pre- and post-inversions cancel out: shifting Value(A) by |B| zero
+  // bytes and adding Value(B) gives Value(A + B).
+  return MultiplyModP(crc_a, ShiftFactor(len_b)) ^ crc_b;
 }
 
 }  // namespace athanor::crc32c

@@ -33,6 +33,17 @@ TEST(Crc32c, ExtendEqualsWhole) {
   }
 }
 
+TEST(Crc32c, CombineEqualsTheCrcOfTheConcatenation) {
+  std::string data(100000, '\0');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 7 + i / 251);
+  for (size_t split : {size_t{0}, size_t{1}, size_t{7}, size_t{4096}, size_t{99999}, size_t{100000}}) {
+    uint32_t a = crc32c::Value(data.data(), split);
+    uint32_t b = crc32c::Value(data.data() + split, data.size() - split);
+    EXPECT_EQ(crc32c::Combine(a, b, data.size() - split), crc32c::Value(data)) << split;
+  }
+  EXPECT_EQ(crc32c::Combine(crc32c::Value("1234"), crc32c::Value("56789"), 5), 0xE3069283u);
+}
+
 TEST(Crc32c, LargeBuffersMatchSmallPieces) {
   // Buffers past the interleaving threshold take the three-chain path; small
   // pieces take the single chain. Odd sizes exercise the tails.
