@@ -4,7 +4,10 @@
 // returns and ends with exactly the weights of an uninterrupted run.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <regex>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -112,6 +115,63 @@ TEST(PreemptionTrainTest, PreemptedTrainingResumesFromCheckpointWithIdenticalWei
   auto p = Subprocess::Start(cmp);
   ASSERT_TRUE(p.ok());
   EXPECT_EQ((*p)->Wait().exit_code, 0);
+}
+
+// Runs `argv` to completion with `env` added; its exit code.
+int RunToExit(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+              const std::string& log) {
+  SubprocessOptions o;
+  o.argv = argv;
+  o.env = env;
+  o.stdout_path = log;
+  o.stderr_path = "=stdout";
+  auto p = Subprocess::Start(o);
+  if (!p.ok()) return -1;
+  return (*p)->Wait().exit_code;
+}
+
+// Two ranks placed by the agents, started by mpirun (through athanor-run, which
+// turns OMPI_COMM_WORLD_* into the env contract) and by athanor-run alone train
+// bit-for-bit the same weights: the env contract is the only thing that differs.
+TEST(PreemptionTrainTest, AgentMpirunAndAthanorRunTrainTheSameWeights) {
+  LocalCluster cluster;
+  cluster.StartCoordinator();
+  cluster.StartAgent("node-a", 1);
+  cluster.StartAgent("node-b", 1);
+  ASSERT_TRUE(cluster.WaitForNodesUp(2));
+  const std::string bin = std::getenv("ATHANOR_BIN_DIR");
+  auto train = [&](const std::string& weights) {
+    return std::vector<std::string>{bin + "/athanor-train", "--seed", "9", "--hidden", "48", "--steps", "20",
+                                    "--micro-batch", "4", "--accum", "2", "--timeout-s", "20",
+                                    "--dump-weights", weights};
+  };
+  const std::string by_agent = cluster.dir() + "/agent.safetensors";
+  std::vector<std::string> submit = {"submit", "--nodes", "2", "--gpus-per-node", "1", "--"};
+  for (const std::string& a : train(by_agent)) submit.push_back(a);
+  CliResult r = cluster.Cli(submit);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string id = r.out.substr(0, r.out.find('\n'));
+  CliResult wait = cluster.Cli({"wait", id, "--timeout", "60"});
+  ASSERT_EQ(wait.out, "job " + id + " SUCCEEDED\n") << cluster.CoordinatorLog();
+
+  const std::string by_run = cluster.dir() + "/run.safetensors";
+  std::vector<std::string> run = {bin + "/athanor-run", "--nproc", "2", "--"};
+  for (const std::string& a : train(by_run)) run.push_back(a);
+  ASSERT_EQ(RunToExit(run, {}, cluster.dir() + "/run.log"), 0) << ReadFile(cluster.dir() + "/run.log");
+
+  const std::string by_mpirun = cluster.dir() + "/mpirun.safetensors";
+  std::vector<std::string> mpirun = {"mpirun", "-np", "2", "--oversubscribe", "--bind-to", "none",
+                                     bin + "/athanor-run", "--"};
+  for (const std::string& a : train(by_mpirun)) mpirun.push_back(a);
+  ASSERT_EQ(RunToExit(mpirun, {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}},
+                      cluster.dir() + "/mpirun.log"),
+            0)
+      << ReadFile(cluster.dir() + "/mpirun.log");
+
+  const std::string agent_bytes = ReadFile(by_agent);
+  ASSERT_FALSE(agent_bytes.empty());
+  EXPECT_EQ(ReadFile(by_run), agent_bytes) << "athanor-run and the agent trained different weights";
+  EXPECT_EQ(ReadFile(by_mpirun), agent_bytes) << "mpirun and the agent trained different weights";
 }
 
 }  // namespace

@@ -300,6 +300,9 @@ std::unique_ptr<Work> UcxCommunicator::AllReduceAsync(const void* send, void* re
                                                       const CollectiveOptions& options) {
   const int n = options_.world_size;
   const size_t bytes = count * DataTypeSize(type);
+  if (n == 2 && count > 0 && bytes <= tuning_.small_bytes && collectives_internal::InBlockingCall()) {
+    if (auto work = PairAllReduce(send, recv, count, type, op, options)) return work;
+  }
   if (bytes <= tuning_.small_bytes || count < static_cast<size_t>(n)) {
     return Submit(Params(type, op, bytes), std::max<size_t>(bytes, 64), type, op, "all-reduce",
                   options, [&](const ScheduleParams& p) {

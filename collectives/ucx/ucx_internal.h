@@ -129,6 +129,11 @@ class UcxCommunicator final : public Communicator {
                                ReduceOp op, const char* what, const CollectiveOptions& options,
                                Build build);
   char* AcquireScratch(size_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Blocking 2-rank small all-reduce (ucx_pair.cc): one send and one receive
+  // with the same tags as RecursiveDoublingAllReduce's, progressed inline,
+  // no schedule or PendingOp. nullptr: not applicable, use the generic path.
+  std::unique_ptr<Work> PairAllReduce(const void* send, void* recv, size_t count, DataType type,
+                                      ReduceOp op, const CollectiveOptions& options);
   // Returns how many UCX events and finished operations it saw.
   unsigned ProgressLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Polls the local peers' pidfds; sets peer_error_ when one exited.
@@ -192,6 +197,7 @@ class UcxCommunicator final : public Communicator {
   std::map<uint64_t, uint32_t> sequence_ ABSL_GUARDED_BY(mu_);
   std::vector<std::pair<size_t, char*>> free_scratch_ ABSL_GUARDED_BY(mu_);  // (bytes, buffer)
   std::vector<char*> all_scratch_ ABSL_GUARDED_BY(mu_);
+  char* pair_scratch_ ABSL_GUARDED_BY(mu_) = nullptr;  // PairAllReduce's receive buffer
 };
 
 class UcxWork final : public Work {
