@@ -41,12 +41,8 @@ int RunCheckpoints(CliContext& ctx, const std::vector<std::string>& args) {
     if (env != nullptr) uri = env;
   }
   if (uri.empty()) {
-    rpc::GetJobRequest req;
-    req.set_job_id(id);
     rpc::Job job;
-    grpc::ClientContext c;
-    PrepareCall(ctx, &c);
-    grpc::Status s = ctx.stub->GetJob(&c, req, &job);
+    grpc::Status s = FetchJob(ctx, id, &job);
     if (!s.ok()) return RpcError("checkpoints", ctx, s);
     uri = job.spec().checkpoint_uri();
     if (uri.empty()) {

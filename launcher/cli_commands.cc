@@ -156,12 +156,8 @@ int RunJob(CliContext& ctx, const std::vector<std::string>& args) {
       rc >= 0) {
     return rc;
   }
-  rpc::GetJobRequest req;
-  req.set_job_id(id);
   rpc::Job job;
-  grpc::ClientContext c;
-  PrepareCall(ctx, &c);
-  grpc::Status s = ctx.stub->GetJob(&c, req, &job);
+  grpc::Status s = FetchJob(ctx, id, &job);
   if (!s.ok()) return RpcError("job", ctx, s);
   std::cout << (json ? ToJson(job) : FormatJob(job));
   return kExitOk;
@@ -243,12 +239,7 @@ int RunWait(CliContext& ctx, const std::vector<std::string>& args) {
       Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
   rpc::Job job;
   for (;;) {
-    rpc::GetJobRequest req;
-    req.set_job_id(id);
-    grpc::ClientContext c;
-    PrepareCall(ctx, &c, 5);
-    job.Clear();
-    grpc::Status s = ctx.stub->GetJob(&c, req, &job);
+    grpc::Status s = FetchJob(ctx, id, &job, 5);
     // A restarting coordinator is waited for; a refusal is final.
     if (!s.ok() && s.error_code() != grpc::StatusCode::UNAVAILABLE &&
         s.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {

@@ -39,6 +39,15 @@ void PrepareCall(const CliContext& ctx, grpc::ClientContext* c, int deadline_s) 
   if (!ctx.user.empty()) c->AddMetadata("x-athanor-user", ctx.user);
 }
 
+grpc::Status FetchJob(const CliContext& ctx, const std::string& id, rpc::Job* job, int deadline_s) {
+  rpc::GetJobRequest req;
+  req.set_job_id(id);
+  grpc::ClientContext c;
+  PrepareCall(ctx, &c, deadline_s);
+  job->Clear();
+  return ctx.stub->GetJob(&c, req, job);
+}
+
 std::optional<int64_t> ParseDurationSeconds(const std::string& text) {
   if (text.empty()) return std::nullopt;
   int64_t unit = 1;

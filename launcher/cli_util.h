@@ -26,6 +26,10 @@ int RpcError(const std::string& what, const CliContext& ctx, const grpc::Status&
 // Sets the deadline and the x-athanor-user metadata (ctx.user).
 void PrepareCall(const CliContext& ctx, grpc::ClientContext* c, int deadline_s = 10);
 
+// GetJob for `id` into *job, with PrepareCall's deadline and identity.
+grpc::Status FetchJob(const CliContext& ctx, const std::string& id, rpc::Job* job,
+                      int deadline_s = 10);
+
 // "90", "90s", "10m", "1h", "2d" -> seconds; nullopt when malformed.
 std::optional<int64_t> ParseDurationSeconds(const std::string& text);
 // "4096" (MB), "512M", "80G", "1T" -> MB; nullopt when malformed.
