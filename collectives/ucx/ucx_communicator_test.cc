@@ -61,6 +61,60 @@ TEST(UcxCommunicator, ConcurrentTagsDoNotMix) {
   ExpectAllOk(RunRanksAsThreads(h, [](int, Communicator* comm) { return RunConcurrentTags(comm); }));
 }
 
+// 2 ranks, small messages: a blocking call takes the inline pair path, an
+// async one the generic schedule; they must pair up, in and out of place.
+TEST(UcxCommunicator, PairFastPathMatchesAsyncPeer) {
+  HarnessOptions h;
+  h.world_size = 2;
+  ExpectAllOk(RunRanksAsProcesses(h, [](int rank, Communicator* comm) -> absl::Status {
+    for (size_t count : {size_t{1}, size_t{64}, size_t{16384}}) {  // 16384 f32: 64 KiB
+      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMax}) {
+        for (bool in_place : {true, false}) {
+          std::vector<float> send(count), recv(count, -1.0f);
+          for (size_t i = 0; i < count; ++i) send[i] = static_cast<float>(rank * 4 + (i % 7));
+          void* dst = in_place ? static_cast<void*>(send.data()) : recv.data();
+          // Rank 0 blocks (pair path); rank 1 runs the async schedule.
+          if (rank == 0) {
+            RETURN_IF_ERROR(comm->AllReduce(send.data(), dst, count, DataType::kF32, op));
+          } else {
+            auto work = comm->AllReduceAsync(send.data(), dst, count, DataType::kF32, op, {});
+            RETURN_IF_ERROR(work->Wait(std::chrono::seconds(20)));
+          }
+          const float* out = static_cast<const float*>(dst);
+          for (size_t i = 0; i < count; ++i) {
+            const float a = static_cast<float>(i % 7), b = a + 4.0f;
+            const float want = op == ReduceOp::kSum ? a + b : op == ReduceOp::kAvg ? (a + b) / 2 : b;
+            if (out[i] != want) {
+              return absl::InternalError(absl::StrCat("count ", count, " op ", static_cast<int>(op),
+                                                      " element ", i, ": ", out[i], " want ", want));
+            }
+          }
+        }
+      }
+    }
+    return absl::OkStatus();
+  }));
+}
+
+TEST(UcxCommunicator, PairFastPathNamesKilledPeer) {
+  HarnessOptions h;
+  h.world_size = 2;
+  h.timeout = std::chrono::seconds(30);
+  h.watchdog = std::chrono::seconds(45);
+  auto results = RunRanksAsProcesses(h, [](int rank, Communicator* comm) -> absl::Status {
+    float x = 1.0f;
+    RETURN_IF_ERROR(comm->AllReduce(&x, &x, 1, DataType::kF32, ReduceOp::kSum));
+    if (x != 2.0f) return absl::InternalError(absl::StrCat("got ", x, " want 2"));
+    if (rank == 1) kill(getpid(), SIGKILL);
+    CollectiveOptions o;
+    o.timeout = std::chrono::seconds(20);
+    return comm->AllReduce(&x, &x, 1, DataType::kF32, ReduceOp::kSum, o);
+  });
+  EXPECT_THAT(results[1].message(), HasSubstr("died without a report")) << results[1];
+  EXPECT_EQ(results[0].code(), absl::StatusCode::kUnavailable) << results[0];
+  EXPECT_THAT(results[0].message(), HasSubstr("peer rank 1 ")) << results[0];
+}
+
 TEST(UcxCommunicator, AbortFailsLaterCalls) {
   HarnessOptions h;
   h.world_size = 2;
