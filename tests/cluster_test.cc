@@ -4,12 +4,14 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <map>
 #include <regex>
 
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -315,6 +317,51 @@ TEST(ClusterTimeoutTest, SilentNodeGoesDownAndFailsItsAttempt) {
   CliResult cancelled = cluster.Cli({"wait", id2, "--timeout", "30"});
   EXPECT_EQ(cancelled.exit_code, 3);
   EXPECT_EQ(cancelled.out, "job " + id2 + " CANCELLED: cancelled by user\n");
+}
+
+// Whether `pid` has ended (gone, or a zombie nobody reaps yet).
+bool ProcessGone(pid_t pid) {
+  if (kill(pid, 0) != 0) return true;
+  std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  size_t paren = stat.rfind(')');
+  return paren == std::string::npos || stat.substr(paren + 2, 1) == "Z";
+}
+
+TEST(ClusterAgentRestartTest, RestartedAgentKillsOrphanedRanks) {
+  LocalCluster cluster;
+  cluster.StartCoordinator();
+  cluster.StartAgent("node-a", 1);
+  ASSERT_TRUE(cluster.WaitForNodesUp(1)) << cluster.CoordinatorLog();
+  std::string pid_file = cluster.dir() + "/rank.pid";
+  CliResult sub = cluster.Cli({"submit", "--nodes", "1", "--gpus-per-node", "1", "--", "sh", "-c",
+                               "echo $$ > " + pid_file + ".tmp && mv " + pid_file + ".tmp " +
+                                   pid_file + " && exec sleep 600"});
+  ASSERT_EQ(sub.exit_code, 0) << sub.err;
+  std::string id = sub.out.substr(0, sub.out.find('\n'));
+  ASSERT_TRUE(LocalCluster::WaitFor([&] {
+    return cluster.GetJob(id).state() == rpc::JOB_RUNNING && !ReadFile(pid_file).empty();
+  })) << cluster.CoordinatorLog();
+  pid_t pid = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(absl::StripAsciiWhitespace(ReadFile(pid_file)), &pid));
+  ASSERT_GT(pid, 1);
+
+  cluster.KillAgent("node-a");
+  EXPECT_FALSE(ProcessGone(pid)) << "the rank should outlive a SIGKILLed agent";
+  cluster.StartAgent("node-a", 1);
+  bool gone = LocalCluster::WaitFor([&] { return ProcessGone(pid); });
+  if (!gone) kill(pid, SIGKILL);
+  EXPECT_TRUE(gone) << "orphaned rank " << pid << " still runs";
+  std::string agent_log = ReadFile(cluster.dir() + "/agent-node-a.log");
+  EXPECT_NE(agent_log.find(absl::StrCat("killed orphaned rank job ", id, " attempt 1 rank 0 (pid ",
+                                        pid, ") left by a previous agent")),
+            std::string::npos)
+      << agent_log;
+  CliResult wait = cluster.Cli({"wait", id, "--timeout", "30"});
+  EXPECT_EQ(wait.exit_code, 3) << wait.out << wait.err;
+  EXPECT_EQ(cluster.GetJob(id).state(), rpc::JOB_FAILED) << wait.out;
+  EXPECT_NE(wait.out.find("rank 0 on node node-a was lost (its agent restarted)"), std::string::npos)
+      << wait.out;
+  EXPECT_TRUE(std::filesystem::is_empty(cluster.dir() + "/node-a/run"));
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include "common/options.h"
 #include "worker/agent/agent.h"
 #include "worker/agent/agent_control_service.h"
+#include "worker/agent/orphans.h"
 
 namespace athanor::agent {
 namespace {
@@ -116,6 +117,8 @@ int Run(int argc, char** argv) {
   ATHANOR_LOG(INFO) << "athanor-agent " << name << ": AgentControl on port " << port << ", "
                     << options.inventory.gpus << " GPU(s), work dir " << work_dir;
 
+  // Nothing is assumed from memory: end what a SIGKILLed predecessor left running.
+  KillOrphanedRanks(work_dir);
   RankSupervisor supervisor(work_dir, RealClock::Get());
   Agent agent(options, &supervisor);
   std::thread waiter([&] {

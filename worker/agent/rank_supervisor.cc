@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "worker/agent/orphans.h"
 #include "worker/agent/proc_stats.h"
 
 namespace athanor::agent {
@@ -85,6 +86,7 @@ void RankSupervisor::StartLocked(const RankTarget& target) {
   if (!p.ok()) return fail(std::string(p.status().message()));
   r.process = std::move(*p);
   r.report.phase = RankPhase::kRunning;
+  RecordRank(work_dir_, target.key, r.process->pid());
   ATHANOR_LOG(INFO) << "started job " << target.key.job_id << " attempt " << target.key.attempt
                     << " rank " << target.key.rank << " pid " << r.process->pid();
 }
@@ -138,6 +140,7 @@ bool RankSupervisor::Reap() {
     if (!exit) continue;
     // The leader is gone; make sure nothing it started outlives it.
     kill(-r.process->pid(), SIGKILL);
+    ForgetRank(work_dir_, key);
     r.report.phase = RankPhase::kExited;
     r.report.exit_code = exit->exit_code;
     r.report.signal = exit->signal;
@@ -225,6 +228,7 @@ void RankSupervisor::KillAll() {
     r.process->Signal(SIGKILL).IgnoreError();
     ExitInfo e = r.process->Wait();
     kill(-r.process->pid(), SIGKILL);
+    ForgetRank(work_dir_, key);
     r.report.phase = RankPhase::kExited;
     r.report.exit_code = e.exit_code;
     r.report.signal = e.signal;

@@ -5,7 +5,8 @@
 // WORK_DIR/jobs/<job>/attempt-<a>/rank-<r>.log), sends SIGTERM to ranks marked
 // terminate and SIGKILL once their kill_after_ms passes (EnforceDeadlines),
 // and SIGKILLs ranks no longer desired. An exited rank is remembered and
-// reported until it leaves the desired set, so no exit is lost.
+// reported until it leaves the desired set, so no exit is lost. Each running
+// rank is recorded under WORK_DIR/run (see orphans.h) until it is reaped.
 //
 // Thread-safe (one mutex). WaitForChildExit() blocks and is meant for one
 // dedicated reaper thread. The Clock is not owned.
