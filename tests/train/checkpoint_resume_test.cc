@@ -20,7 +20,6 @@
 namespace athanor::train_test {
 namespace {
 
-using Weights = std::map<std::string, std::vector<float>>;
 
 class CheckpointResumeTest : public RunnerTest {
  protected:
@@ -108,20 +107,6 @@ TEST_F(CheckpointResumeTest, SkipPolicyKeepsTrainingWhileAnUploadIsInFlight) {
   EXPECT_EQ(committed.size(), saves + 1);  // every staged save plus the final one
   EXPECT_EQ(*committed.rbegin(), 300);
   EXPECT_TRUE(ReadFile(reference) == ReadFile(skipped));
-}
-
-double RelativeMaxDiff(const Weights& a, const Weights& b) {
-  double diff = 0, scale = 0;
-  EXPECT_EQ(a.size(), b.size());
-  for (const auto& [name, va] : a) {
-    const std::vector<float>& vb = b.at(name);
-    EXPECT_EQ(va.size(), vb.size()) << name;
-    for (size_t i = 0; i < va.size() && i < vb.size(); ++i) {
-      diff = std::max(diff, static_cast<double>(std::abs(va[i] - vb[i])));
-      scale = std::max(scale, static_cast<double>(std::abs(vb[i])));
-    }
-  }
-  return diff / scale;
 }
 
 TEST_F(CheckpointResumeTest, TwoRankCheckpointContinuesOnThreeRanksWithTheSameGlobalBatch) {

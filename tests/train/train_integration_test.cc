@@ -17,12 +17,15 @@
 #include "absl/strings/str_split.h"
 #include "common/subprocess.h"
 #include "gtest/gtest.h"
+#include "tests/train/train_test_util.h"
 #include "worker/train/state_file.h"
 
 namespace athanor {
 namespace {
 
-using Weights = std::map<std::string, std::vector<float>>;
+using train_test::RelativeMaxDiff;
+using train_test::Weights;
+
 
 struct Output {
   ExitInfo exit;
@@ -119,20 +122,6 @@ std::vector<nlohmann::json> Steps(const std::string& out, const std::string& pre
     steps.push_back(nlohmann::json::parse(std::string(line)));
   }
   return steps;
-}
-
-double RelativeMaxDiff(const Weights& a, const Weights& b) {
-  double diff = 0, scale = 0;
-  EXPECT_EQ(a.size(), b.size());
-  for (const auto& [name, va] : a) {
-    const std::vector<float>& vb = b.at(name);
-    EXPECT_EQ(va.size(), vb.size()) << name;
-    for (size_t i = 0; i < va.size() && i < vb.size(); ++i) {
-      diff = std::max(diff, static_cast<double>(std::abs(va[i] - vb[i])));
-      scale = std::max(scale, static_cast<double>(std::abs(vb[i])));
-    }
-  }
-  return diff / scale;
 }
 
 std::vector<std::string> Concat(std::vector<std::string> a, const std::vector<std::string>& b) {

@@ -1,5 +1,7 @@
 #include "tests/train/train_test_util.h"
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -100,6 +102,25 @@ Output Runner::Run(const std::vector<std::string>& argv,
   std::unique_ptr<Subprocess> p = Start(argv, env);
   if (p == nullptr) return Output{ExitInfo{127, 0}, "", "cannot start " + argv[0]};
   return Finish(p.get());
+}
+
+double RelativeMaxDiff(const Weights& a, const Weights& b) {
+  double diff = 0, scale = 0;
+  EXPECT_EQ(a.size(), b.size());
+  for (const auto& [name, va] : a) {
+    auto it = b.find(name);
+    if (it == b.end()) {
+      ADD_FAILURE() << "tensor " << name << " missing";
+      continue;
+    }
+    const std::vector<float>& vb = it->second;
+    EXPECT_EQ(va.size(), vb.size()) << name;
+    for (size_t i = 0; i < va.size() && i < vb.size(); ++i) {
+      diff = std::max(diff, static_cast<double>(std::abs(va[i] - vb[i])));
+      scale = std::max(scale, static_cast<double>(std::abs(vb[i])));
+    }
+  }
+  return diff / scale;
 }
 
 void RunnerTest::SetUp() {

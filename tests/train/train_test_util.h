@@ -36,6 +36,13 @@ std::vector<std::string> ListFiles(const std::string& root);
 // Steps of `job` with a COMMIT file in a file:// store rooted at `root`.
 std::set<int64_t> CommittedSteps(const std::string& root, const std::string& job);
 
+// Tensor name -> f32 values, as loaded from a --dump-weights file.
+using Weights = std::map<std::string, std::vector<float>>;
+
+// Largest |a - b| over every element, divided by the largest |b| (expects equal
+// names and sizes, as a test failure otherwise).
+double RelativeMaxDiff(const Weights& a, const Weights& b);
+
 class Runner {
  public:
   // `dir` is a scratch directory for stderr files.

@@ -10,11 +10,11 @@
 #include <memory>
 #include <vector>
 
-#include "collectives/communicator.h"
+#include "worker/train/testing/all_reduce_only_communicator.h"
 
 namespace athanor {
 
-class RecordingCommunicator final : public Communicator {
+class RecordingCommunicator final : public AllReduceOnlyCommunicator {
  public:
   struct Call {
     uint64_t tag;
@@ -30,20 +30,6 @@ class RecordingCommunicator final : public Communicator {
   std::string backend() const override { return "recording"; }
   std::unique_ptr<Work> AllReduceAsync(const void* send, void* recv, size_t count, DataType type,
                                        ReduceOp op, const CollectiveOptions& options) override;
-  std::unique_ptr<Work> ReduceScatterAsync(const void*, void*, size_t, DataType, ReduceOp,
-                                           const CollectiveOptions&) override {
-    return nullptr;
-  }
-  std::unique_ptr<Work> AllGatherAsync(const void*, void*, size_t, DataType,
-                                       const CollectiveOptions&) override {
-    return nullptr;
-  }
-  std::unique_ptr<Work> BroadcastAsync(void*, size_t, DataType, int,
-                                       const CollectiveOptions&) override {
-    return nullptr;
-  }
-  std::unique_ptr<Work> BarrierAsync(const CollectiveOptions&) override { return nullptr; }
-  void Abort() override {}
 
   const std::vector<Call>& calls() const { return calls_; }
   std::function<void(const Call&)> on_call;

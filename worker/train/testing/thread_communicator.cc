@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "worker/model/half.h"
+#include "worker/train/testing/all_reduce_only_communicator.h"
 
 namespace athanor {
 namespace {
@@ -53,7 +54,7 @@ class DoneWork final : public Work {
   bool waited_ = false;
 };
 
-class ThreadCommunicator final : public Communicator {
+class ThreadCommunicator final : public AllReduceOnlyCommunicator {
  public:
   ThreadCommunicator(ThreadWorld* world, int rank) : world_(world), rank_(rank) {}
   int rank() const override { return rank_; }
@@ -64,20 +65,6 @@ class ThreadCommunicator final : public Communicator {
     return std::make_unique<DoneWork>(
         world_, world_->Contribute(rank_, o.tag, send, recv, count, type, op));
   }
-  std::unique_ptr<Work> ReduceScatterAsync(const void*, void*, size_t, DataType, ReduceOp,
-                                           const CollectiveOptions&) override {
-    return nullptr;
-  }
-  std::unique_ptr<Work> AllGatherAsync(const void*, void*, size_t, DataType,
-                                       const CollectiveOptions&) override {
-    return nullptr;
-  }
-  std::unique_ptr<Work> BroadcastAsync(void*, size_t, DataType, int,
-                                       const CollectiveOptions&) override {
-    return nullptr;
-  }
-  std::unique_ptr<Work> BarrierAsync(const CollectiveOptions&) override { return nullptr; }
-  void Abort() override {}
 
  private:
   ThreadWorld* world_;

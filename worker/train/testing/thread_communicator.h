@@ -1,6 +1,6 @@
 // ThreadWorld: an in-process fake of the Communicator interface for tests,
 // where each rank is a thread. Only AllReduceAsync (f32/bf16/f16, sum/max)
-// and BarrierAsync are supported; contributions are reduced in rank order
+// is supported (the rest fail with Unimplemented); contributions are reduced in rank order
 // with f32 accumulation, so results are deterministic. Optionally delays
 // completion of every all-reduce until the test releases it (to check that
 // callers overlap work with communication).
