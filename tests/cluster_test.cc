@@ -351,11 +351,14 @@ TEST(ClusterAgentRestartTest, RestartedAgentKillsOrphanedRanks) {
   bool gone = LocalCluster::WaitFor([&] { return ProcessGone(pid); });
   if (!gone) kill(pid, SIGKILL);
   EXPECT_TRUE(gone) << "orphaned rank " << pid << " still runs";
-  std::string agent_log = ReadFile(cluster.dir() + "/agent-node-a.log");
-  EXPECT_NE(agent_log.find(absl::StrCat("killed orphaned rank job ", id, " attempt 1 rank 0 (pid ",
-                                        pid, ") left by a previous agent")),
-            std::string::npos)
-      << agent_log;
+  // The agent logs once the orphan is gone, so the line may trail the exit.
+  const std::string line = absl::StrCat("killed orphaned rank job ", id, " attempt 1 rank 0 (pid ",
+                                        pid, ") left by a previous agent");
+  std::string agent_log;
+  EXPECT_TRUE(LocalCluster::WaitFor([&] {
+    agent_log = ReadFile(cluster.dir() + "/agent-node-a.log");
+    return agent_log.find(line) != std::string::npos;
+  })) << agent_log;
   CliResult wait = cluster.Cli({"wait", id, "--timeout", "30"});
   EXPECT_EQ(wait.exit_code, 3) << wait.out << wait.err;
   EXPECT_EQ(cluster.GetJob(id).state(), rpc::JOB_FAILED) << wait.out;
