@@ -121,8 +121,9 @@ absl::Status RunConformance(Communicator* comm, const ConformanceOptions& option
 
 absl::Status RunConcurrentTags(Communicator* comm) {
   const int n = comm->world_size(), r = comm->rank();
-  constexpr int kOps = 4;
-  const size_t counts[kOps] = {3, 5000, 300000, 17};
+  // Small and large counts: backends may take different paths by size.
+  constexpr int kOps = 6;
+  const size_t counts[kOps] = {3, 5000, 300000, 17, 70001, 40000};
   std::vector<std::vector<int32_t>> bufs(kOps);
   std::vector<std::unique_ptr<Work>> works(kOps);
   for (int k = 0; k < kOps; ++k) {

@@ -38,9 +38,16 @@ absl::Status UcxCommunicator::Init() {
   if (!tuning_.keepalive_interval.empty() && std::getenv("UCX_KEEPALIVE_INTERVAL") == nullptr) {
     ucp_config_modify(config, "KEEPALIVE_INTERVAL", tuning_.keepalive_interval.c_str());
   }
+  ASSIGN_OR_RETURN(std::vector<std::string> hosts,
+                   AllGatherThroughStore(store_.get(), "ucx/host", o.rank, o.world_size,
+                                         absl::StrCat(LocalHostname(), " ", getpid()), o.timeout));
+  bool all_local = true;
+  for (const std::string& h : hosts) all_local &= h.substr(0, h.find(' ')) == LocalHostname();
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
   params.features = UCP_FEATURE_TAG;
+  // Memory keys for the shared-memory all-reduce (ucx_shm.cc).
+  if (all_local && tuning_.shared_memory && o.world_size > 1) params.features |= UCP_FEATURE_RMA;
   // The progress thread sleeps on the worker's event fd.
   if (tuning_.progress_thread && o.world_size > 1) params.features |= UCP_FEATURE_WAKEUP;
   params.mt_workers_shared = 0;
@@ -62,9 +69,6 @@ absl::Status UcxCommunicator::Init() {
   ASSIGN_OR_RETURN(std::vector<std::string> addresses,
                    AllGatherThroughStore(store_.get(), "ucx/address", o.rank, o.world_size, mine,
                                          o.timeout));
-  ASSIGN_OR_RETURN(std::vector<std::string> hosts,
-                   AllGatherThroughStore(store_.get(), "ucx/host", o.rank, o.world_size,
-                                         absl::StrCat(LocalHostname(), " ", getpid()), o.timeout));
   eps_.assign(o.world_size, nullptr);
   for (int peer = 0; peer < o.world_size; ++peer) {
     if (peer == o.rank) continue;
@@ -99,6 +103,7 @@ absl::Status UcxCommunicator::Init() {
   oversubscribed_ = peer_watch_.size() + 1 > std::max(1u, std::thread::hardware_concurrency());
   RETURN_IF_ERROR(Hello());
   LogTransports();
+  if (all_local) RETURN_IF_ERROR(SetUpShared());
   if (tuning_.progress_thread && o.world_size > 1) RETURN_IF_ERROR(StartProgressThread());
   started_ = true;
   return absl::OkStatus();
@@ -189,6 +194,7 @@ UcxCommunicator::~UcxCommunicator() {
     std::lock_guard<std::mutex> lock(mu_);
     FailAll(absl::AbortedError("communicator destroyed"));
     for (int i = 0; i < 1000 && !ops_.empty(); ++i) ProgressLocked();
+    TearDownShared();
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     param.flags = UCP_EP_CLOSE_FLAG_FORCE;
@@ -210,6 +216,7 @@ UcxCommunicator::~UcxCommunicator() {
     ops_.clear();
     ucp_worker_destroy(worker_);
   }
+  if (shared_memh_ != nullptr) ucp_mem_unmap(context_, shared_memh_);
   if (context_ != nullptr) ucp_cleanup(context_);
   for (const auto& w : peer_watch_) close(w.pidfd);
   {
@@ -300,6 +307,9 @@ std::unique_ptr<Work> UcxCommunicator::AllReduceAsync(const void* send, void* re
                                                       const CollectiveOptions& options) {
   const int n = options_.world_size;
   const size_t bytes = count * DataTypeSize(type);
+  if (count >= static_cast<size_t>(n) && UseShared(bytes)) {
+    return SharedAllReduce(send, recv, count, type, op, options);
+  }
   if (n == 2 && count > 0 && bytes <= tuning_.small_bytes && collectives_internal::InBlockingCall()) {
     if (auto work = PairAllReduce(send, recv, count, type, op, options)) return work;
   }
@@ -360,6 +370,10 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateUcxCommunicator(
   if (const char* v = std::getenv("ATHANOR_UCX_WINDOW")) t.window = std::atoi(v);
   if (const char* v = std::getenv("ATHANOR_UCX_SMALL_BYTES")) t.small_bytes = std::strtoull(v, nullptr, 10);
   if (const char* v = std::getenv("ATHANOR_UCX_PROGRESS_THREAD")) t.progress_thread = std::atoi(v) != 0;
+  if (const char* v = std::getenv("ATHANOR_UCX_SHARED")) t.shared_memory = std::atoi(v) != 0;
+  if (const char* v = std::getenv("ATHANOR_UCX_SHARED_MIN_BYTES")) t.shared_min_bytes = std::strtoull(v, nullptr, 10);
+  if (const char* v = std::getenv("ATHANOR_UCX_SHARED_CHUNK_BYTES")) t.shared_chunk_bytes = std::strtoull(v, nullptr, 10);
+  if (const char* v = std::getenv("ATHANOR_UCX_SHARED_SLOTS")) t.shared_slots = std::atoi(v);
   auto comm = std::make_unique<ucx_internal::UcxCommunicator>(options, t);
   absl::Status status = comm->Init();
   if (!status.ok()) {

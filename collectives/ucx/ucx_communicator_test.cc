@@ -96,6 +96,77 @@ TEST(UcxCommunicator, PairFastPathMatchesAsyncPeer) {
   }));
 }
 
+// The ring and recursive doubling, with the shared-memory path turned off
+// (the path ranks on several hosts take).
+TEST(UcxCommunicator, ConformanceWithoutSharedMemory) {
+  for (int n : {2, 3}) {
+    HarnessOptions h;
+    h.world_size = n;
+    h.create = [](const CommunicatorOptions& o) {
+      UcxTuning t;
+      t.shared_memory = false;
+      return CreateUcxCommunicator(o, t);
+    };
+    ExpectAllOk(RunRanksAsProcesses(h, [](int, Communicator* comm) -> absl::Status {
+      RETURN_IF_ERROR(RunConformance(comm));
+      return RunConcurrentTags(comm);
+    }));
+  }
+}
+
+// Large all-reduces on one host go through shared memory whether a rank
+// blocks or not; 100003 elements cut into unaligned shares; the output equal
+// to, apart from, or overlapping the input.
+TEST(UcxCommunicator, SharedMemoryBlockingAndAsyncPeersAgree) {
+  HarnessOptions h;
+  h.world_size = 3;
+  ExpectAllOk(RunRanksAsProcesses(h, [](int rank, Communicator* comm) -> absl::Status {
+    constexpr size_t kCount = 100003;
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMax}) {
+      for (size_t shift : {size_t{0}, size_t{kCount + 16}, size_t{5}}) {  // in place, apart, overlap
+        std::vector<float> buf(2 * kCount + 16, -1.0f);
+        for (size_t i = 0; i < kCount; ++i) buf[i] = static_cast<float>(rank * 4 + (i % 7));
+        float* dst = buf.data() + shift;
+        if (rank == 0) {
+          RETURN_IF_ERROR(comm->AllReduce(buf.data(), dst, kCount, DataType::kF32, op));
+        } else {
+          auto work = comm->AllReduceAsync(buf.data(), dst, kCount, DataType::kF32, op, {});
+          RETURN_IF_ERROR(work->Wait(std::chrono::seconds(20)));
+        }
+        for (size_t i = 0; i < kCount; ++i) {
+          const float a = static_cast<float>(i % 7);  // rank 0's; then a + 4, a + 8
+          const float want = op == ReduceOp::kSum ? 3 * a + 12 : op == ReduceOp::kAvg ? a + 4 : a + 8;
+          if (dst[i] != want) {
+            return absl::InternalError(absl::StrCat("op ", ReduceOpName(op), " shift ", shift,
+                                                    " element ", i, ": ", dst[i], " want ", want));
+          }
+        }
+      }
+    }
+    return absl::OkStatus();
+  }));
+}
+
+// Ranks that disagree about a shared-memory all-reduce fail with an error
+// saying so, instead of mixing the two calls.
+TEST(UcxCommunicator, SharedMemoryMismatchedCallsFailClearly) {
+  HarnessOptions h;
+  h.world_size = 2;
+  h.watchdog = std::chrono::seconds(60);
+  auto results = RunRanksAsProcesses(h, [](int rank, Communicator* comm) -> absl::Status {
+    std::vector<float> buf(100000 + rank, 1.0f);
+    return comm->AllReduce(buf.data(), buf.data(), buf.size(), DataType::kF32, ReduceOp::kSum);
+  });
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(results[r].code(), absl::StatusCode::kInvalidArgument) << "rank " << r << ": " << results[r];
+    EXPECT_THAT(results[r].message(),
+                HasSubstr(absl::StrCat("ranks called different all-reduces with tag 0: rank ", r,
+                                       " has ", 100000 + r, " elements of f32, op sum; rank ",
+                                       1 - r, " has ", 100001 - r, " elements of f32")))
+        << results[r];
+  }
+}
+
 TEST(UcxCommunicator, PairFastPathNamesKilledPeer) {
   HarnessOptions h;
   h.world_size = 2;

@@ -37,6 +37,20 @@ inline absl::Status UcsError(const std::string& what, ucs_status_t s) {
 
 struct PendingOp;
 
+// Progress of one all-reduce on the shared-memory path (ucx_shm.cc).
+struct SharedOpState {
+  const char* send = nullptr;
+  char* recv = nullptr;
+  size_t count = 0;
+  uint64_t key = 0;          // tag and per-tag sequence number, plus one
+  int announce = -1;         // its entry in this rank's announcement table
+  bool running = false;      // rank 0 chose it; first_chunk is set
+  uint64_t first_chunk = 0;  // global number of this op's first chunk
+  size_t chunks = 0;
+  size_t chunk = 0;   // next chunk of this op
+  int phase = 0;      // of that chunk: 0 copy in, 1 reduce, 2 gather
+};
+
 // Run-time state of one chain of a schedule.
 struct ChainState {
   PendingOp* op = nullptr;
@@ -70,6 +84,7 @@ struct PendingOp {
   absl::Status status;
   char* scratch = nullptr;
   size_t scratch_bytes = 0;
+  std::unique_ptr<SharedOpState> shared;  // set: runs on the shared-memory path
 };
 
 inline uint64_t MakeTag(uint64_t tag_base, int sender, size_t chain, int msg) {
@@ -134,6 +149,19 @@ class UcxCommunicator final : public Communicator {
   // no schedule or PendingOp. nullptr: not applicable, use the generic path.
   std::unique_ptr<Work> PairAllReduce(const void* send, void* recv, size_t count, DataType type,
                                       ReduceOp op, const CollectiveOptions& options);
+  // Shared-memory all-reduce for ranks that all live on this host
+  // (ucx_shm.cc), set up when every rank is on this host. SetUpShared maps every peer's segment through UCX
+  // (ucp_mem_map + ucp_rkey_ptr); all ranks agree whether the path is on.
+  absl::Status SetUpShared();
+  void TearDownShared();
+  bool UseShared(size_t bytes) const;
+  std::unique_ptr<Work> SharedAllReduce(const void* send, void* recv, size_t count, DataType type,
+                                        ReduceOp op, const CollectiveOptions& options);
+  // Moves a shared op as far as the peers allow; never blocks.
+  void AdvanceShared(PendingOp* op) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sets shared_current_ to the op of rank 0's next choice, choosing it
+  // on rank 0; false: not decided yet.
+  bool AdoptSharedChoice() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Returns how many UCX events and finished operations it saw.
   unsigned ProgressLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Polls the local peers' pidfds; sets peer_error_ when one exited.
@@ -198,6 +226,20 @@ class UcxCommunicator final : public Communicator {
   std::vector<std::pair<size_t, char*>> free_scratch_ ABSL_GUARDED_BY(mu_);  // (bytes, buffer)
   std::vector<char*> all_scratch_ ABSL_GUARDED_BY(mu_);
   char* pair_scratch_ ABSL_GUARDED_BY(mu_) = nullptr;  // PairAllReduce's receive buffer
+
+  // Shared-memory path (ucx_shm.cc); constant after Init() unless noted.
+  // segment_[q]: rank q's segment as mapped here (ours at q == rank).
+  bool shared_on_ = false;
+  ucp_mem_h shared_memh_ = nullptr;
+  std::vector<ucp_rkey_h> shared_rkeys_;
+  std::vector<char*> segment_;
+  size_t shared_chunk_bytes_ = 0;
+  size_t shared_slots_ = 0;
+  std::map<uint64_t, uint64_t> shared_tag_seq_ ABSL_GUARDED_BY(mu_);  // next per tag
+  uint64_t shared_decision_ ABSL_GUARDED_BY(mu_) = 0;    // rank 0's choices run so far
+  PendingOp* shared_current_ ABSL_GUARDED_BY(mu_) = nullptr;  // running that choice
+  uint64_t shared_next_chunk_ ABSL_GUARDED_BY(mu_) = 0;  // first chunk of the next op
+  std::atomic<int> shared_pending_{0};  // shared ops in ops_
 };
 
 class UcxWork final : public Work {

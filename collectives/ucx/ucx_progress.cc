@@ -108,6 +108,7 @@ unsigned UcxCommunicator::ProgressLocked() {
     }
     if (op->finished && op->outstanding == 0) {
       if (op->scratch != nullptr) free_scratch_.emplace_back(op->scratch_bytes, op->scratch);
+      if (op->shared != nullptr) shared_pending_.fetch_sub(1, std::memory_order_acq_rel);
       op->scratch = nullptr;
       it = ops_.erase(it);
       num_ops_.store(ops_.size(), std::memory_order_release);
@@ -127,6 +128,7 @@ void UcxCommunicator::Advance(PendingOp* op) {
                      options_.rank, " gives up (a peer may be stuck or never called it)"));
     return Fail(op, error_);
   }
+  if (op->shared != nullptr) return AdvanceShared(op);
   const size_t nchains = op->chains.size();
   const size_t window = tuning_.window;
   bool moved = true;
@@ -243,6 +245,7 @@ void UcxCommunicator::Fail(PendingOp* op, const absl::Status& status) {
   if (op->finished) return;
   op->finished = true;
   op->status = status;
+  if (op == shared_current_) shared_current_ = nullptr;
   for (size_t j = op->low_chain; j < op->next_chain; ++j) {
     ChainState& cs = op->chains[j];
     // Sends to a dead peer complete with an error; receives never would.

@@ -83,7 +83,8 @@ void UcxCommunicator::ProgressThreadMain() {
         idle = ProgressLocked() > 0 ? 0 : idle + 1;
         pending = !ops_.empty();
         if (pending && idle < kSpinRounds) continue;
-        if (pending && worker_fd_ >= 0) {
+        // Shared-memory ops raise no UCX event: nap briefly instead.
+        if (pending && worker_fd_ >= 0 && shared_pending_.load(std::memory_order_acquire) == 0) {
           ucs_status_t s = ucp_worker_arm(worker_);
           if (s == UCS_ERR_BUSY) {  // events arrived meanwhile: progress them
             idle = 0;
