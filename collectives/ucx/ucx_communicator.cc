@@ -374,6 +374,7 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateUcxCommunicator(
   if (const char* v = std::getenv("ATHANOR_UCX_SHARED_MIN_BYTES")) t.shared_min_bytes = std::strtoull(v, nullptr, 10);
   if (const char* v = std::getenv("ATHANOR_UCX_SHARED_CHUNK_BYTES")) t.shared_chunk_bytes = std::strtoull(v, nullptr, 10);
   if (const char* v = std::getenv("ATHANOR_UCX_SHARED_SLOTS")) t.shared_slots = std::atoi(v);
+  if (const char* v = std::getenv("ATHANOR_UCX_SHARED_ONE_SHOT_BYTES")) t.shared_one_shot_bytes = std::strtoull(v, nullptr, 10);
   auto comm = std::make_unique<ucx_internal::UcxCommunicator>(options, t);
   absl::Status status = comm->Init();
   if (!status.ok()) {

@@ -67,16 +67,20 @@ struct UcxTuning {
   // only while some thread waits on or polls them.
   bool progress_thread = true;
   // Ranks that all live on one host: all-reduces of at least
-  // shared_min_bytes run through shared memory instead of tag messages.
+  // shared_min_bytes (with 2 ranks: also above small_bytes, where the pair
+  // path is faster) run through shared memory instead of tag messages.
   // Every rank maps every other rank's segment (UCX allocates it and hands
   // out a pointer to it: ucp_mem_map + ucp_rkey_ptr; not possible when
   // UCX_TLS leaves out shared memory) of shared_slots chunks of
   // shared_chunk_bytes, and each rank reduces its share of each chunk
   // straight out of its peers' segments. See ucx_shm.cc.
   bool shared_memory = true;
-  size_t shared_min_bytes = 128 << 10;
+  size_t shared_min_bytes = 512;
   size_t shared_chunk_bytes = 512 << 10;
   int shared_slots = 4;
+  // Shared all-reduces up to this size let every rank reduce all of it
+  // (one synchronisation instead of two).
+  size_t shared_one_shot_bytes = 16 << 10;
   // Test hook: called once per operation when it finishes, with its tag and
   // status, under the communicator's lock (must not call back into it).
   std::function<void(uint64_t tag, const absl::Status& status)> on_done;

@@ -45,6 +45,7 @@ struct SharedOpState {
   uint64_t key = 0;          // tag and per-tag sequence number, plus one
   int announce = -1;         // its entry in this rank's announcement table
   bool running = false;      // rank 0 chose it; first_chunk is set
+  bool one_shot = false;     // every rank reduces whole chunks (small ops)
   uint64_t first_chunk = 0;  // global number of this op's first chunk
   size_t chunks = 0;
   size_t chunk = 0;   // next chunk of this op

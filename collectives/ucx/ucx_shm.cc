@@ -20,6 +20,9 @@
 //              it to the output, then publishes reduced = chunk + 1;
 //   2. gather: once every peer has reduced, r copies each peer's share from
 //              that peer's slot to its output, then publishes done = chunk + 1.
+// Small ops (UcxTuning::shared_one_shot_bytes) skip the shares: each rank
+// copies its whole input in, and once every rank has, each reduces the whole
+// chunk from all slots in rank order and is done: one wait instead of two.
 // A slot is reused for chunk + slots only once every peer is done with chunk,
 // so with several slots a rank copies ahead while its peers still gather.
 // Each counter is written by one rank only (release) and read by the others
@@ -206,9 +209,11 @@ absl::Status UcxCommunicator::SetUpShared() {
   shared_on_ = why_not.empty();
   if (r == 0) {
     if (shared_on_) {
-      ATHANOR_LOG(INFO) << "ucx: all " << n << " ranks on this host; all-reduces from "
-                        << tuning_.shared_min_bytes << " B go through shared memory ("
-                        << shared_slots_ << " slots of " << shared_chunk_bytes_ << " B per rank)";
+      const size_t from = n > 2 ? tuning_.shared_min_bytes
+                                : std::max(tuning_.shared_min_bytes, tuning_.small_bytes + 1);
+      ATHANOR_LOG(INFO) << "ucx: all " << n << " ranks on this host; all-reduces from " << from
+                        << " B go through shared memory (" << shared_slots_ << " slots of "
+                        << shared_chunk_bytes_ << " B per rank)";
     } else {
       ATHANOR_LOG(INFO) << "ucx: no shared-memory all-reduce: " << why_not;
     }
@@ -225,7 +230,10 @@ void UcxCommunicator::TearDownShared() {
 }
 
 bool UcxCommunicator::UseShared(size_t bytes) const {
-  return shared_on_ && bytes >= tuning_.shared_min_bytes;
+  // The same answer on every rank (it depends only on the call), so blocking
+  // and async calls of different ranks always pair up.
+  return shared_on_ && bytes >= tuning_.shared_min_bytes &&
+         (options_.world_size > 2 || bytes > tuning_.small_bytes);
 }
 
 std::unique_ptr<Work> UcxCommunicator::SharedAllReduce(const void* send, void* recv, size_t count,
@@ -245,6 +253,7 @@ std::unique_ptr<Work> UcxCommunicator::SharedAllReduce(const void* send, void* r
   state->count = count;
   const size_t chunk_elems = shared_chunk_bytes_ / elem;
   state->chunks = (count + chunk_elems - 1) / chunk_elems;
+  state->one_shot = bytes <= tuning_.shared_one_shot_bytes;
   std::lock_guard<std::mutex> lock(mu_);
   if (!error_.ok()) return MakeDoneWork(error_);
   // Output overlapping the input other than exactly: work in place on the
@@ -355,10 +364,14 @@ void UcxCommunicator::AdvanceShared(PendingOp* op) {
         me->op_type = static_cast<uint32_t>(op->type);
         me->op_op = static_cast<uint32_t>(op->op);
       }
-      for (int q = 0; q < n; ++q) {
-        if (q == r) continue;
-        auto [b, e] = Share(len, n, q, elem);
-        std::memcpy(slot(r) + b * elem, st.send + (c0 + b) * elem, (e - b) * elem);
+      if (st.one_shot) {
+        std::memcpy(slot(r), st.send + c0 * elem, len * elem);
+      } else {
+        for (int q = 0; q < n; ++q) {
+          if (q == r) continue;
+          auto [b, e] = Share(len, n, q, elem);
+          std::memcpy(slot(r) + b * elem, st.send + (c0 + b) * elem, (e - b) * elem);
+        }
       }
       me->copied.value.store(g + 1, std::memory_order_release);
       st.phase = 1;
@@ -381,6 +394,18 @@ void UcxCommunicator::AdvanceShared(PendingOp* op) {
               ReduceOpName(static_cast<ReduceOp>(c->op_op))));
           return Fail(op, error_);
         }
+      }
+      if (st.one_shot) {
+        // Every rank reduces the whole chunk, in rank order, so all get the
+        // same bits; no gather phase.
+        char* out = st.recv + c0 * elem;
+        ReduceBuffers(op->type, op->op, out, slot(0), slot(1), len);
+        for (int q = 2; q < n; ++q) ReduceBuffers(op->type, op->op, out, out, slot(q), len);
+        if (op->op == ReduceOp::kAvg) ScaleForAvg(op->type, out, len, n);
+        me->done.value.store(g + 1, std::memory_order_release);
+        st.phase = 0;
+        ++st.chunk;
+        continue;
       }
       auto [b, e] = Share(len, n, r, elem);
       if (e > b) {
