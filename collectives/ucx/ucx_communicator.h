@@ -1,8 +1,11 @@
 // The UCX backend: collectives on host memory over the UCP tag API.
 //
-// Large all-reduces run ring reduce-scatter + all-gather cut into pipelined
-// segments (several in flight per peer, reduced straight from the receive
-// scratch into the destination); small ones run recursive doubling. UCX picks
+// When every rank lives on this host, all-reduces (above 64 KiB with 2
+// ranks, from 512 B with more) go through shared memory UCX allocates and
+// every peer maps (ucx_shm.cc). Otherwise large all-reduces run ring
+// reduce-scatter + all-gather cut into pipelined segments (several in flight
+// per peer, reduced straight from the receive scratch into the destination);
+// small ones run recursive doubling. UCX picks
 // the transport itself (shared memory, TCP, verbs; UCX_TLS is respected) and
 // the chosen lanes are logged at start-up. Worker addresses are exchanged
 // through the TCP store served by rank 0 (collectives/bootstrap/tcp_store.h).
@@ -27,7 +30,8 @@
 // Tags: the low 20 bits of CollectiveOptions::tag, plus a per-tag sequence
 // number (8 bits), select the messages of a call, so concurrent calls need
 // tags that differ in their low 20 bits, and one rank may run at most 255
-// calls with one tag ahead of another.
+// calls with one tag ahead of another. On the shared-memory path a rank may
+// have at most 64 all-reduces pending.
 //
 // Lifetime: the destructor waits (up to the bootstrap timeout) until every
 // healthy rank reaches its destructor, so no endpoint closes under a peer
