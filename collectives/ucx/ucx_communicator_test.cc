@@ -147,6 +147,71 @@ TEST(UcxCommunicator, SharedMemoryBlockingAndAsyncPeersAgree) {
   }));
 }
 
+// Shared-memory all-reduces issued in a different order on every rank (small
+// staged ones and large chunked ones mixed), and a rank that waits for a
+// later call before issuing an earlier one: each gets its own result.
+absl::Status CallsInDifferentOrders(int rank, Communicator* comm) {
+  const int n = comm->world_size();
+  constexpr int kOps = 10;
+  auto count_of = [](int k) { return k % 2 == 0 ? size_t{256} << (k / 2) : size_t{25000} * k; };
+  auto check = [&](int k, const std::vector<int32_t>& buf) -> absl::Status {
+    for (size_t i = 0; i < buf.size(); ++i) {
+      // Rank q contributes q + k + i % 13.
+      const int32_t want = n * (n - 1) / 2 + n * (k + static_cast<int32_t>(i % 13));
+      if (buf[i] != want) {
+        return absl::InternalError(absl::StrCat("tag ", k, " element ", i, ": ", buf[i], " want ", want));
+      }
+    }
+    return absl::OkStatus();
+  };
+  for (int round = 0; round < 3; ++round) {
+    std::vector<std::vector<int32_t>> bufs(kOps);
+    std::vector<std::unique_ptr<Work>> works(kOps);
+    std::vector<int> order(kOps);
+    const int stride[4] = {1, 3, 7, 9};  // coprime to kOps: each gives a permutation
+    for (int j = 0; j < kOps; ++j) order[j] = (j * stride[rank] + round) % kOps;
+    for (int k = 0; k < kOps; ++k) {
+      bufs[k].resize(count_of(k));
+      for (size_t i = 0; i < bufs[k].size(); ++i) bufs[k][i] = rank + k + static_cast<int32_t>(i % 13);
+    }
+    for (int k : order) {
+      CollectiveOptions o;
+      o.tag = 500 + k;
+      works[k] = comm->AllReduceAsync(bufs[k].data(), bufs[k].data(), bufs[k].size(),
+                                      DataType::kI32, ReduceOp::kSum, o);
+    }
+    for (int k = 0; k < kOps; ++k) {
+      RETURN_IF_ERROR(works[k]->Wait(std::chrono::seconds(30)));
+      RETURN_IF_ERROR(check(k, bufs[k]));
+    }
+  }
+  // Rank 0 issues X then Y; the others finish Y before they issue X.
+  std::vector<int32_t> x(count_of(3)), y(count_of(2));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = rank + 3 + static_cast<int32_t>(i % 13);
+  for (size_t i = 0; i < y.size(); ++i) y[i] = rank + 2 + static_cast<int32_t>(i % 13);
+  CollectiveOptions ox, oy;
+  ox.tag = 700;
+  oy.tag = 701;
+  if (rank == 0) {
+    auto wx = comm->AllReduceAsync(x.data(), x.data(), x.size(), DataType::kI32, ReduceOp::kSum, ox);
+    auto wy = comm->AllReduceAsync(y.data(), y.data(), y.size(), DataType::kI32, ReduceOp::kSum, oy);
+    RETURN_IF_ERROR(wx->Wait(std::chrono::seconds(30)));
+    RETURN_IF_ERROR(wy->Wait(std::chrono::seconds(30)));
+  } else {
+    RETURN_IF_ERROR(comm->AllReduce(y.data(), y.data(), y.size(), DataType::kI32, ReduceOp::kSum, oy));
+    RETURN_IF_ERROR(comm->AllReduce(x.data(), x.data(), x.size(), DataType::kI32, ReduceOp::kSum, ox));
+  }
+  RETURN_IF_ERROR(check(3, x));
+  return check(2, y);
+}
+
+TEST(UcxCommunicator, SharedMemoryRunsCallsIssuedInDifferentOrders) {
+  HarnessOptions h;
+  h.world_size = 4;
+  ExpectAllOk(RunRanksAsProcesses(h, CallsInDifferentOrders));
+  ExpectAllOk(RunRanksAsThreads(h, CallsInDifferentOrders));
+}
+
 // Ranks that disagree about a shared-memory all-reduce fail with an error
 // saying so, instead of mixing the two calls.
 TEST(UcxCommunicator, SharedMemoryMismatchedCallsFailClearly) {

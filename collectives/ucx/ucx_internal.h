@@ -43,10 +43,11 @@ struct SharedOpState {
   char* recv = nullptr;
   size_t count = 0;
   uint64_t key = 0;          // tag and per-tag sequence number, plus one
-  int announce = -1;         // its entry in this rank's announcement table
-  bool running = false;      // rank 0 chose it; first_chunk is set
-  bool one_shot = false;     // every rank reduces whole chunks (small ops)
-  uint64_t first_chunk = 0;  // global number of this op's first chunk
+  int entry = -1;            // its entry in this rank's announcement table
+  bool one_shot = false;     // staged whole at submission; every rank reduces all of it
+  std::vector<int> peer_entry;  // once running: its entry in each rank's table
+  uint64_t decision = 0;     // once running: its place in the order all ranks run
+  uint64_t first_chunk = 0;  // once running: global number of its first chunk
   size_t chunks = 0;
   size_t chunk = 0;   // next chunk of this op
   int phase = 0;      // of that chunk: 0 copy in, 1 reduce, 2 gather
@@ -160,9 +161,11 @@ class UcxCommunicator final : public Communicator {
                                         ReduceOp op, const CollectiveOptions& options);
   // Moves a shared op as far as the peers allow; never blocks.
   void AdvanceShared(PendingOp* op) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Sets shared_current_ to the op of rank 0's next choice, choosing it
-  // on rank 0; false: not decided yet.
+  // Sets shared_current_ to the op every rank runs next, if known yet.
   bool AdoptSharedChoice() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FinishShared(PendingOp* op) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Where every rank stands on the shared path, for timeout messages.
+  std::string SharedProgress() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Returns how many UCX events and finished operations it saw.
   unsigned ProgressLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Polls the local peers' pidfds; sets peer_error_ when one exited.
@@ -236,10 +239,14 @@ class UcxCommunicator final : public Communicator {
   std::vector<char*> segment_;
   size_t shared_chunk_bytes_ = 0;
   size_t shared_slots_ = 0;
+  size_t shared_stage_bytes_ = 0;  // per announcement entry
   std::map<uint64_t, uint64_t> shared_tag_seq_ ABSL_GUARDED_BY(mu_);  // next per tag
-  uint64_t shared_decision_ ABSL_GUARDED_BY(mu_) = 0;    // rank 0's choices run so far
-  PendingOp* shared_current_ ABSL_GUARDED_BY(mu_) = nullptr;  // running that choice
+  uint64_t shared_submitted_ ABSL_GUARDED_BY(mu_) = 0;  // ops this rank announced
+  uint64_t shared_decision_ ABSL_GUARDED_BY(mu_) = 0;   // ops this rank finished
+  PendingOp* shared_current_ ABSL_GUARDED_BY(mu_) = nullptr;  // running now
   uint64_t shared_next_chunk_ ABSL_GUARDED_BY(mu_) = 0;  // first chunk of the next op
+  // Entries of finished ops that peers may still read: (entry, decision).
+  std::vector<std::pair<int, uint64_t>> shared_draining_ ABSL_GUARDED_BY(mu_);
   std::atomic<int> shared_pending_{0};  // shared ops in ops_
 };
 

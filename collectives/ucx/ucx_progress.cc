@@ -125,7 +125,8 @@ void UcxCommunicator::Advance(PendingOp* op) {
   if ((++op->advance_calls & 255) == 0 && std::chrono::steady_clock::now() > op->deadline) {
     error_ = absl::DeadlineExceededError(
         absl::StrCat("ucx: ", op->What(), " did not finish within its timeout; rank ",
-                     options_.rank, " gives up (a peer may be stuck or never called it)"));
+                     options_.rank, " gives up (a peer may be stuck or never called it)",
+                     op->shared != nullptr ? SharedProgress() : ""));
     return Fail(op, error_);
   }
   if (op->shared != nullptr) return AdvanceShared(op);
@@ -272,8 +273,10 @@ absl::Status UcxCommunicator::WaitFor(const std::shared_ptr<PendingOp>& op,
       if (op->finished) return op->status;
     }
     if ((idle & 63) == 63 && std::chrono::steady_clock::now() > deadline) {
+      std::lock_guard<std::mutex> lock(mu_);
       return absl::DeadlineExceededError(
-          absl::StrCat("ucx: ", op->What(), " not done after ", timeout.count(), " ms"));
+          absl::StrCat("ucx: ", op->What(), " not done after ", timeout.count(), " ms",
+                       op->shared != nullptr ? SharedProgress() : ""));
     }
     // Others may share these cores (more ranks than cores in tests): after a
     // short spin, let them run.
