@@ -123,11 +123,12 @@ bool ReadEntry(const Entry& e, EntryView* v) {
   for (;;) {
     const uint64_t w1 = e.word.load(std::memory_order_acquire);
     if (w1 == 0) return false;
-    v->key = e.key.load(std::memory_order_relaxed);
-    v->count = e.count.load(std::memory_order_relaxed);
-    v->type = e.type.load(std::memory_order_relaxed);
-    v->op = e.op.load(std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_acquire);
+    // Acquire loads: the second load of word comes after them, and seeing a
+    // field the owner rewrote means seeing the word it cleared before that.
+    v->key = e.key.load(std::memory_order_acquire);
+    v->count = e.count.load(std::memory_order_acquire);
+    v->type = e.type.load(std::memory_order_acquire);
+    v->op = e.op.load(std::memory_order_acquire);
     if (e.word.load(std::memory_order_relaxed) == w1) {
       v->word = w1;
       return true;
@@ -363,11 +364,10 @@ std::unique_ptr<Work> UcxCommunicator::SharedAllReduce(const void* send, void* r
   }
   Entry& e = me->entries[state->entry];
   e.word.store(0, std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_release);
-  e.key.store(state->key, std::memory_order_relaxed);
-  e.count.store(count, std::memory_order_relaxed);
-  e.type.store(static_cast<uint32_t>(type), std::memory_order_relaxed);
-  e.op.store(static_cast<uint32_t>(op), std::memory_order_relaxed);
+  e.key.store(state->key, std::memory_order_release);
+  e.count.store(count, std::memory_order_release);
+  e.type.store(static_cast<uint32_t>(type), std::memory_order_release);
+  e.op.store(static_cast<uint32_t>(op), std::memory_order_release);
   e.word.store((shared_submitted_++ << 2) | 1, std::memory_order_release);
   me->submitted.value.store(shared_submitted_, std::memory_order_release);
   if (me->head.value.load(std::memory_order_relaxed) == 0) {
