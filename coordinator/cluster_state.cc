@@ -521,6 +521,10 @@ void ClusterState::StartAttempt(JobRecord* job,
   job->master_addr = nodes_[chosen[0].node].host;
   job->master_port = port;
   job->usage.push_back({UnixNow(), 0, job->spec.nodes * job->spec.gpus_per_node});
+  // Records of attempts started before placements were kept have none: pad.
+  job->attempt_nodes.resize(job->attempt - 1);
+  job->attempt_nodes.emplace_back();
+  for (const sched::NodeAllocation& n : chosen) job->attempt_nodes.back().push_back(n.node);
   job->last_active_unix = UnixNow();
   job->idle_warned = false;
   active_.insert(job->seq);

@@ -146,22 +146,35 @@ absl::StatusOr<std::vector<LogTarget>> CoordinatorCore::LogTargets(const std::st
   if (job->attempt == 0) {
     return absl::FailedPreconditionError(absl::StrCat("job ", job->id, " has not started yet"));
   }
-  if (attempt != 0 && attempt != job->attempt) {
-    return absl::UnimplementedError("logs of earlier attempts are not tracked yet; omit --attempt");
+  if (attempt < 0 || attempt > job->attempt) {
+    return absl::InvalidArgumentError(absl::StrCat("attempt: ", attempt, " is not an attempt of job ",
+                                                   job->id, " (attempts so far: ", job->attempt, ")"));
   }
+  if (attempt == 0) attempt = job->attempt;
   int32_t world = job->spec.nodes * job->spec.gpus_per_node;
   if (rank >= world) {
     return absl::InvalidArgumentError(
         absl::StrCat("rank: ", rank, " is not a rank of job ", job->id, " (world size ", world, ")"));
   }
-  // The allocation is released when an attempt ends; ranks are laid out
-  // node-major, so the nodes are remembered per job in node_rank order.
-  std::vector<LogTarget> out;
+  // Ranks are laid out node-major: rank r ran on the attempt's node
+  // r / gpus_per_node.
   std::vector<std::string> nodes_by_rank(world);
-  for (const RankPlacement& p : job->allocation) nodes_by_rank[p.rank] = p.node;
+  if (attempt == job->attempt) {
+    for (const RankPlacement& p : job->allocation) nodes_by_rank[p.rank] = p.node;
+  } else if (static_cast<size_t>(attempt) <= job->attempt_nodes.size() &&
+             !job->attempt_nodes[attempt - 1].empty()) {
+    const std::vector<std::string>& nodes = job->attempt_nodes[attempt - 1];
+    for (int32_t r = 0; r < world; ++r) {
+      nodes_by_rank[r] = nodes[std::min<size_t>(r / job->spec.gpus_per_node, nodes.size() - 1)];
+    }
+  } else {
+    return absl::NotFoundError(absl::StrCat("attempt ", attempt, " of job ", job->id,
+                                            " ran before placements were recorded"));
+  }
+  std::vector<LogTarget> out;
   for (int32_t r = 0; r < world; ++r) {
     if (rank >= 0 && r != rank) continue;
-    LogTarget t{r, nodes_by_rank[r], ""};
+    LogTarget t{attempt, r, nodes_by_rank[r], ""};
     if (const NodeRecord* n = state_.FindNode(t.node)) t.agent_address = n->agent_address;
     out.push_back(std::move(t));
   }

@@ -29,6 +29,7 @@ struct HeartbeatResult {
 
 // Where one rank's log lives, for GetLogs.
 struct LogTarget {
+  int32_t attempt = 0;
   int32_t rank = 0;
   std::string node;
   std::string agent_address;  // empty when the node is unknown

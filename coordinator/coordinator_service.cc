@@ -126,7 +126,7 @@ grpc::Status CoordinatorService::GetLogs(grpc::ServerContext*, const rpc::GetLog
     }
     rpc::ReadLogRequest read;
     read.set_job_id(job->id);
-    read.set_attempt(job->attempt);
+    read.set_attempt(t.attempt);
     read.set_rank(t.rank);
     read.set_max_bytes(kMaxLogBytes);
     rpc::ReadLogResponse data;

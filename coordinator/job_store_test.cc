@@ -37,6 +37,7 @@ TEST(JobStoreTest, ReopenKeepsJobsAndNodes) {
   job.ranks = {{0, true, true, 3, 0}};
   job.master_addr = "10.0.0.1";
   job.master_port = 29501;
+  job.attempt_nodes = {{"n2", "n3"}, {}, {"n1", "n2"}};
   NodeRecord node;
   node.name = "n1";
   node.host = "10.0.0.1";
@@ -71,6 +72,8 @@ TEST(JobStoreTest, ReopenKeepsJobsAndNodes) {
   ASSERT_EQ(j.ranks.size(), 1u);
   EXPECT_EQ(j.ranks[0].exit_code, 3);
   EXPECT_EQ(j.master_port, 29501);
+  EXPECT_EQ(j.attempt_nodes,
+            (std::vector<std::vector<std::string>>{{"n2", "n3"}, {}, {"n1", "n2"}}));
   ASSERT_EQ(contents->nodes.size(), 1u);
   EXPECT_EQ(contents->nodes[0].name, "n1");
   EXPECT_EQ(contents->nodes[0].inventory.gpus, 8);

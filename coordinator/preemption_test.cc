@@ -4,6 +4,8 @@
 // idle reclaim of interactive allocations.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "coordinator/cluster_state.h"
 
 namespace athanor::coord {
@@ -125,6 +127,13 @@ TEST_F(PreemptionTest, VictimGetsGraceAsKillDelayAndRequeuesWithoutRestart) {
   // Capacity is back: the victim's next attempt starts.
   EXPECT_EQ(Job(l).state, JobState::kStarting);
   EXPECT_EQ(Job(l).attempt, 2);
+  // Each attempt's nodes are kept (for the logs of earlier attempts).
+  ASSERT_EQ(Job(l).attempt_nodes.size(), 2u);
+  for (const std::vector<std::string>& nodes : Job(l).attempt_nodes) {
+    EXPECT_EQ(std::set<std::string>(nodes.begin(), nodes.end()), (std::set<std::string>{"n1", "n2"}));
+    EXPECT_EQ(nodes.size(), 2u);
+  }
+  EXPECT_EQ(Job(h).attempt_nodes.size(), 1u);
   // GPU-seconds: the victim's 4 GPUs for 35 s, then the winner's 2 for 10 s.
   std::vector<UsageRow> usage = state_->Usage("t", 0);
   ASSERT_EQ(usage.size(), 3u);

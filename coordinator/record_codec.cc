@@ -104,6 +104,7 @@ std::string EncodeJob(const JobRecord& job) {
          {"preempt_deadline_unix", job.preempt_deadline_unix},
          {"last_checkpoint_unix", job.last_checkpoint_unix},
          {"usage", usage},
+         {"attempt_nodes", job.attempt_nodes},
          {"last_active_unix", job.last_active_unix},
          {"idle_warned", job.idle_warned}};
   // Replace invalid UTF-8 rather than throw: user strings are arbitrary bytes.
@@ -161,6 +162,7 @@ absl::StatusOr<JobRecord> DecodeJob(const std::string& text) {
       if (!u.is_array() || u.size() != 3) return absl::DataLossError("job record: bad usage entry");
       job.usage.push_back({u[0].get<double>(), u[1].get<double>(), u[2].get<int32_t>()});
     }
+    Get(j, "attempt_nodes", &job.attempt_nodes);
     Get(j, "last_active_unix", &job.last_active_unix);
     Get(j, "idle_warned", &job.idle_warned);
     if (job.ranks.size() != job.allocation.size()) {

@@ -95,6 +95,9 @@ struct JobRecord {
   double preempt_deadline_unix = 0;
   double last_checkpoint_unix = 0;  // when committed_step was last seen to advance
   std::vector<UsageInterval> usage;  // every attempt's GPU hold
+  // Every attempt's nodes in node_rank order ([a - 1] for attempt a), so the
+  // logs of earlier attempts can be found.
+  std::vector<std::vector<std::string>> attempt_nodes;
   // Interactive allocations: when the last real use was seen (Unix seconds)
   // and whether the idle warning went out.
   double last_active_unix = 0;

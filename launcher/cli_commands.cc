@@ -273,12 +273,13 @@ int RunLogs(CliContext& ctx, const std::vector<std::string>& args) {
   desc.add_options()
       ("job-id", po::value(&id)->required(), "the job")
       ("rank", po::value(&rank), "only this rank (default: all)")
-      ("attempt", po::value(&attempt), "attempt (default: the newest)")
+      ("attempt", po::value(&attempt), "attempt number, 1 for the first (default: the newest)")
       ("json", po::bool_switch(&json), "print the GetLogsResponse as JSON");
   ParsedCommandLine cmd;
   po::positional_options_description pos = JobIdPositional();
   if (int rc = Parse(args, desc,
-                     "usage: athanor logs ID [--rank R]\nPrints the ranks' output (last MiB each), "
+                     "usage: athanor logs ID [--rank R] [--attempt N]\nPrints the ranks' output "
+                     "(last MiB each) of the newest attempt or of attempt N (1 is the first), "
                      "every line prefixed with \"[rank R] \".", &cmd, &pos);
       rc >= 0) {
     return rc;

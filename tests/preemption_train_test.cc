@@ -16,6 +16,15 @@
 namespace athanor::testing {
 namespace {
 
+// What `athanor logs --rank R` prints for a rank's log: every line prefixed.
+std::string PrefixedLines(int rank, const std::string& log) {
+  std::vector<absl::string_view> lines = absl::StrSplit(log, '\n');
+  if (!lines.empty() && lines.back().empty()) lines.pop_back();
+  std::string out;
+  for (absl::string_view line : lines) absl::StrAppend(&out, "[rank ", rank, "] ", line, "\n");
+  return out;
+}
+
 // The value of `key` in the first JSON line of `log` carrying `event`; -1 if none.
 int64_t EventValue(const std::string& log, const std::string& event, const std::string& key) {
   std::regex re("\\{\"event\":\"" + event + "\".*\"" + key + "\":(\\d+)");
@@ -108,6 +117,17 @@ TEST(PreemptionTrainTest, PreemptedTrainingResumesFromCheckpointWithIdenticalWei
         << agents;
   }
   EXPECT_EQ(EventValue(log2, "resume", "step"), committed) << log2;
+  // `athanor logs --attempt N` serves either attempt; out of range is refused.
+  for (int attempt : {1, 2}) {
+    CliResult logs = cluster.Cli({"logs", victim, "--rank", "0", "--attempt", std::to_string(attempt)});
+    EXPECT_EQ(logs.exit_code, 0) << logs.err;
+    EXPECT_EQ(logs.out, PrefixedLines(0, attempt == 1 ? log1 : log2));
+  }
+  CliResult logs = cluster.Cli({"logs", victim, "--attempt", "3"});
+  EXPECT_NE(logs.exit_code, 0);
+  EXPECT_NE(logs.err.find("attempt: 3 is not an attempt of job " + victim + " (attempts so far: 2)"),
+            std::string::npos)
+      << logs.err;
   EXPECT_EQ(ReadFile(resumed), ReadFile(reference)) << "weights differ from the uninterrupted run";
   EXPECT_FALSE(ReadFile(reference).empty());
   SubprocessOptions cmp;
