@@ -224,6 +224,9 @@ class UcxCommunicator final : public Communicator {
   // kDeferPeerError unless a pidfd names a dead rank first.
   absl::Status deferred_peer_error_ ABSL_GUARDED_BY(mu_);
   SteadyTime deferred_since_ ABSL_GUARDED_BY(mu_);
+  // A local peer's exit was deferred (ranks on other hosts may name the
+  // rank that died first); its pidfd is not polled again.
+  bool exit_deferred_ ABSL_GUARDED_BY(mu_) = false;
   static constexpr std::chrono::milliseconds kDeferPeerError{300};
   std::list<std::shared_ptr<PendingOp>> ops_ ABSL_GUARDED_BY(mu_);
   std::map<uint64_t, uint32_t> sequence_ ABSL_GUARDED_BY(mu_);

@@ -57,7 +57,7 @@ char* UcxCommunicator::AcquireScratch(size_t bytes) {
 }
 
 void UcxCommunicator::CheckPeersLocked() {
-  if (peer_watch_.empty() || !peer_error_.ok()) return;
+  if (peer_watch_.empty() || !peer_error_.ok() || exit_deferred_) return;
   std::vector<pollfd> fds;
   for (const auto& w : peer_watch_) fds.push_back({w.pidfd, POLLIN, 0});
   if (poll(fds.data(), fds.size(), 0) <= 0) return;
@@ -69,8 +69,21 @@ void UcxCommunicator::CheckPeersLocked() {
       gone.push_back(absl::StrCat(peer_watch_[i].rank, " (pid ", peer_watch_[i].pid, ")"));
     }
   }
-  peer_error_ = absl::UnavailableError(absl::StrCat(
+  absl::Status error = absl::UnavailableError(absl::StrCat(
       "ucx: peer rank", gone.size() > 1 ? "s " : " ", absl::StrJoin(gone, ", "), " exited"));
+  if (peer_watch_.size() + 1 < static_cast<size_t>(options_.world_size)) {
+    // Some ranks are on other hosts: a rank here that exits may be a
+    // survivor leaving on a remote rank's death. Give the remote's endpoint
+    // error kDeferPeerError to name the rank that died (ProgressLocked
+    // promotes this one after that).
+    if (deferred_peer_error_.ok()) {
+      deferred_peer_error_ = error;
+      deferred_since_ = std::chrono::steady_clock::now();
+    }
+    exit_deferred_ = true;
+    return;
+  }
+  peer_error_ = error;
   ATHANOR_LOG(ERROR) << "rank " << options_.rank << ": " << peer_error_.message();
 }
 

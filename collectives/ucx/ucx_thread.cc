@@ -97,7 +97,8 @@ void UcxCommunicator::ProgressThreadMain() {
         // A waiter progresses; it wakes us when it leaves with work pending.
         pending = false;
       }
-      watch = peer_error_.ok();
+      // Not once a death is known or deferred (the pidfd stays readable).
+      watch = peer_error_.ok() && !exit_deferred_;
       sleeping_ = true;
     }
     fds.clear();
