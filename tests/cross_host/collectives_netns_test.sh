@@ -13,30 +13,8 @@ set -u
 bin_dir=${1:?usage: collectives_netns_test.sh BIN_DIR}
 rank_bin="$bin_dir/athanor-collectives-rank"
 
-skip() { echo "SKIPPED: $*"; exit 77; }
-[ "$(id -u)" = 0 ] || skip "needs root for network namespaces"
-command -v ip > /dev/null || skip "needs iproute2 (ip)"
-command -v unshare > /dev/null || skip "needs unshare (util-linux)"
 [ -x "$rank_bin" ] || { echo "FAIL: $rank_bin is missing"; exit 1; }
-
-tag="ath$$"
-ns_a="${tag}a" ns_b="${tag}b"
-cleanup() {
-  ip netns del "$ns_a" 2> /dev/null
-  ip netns del "$ns_b" 2> /dev/null
-}
-trap cleanup EXIT
-ip netns add "$ns_a" 2> /dev/null || skip "cannot create network namespaces here"
-ip netns add "$ns_b" || exit 1
-ip link add "${tag}va" type veth peer name "${tag}vb" || skip "cannot create veth pairs here"
-ip link set "${tag}va" netns "$ns_a" && ip link set "${tag}vb" netns "$ns_b" || exit 1
-ip -n "$ns_a" addr add 10.77.0.1/24 dev "${tag}va" || exit 1
-ip -n "$ns_b" addr add 10.77.0.2/24 dev "${tag}vb" || exit 1
-for ns in "$ns_a" "$ns_b"; do
-  ip -n "$ns" link set lo up || exit 1
-done
-ip -n "$ns_a" link set "${tag}va" up && ip -n "$ns_b" link set "${tag}vb" up || exit 1
-unshare --uts true 2> /dev/null || skip "cannot create UTS namespaces here"
+. "$(dirname "$0")/netns_hosts.sh"
 
 out=$(mktemp -d)
 failures=0
@@ -47,10 +25,9 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 run_rank() {
   local ns=$1 host=$2 rank=$3 world=$4 local_rank=$5 local_world=$6 port=$7
   shift 7
-  ip netns exec "$ns" unshare --uts sh -c 'hostname "$0" && exec "$@"' "$host" \
-    env RANK="$rank" WORLD_SIZE="$world" LOCAL_RANK="$local_rank" LOCAL_WORLD_SIZE="$local_world" \
-    MASTER_ADDR=10.77.0.1 MASTER_PORT="$port" timeout 120 "$rank_bin" "$@" \
-    > "$out/rank-$rank" 2>&1 &
+  spawn_on_host "$ns" "$host" "$out/rank-$rank" env RANK="$rank" WORLD_SIZE="$world" \
+    LOCAL_RANK="$local_rank" LOCAL_WORLD_SIZE="$local_world" MASTER_ADDR="$addr_a" \
+    MASTER_PORT="$port" timeout 120 "$rank_bin" "$@"
 }
 
 echo "== 4 ranks on 2 hosts: conformance"
