@@ -27,7 +27,6 @@ ip -n "$ns_a" addr add "$addr_a/24" dev "${tag}va" || exit 1
 ip -n "$ns_b" addr add "$addr_b/24" dev "${tag}vb" || exit 1
 for ns in "$ns_a" "$ns_b"; do ip -n "$ns" link set lo up || exit 1; done
 ip -n "$ns_a" link set "${tag}va" up && ip -n "$ns_b" link set "${tag}vb" up || exit 1
-unshare --uts true 2> /dev/null || skip "cannot create UTS namespaces here"
 
 # on_host NS HOSTNAME CMD [ARGS...]: CMD in that network namespace, named HOSTNAME.
 on_host() {
@@ -46,3 +45,5 @@ spawn_on_host() {
      > "$outfile" 2>&1) &
   host_cleanups+=("kill $! 2> /dev/null")
 }
+
+on_host "$ns_a" probe true 2> /dev/null || skip "cannot enter network or UTS namespaces here"
