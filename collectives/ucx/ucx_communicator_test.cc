@@ -212,6 +212,33 @@ TEST(UcxCommunicator, SharedMemoryRunsCallsIssuedInDifferentOrders) {
   ExpectAllOk(RunRanksAsThreads(h, CallsInDifferentOrders));
 }
 
+// A rank that never makes a shared-memory all-reduce: the others time out
+// with where every rank stands (op counts and the next op's tag).
+TEST(UcxCommunicator, SharedMemoryTimeoutSaysWhereEveryRankStands) {
+  HarnessOptions h;
+  h.world_size = 3;
+  auto results = RunRanksAsProcesses(h, [](int rank, Communicator* comm) -> absl::Status {
+    std::vector<float> buf(100000, 1.0f);
+    CollectiveOptions o;
+    o.tag = 42;
+    RETURN_IF_ERROR(comm->AllReduce(buf.data(), buf.data(), buf.size(), DataType::kF32, ReduceOp::kSum, o));
+    if (rank == 2) return absl::OkStatus();  // skips the second call
+    o.timeout = std::chrono::seconds(1);
+    o.tag = 43;
+    return comm->AllReduce(buf.data(), buf.data(), buf.size(), DataType::kF32, ReduceOp::kSum, o);
+  });
+  EXPECT_TRUE(results[2].ok()) << results[2];
+  for (int r : {0, 1}) {
+    EXPECT_EQ(results[r].code(), absl::StatusCode::kDeadlineExceeded) << results[r];
+    // Ranks 0 and 1 announced tag 43 and wait; rank 2 finished one op and
+    // has nothing pending (or has left).
+    EXPECT_THAT(results[r].message(),
+                HasSubstr("shared-memory progress (rank: ops finished, next op's tag): 0: 1, 43; "
+                          "1: 1, 43; 2: 1, none"))
+        << results[r];
+  }
+}
+
 // Ranks that disagree about a shared-memory all-reduce fail with an error
 // saying so, instead of mixing the two calls.
 TEST(UcxCommunicator, SharedMemoryMismatchedCallsFailClearly) {
