@@ -25,6 +25,11 @@ absl::Status UcxCommunicator::Init() {
   }
   ASSIGN_OR_RETURN(store_, TcpStoreClient::Connect(o.master_addr, o.master_port, o.timeout));
 
+  ASSIGN_OR_RETURN(std::vector<std::string> hosts,
+                   AllGatherThroughStore(store_.get(), "ucx/host", o.rank, o.world_size,
+                                         absl::StrCat(LocalHostname(), " ", getpid()), o.timeout));
+  bool all_local = true;
+  for (const std::string& h : hosts) all_local &= h.substr(0, h.find(' ')) == LocalHostname();
   // Larger shared-memory FIFO cells: messages up to ~256 B go in one cell
   // (eager short) instead of a bounce buffer, ~0.2 us less per small call.
   // UCX reads transport settings from the environment only (not through
@@ -38,11 +43,6 @@ absl::Status UcxCommunicator::Init() {
   if (!tuning_.keepalive_interval.empty() && std::getenv("UCX_KEEPALIVE_INTERVAL") == nullptr) {
     ucp_config_modify(config, "KEEPALIVE_INTERVAL", tuning_.keepalive_interval.c_str());
   }
-  ASSIGN_OR_RETURN(std::vector<std::string> hosts,
-                   AllGatherThroughStore(store_.get(), "ucx/host", o.rank, o.world_size,
-                                         absl::StrCat(LocalHostname(), " ", getpid()), o.timeout));
-  bool all_local = true;
-  for (const std::string& h : hosts) all_local &= h.substr(0, h.find(' ')) == LocalHostname();
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
   params.features = UCP_FEATURE_TAG;
