@@ -20,13 +20,13 @@ netns_cleanup() {
 }
 trap netns_cleanup EXIT
 ip netns add "$ns_a" 2> /dev/null || skip "cannot create network namespaces here"
-ip netns add "$ns_b" || exit 1
+ip netns add "$ns_b" || skip "could not set up the namespaces"
 ip link add "${tag}va" type veth peer name "${tag}vb" || skip "cannot create veth pairs here"
-ip link set "${tag}va" netns "$ns_a" && ip link set "${tag}vb" netns "$ns_b" || exit 1
-ip -n "$ns_a" addr add "$addr_a/24" dev "${tag}va" || exit 1
-ip -n "$ns_b" addr add "$addr_b/24" dev "${tag}vb" || exit 1
+ip link set "${tag}va" netns "$ns_a" && ip link set "${tag}vb" netns "$ns_b" || skip "could not set up the namespaces"
+ip -n "$ns_a" addr add "$addr_a/24" dev "${tag}va" || skip "could not set up the namespaces"
+ip -n "$ns_b" addr add "$addr_b/24" dev "${tag}vb" || skip "could not set up the namespaces"
 for ns in "$ns_a" "$ns_b"; do ip -n "$ns" link set lo up || exit 1; done
-ip -n "$ns_a" link set "${tag}va" up && ip -n "$ns_b" link set "${tag}vb" up || exit 1
+ip -n "$ns_a" link set "${tag}va" up && ip -n "$ns_b" link set "${tag}vb" up || skip "could not set up the namespaces"
 
 # on_host NS HOSTNAME CMD [ARGS...]: CMD in that network namespace, named HOSTNAME.
 on_host() {
