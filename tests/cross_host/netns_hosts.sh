@@ -25,7 +25,7 @@ ip link add "${tag}va" type veth peer name "${tag}vb" || skip "cannot create vet
 ip link set "${tag}va" netns "$ns_a" && ip link set "${tag}vb" netns "$ns_b" || skip "could not set up the namespaces"
 ip -n "$ns_a" addr add "$addr_a/24" dev "${tag}va" || skip "could not set up the namespaces"
 ip -n "$ns_b" addr add "$addr_b/24" dev "${tag}vb" || skip "could not set up the namespaces"
-for ns in "$ns_a" "$ns_b"; do ip -n "$ns" link set lo up || exit 1; done
+for ns in "$ns_a" "$ns_b"; do ip -n "$ns" link set lo up || skip "could not set up the namespaces"; done
 ip -n "$ns_a" link set "${tag}va" up && ip -n "$ns_b" link set "${tag}vb" up || skip "could not set up the namespaces"
 
 # on_host NS HOSTNAME CMD [ARGS...]: CMD in that network namespace, named HOSTNAME.
