@@ -147,6 +147,12 @@ void ToProto(const JobRecord& job, rpc::Job* out) {
   if (job.stopping && job.preempted) {
     out->set_preempt_deadline_unix(static_cast<int64_t>(job.preempt_deadline_unix));
   }
+  for (size_t a = 0; a < job.attempt_nodes.size(); ++a) {
+    if (job.attempt_nodes[a].empty()) continue;  // started before placements were kept
+    rpc::AttemptNodes* attempt = out->add_attempts();
+    attempt->set_attempt(static_cast<int32_t>(a + 1));
+    for (const std::string& node : job.attempt_nodes[a]) attempt->add_nodes(node);
+  }
 }
 
 void ToProto(const NodeView& view, rpc::Node* out) {

@@ -76,6 +76,13 @@ std::string FormatJob(const rpc::Job& j) {
       {"command:", absl::StrJoin(j.spec().command(), " ")},
       {"master:", absl::StrCat(j.master_addr(), ":", j.master_port())},
   };
+  if (j.attempts_size() > 1) {
+    std::vector<std::string> attempts;
+    for (const rpc::AttemptNodes& a : j.attempts()) {
+      attempts.push_back(absl::StrCat(a.attempt(), " on ", absl::StrJoin(a.nodes(), ",")));
+    }
+    kv.push_back({"attempts:", absl::StrJoin(attempts, "; ")});
+  }
   std::string out = FormatTable(kv);
   if (j.allocation_size() > 0) {
     std::vector<std::vector<std::string>> rows = {

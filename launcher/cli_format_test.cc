@@ -38,6 +38,14 @@ TEST(CliFormatTest, JobShowsRanksAndExits) {
   }
   std::string out = FormatJob(job);
   EXPECT_NE(out.find("state:    FAILED\n"), std::string::npos) << out;
+  EXPECT_EQ(out.find("attempts:"), std::string::npos) << out;  // one attempt: nothing to add
+  for (int a = 1; a <= 2; ++a) {
+    rpc::AttemptNodes* attempt = job.add_attempts();
+    attempt->set_attempt(a);
+    attempt->add_nodes(a == 1 ? "n2" : "n1");
+  }
+  out = FormatJob(job);
+  EXPECT_NE(out.find("attempts:  1 on n2; 2 on n1\n"), std::string::npos) << out;
   EXPECT_NE(out.find("0     n1    0          0           0     EXITED  143 (signal 15)\n"),
             std::string::npos) << out;
   EXPECT_NE(out.find("1     n1    0          1           1     EXITED  3\n"), std::string::npos)

@@ -123,6 +123,11 @@ TEST(PreemptionTrainTest, PreemptedTrainingResumesFromCheckpointWithIdenticalWei
     EXPECT_EQ(logs.exit_code, 0) << logs.err;
     EXPECT_EQ(logs.out, PrefixedLines(0, attempt == 1 ? log1 : log2));
   }
+  // `athanor job` lists where each attempt ran (both nodes each time).
+  CliResult shown = cluster.Cli({"job", victim});
+  EXPECT_TRUE(std::regex_search(shown.out, std::regex("attempts: +1 on node-[ab],node-[ab]; 2 on "
+                                                      "node-[ab],node-[ab]\n")))
+      << shown.out;
   CliResult logs = cluster.Cli({"logs", victim, "--attempt", "3"});
   EXPECT_NE(logs.exit_code, 0);
   EXPECT_NE(logs.err.find("attempt: 3 is not an attempt of job " + victim + " (attempts so far: 2)"),
