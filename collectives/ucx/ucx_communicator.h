@@ -82,8 +82,9 @@ struct UcxTuning {
   size_t shared_min_bytes = 512;
   size_t shared_chunk_bytes = 512 << 10;
   int shared_slots = 4;
-  // Shared all-reduces up to this size let every rank reduce all of it
-  // (one synchronisation instead of two).
+  // Shared all-reduces up to this size are staged whole when submitted, and
+  // every rank reduces all of it once the call runs (no synchronisation
+  // beyond the agreed order; also the staging buffer size per entry).
   size_t shared_one_shot_bytes = 16 << 10;
   // Test hook: called once per operation when it finishes, with its tag and
   // status, under the communicator's lock (must not call back into it).
