@@ -20,14 +20,14 @@ grpc::Status CheckId(const std::string& id) {
 }
 
 // The caller's identity from the x-athanor-user metadata ("" when absent).
-std::string Caller(const grpc::ServerContext* ctx) {
+std::string Caller(const grpc::ServerContextBase* ctx) {
   auto it = ctx->client_metadata().find("x-athanor-user");
   if (it == ctx->client_metadata().end()) return "";
   std::string user(it->second.data(), it->second.size());
   return user.size() > 256 ? user.substr(0, 256) : user;
 }
 
-std::string Who(const grpc::ServerContext* ctx) {
+std::string Who(const grpc::ServerContextBase* ctx) {
   std::string user = Caller(ctx);
   return user.empty() ? "(anonymous)" : user;
 }
@@ -42,17 +42,27 @@ rpc::JobState WireState(JobState s) {
 
 }  // namespace
 
-grpc::Status CoordinatorService::SubmitJob(grpc::ServerContext* ctx,
-                                           const rpc::SubmitJobRequest* req,
-                                           rpc::SubmitJobResponse* resp) {
+grpc::ServerUnaryReactor* CoordinatorService::SubmitJob(grpc::CallbackServerContext* ctx,
+                                                       const rpc::SubmitJobRequest* req,
+                                                       rpc::SubmitJobResponse* resp) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   JobSpec spec = FromProto(req->spec());
   if (spec.tenant.empty()) spec.tenant = Caller(ctx);
-  absl::StatusOr<std::string> id = core_->SubmitJob(spec);
-  ATHANOR_LOG(INFO) << "user " << Who(ctx) << ": submit (tenant '" << spec.tenant << "') -> "
-                    << (id.ok() ? "job " + *id : id.status().ToString());
-  if (!id.ok()) return ToGrpc(id.status());
-  resp->set_job_id(*id);
-  return grpc::Status::OK;
+  // Answered from the committer thread once the job is durable.
+  core_->SubmitJob(spec, req->idempotency_key(),
+                   [reactor, resp, who = Who(ctx), tenant = spec.tenant](
+                       absl::StatusOr<SubmitResult> r) {
+                     ATHANOR_LOG(INFO) << "user " << who << ": submit (tenant '" << tenant << "') -> "
+                                       << (r.ok() ? absl::StrCat("job ", r->job_id,
+                                                                 r->duplicate ? " (a retry)" : "")
+                                                  : r.status().ToString());
+                     if (r.ok()) {
+                       resp->set_job_id(r->job_id);
+                       resp->set_duplicate(r->duplicate);
+                     }
+                     reactor->Finish(r.ok() ? grpc::Status::OK : ToGrpc(r.status()));
+                   });
+  return reactor;
 }
 
 grpc::Status CoordinatorService::GetJob(grpc::ServerContext*, const rpc::GetJobRequest* req,

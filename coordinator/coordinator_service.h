@@ -18,12 +18,16 @@
 
 namespace athanor::coord {
 
-class CoordinatorService final : public rpc::Coordinator::Service {
+// SubmitJob is served through gRPC's callback API: it is answered when the
+// group commit makes the job durable, without a thread waiting for it.
+class CoordinatorService final
+    : public rpc::Coordinator::WithCallbackMethod_SubmitJob<rpc::Coordinator::Service> {
  public:
   explicit CoordinatorService(CoordinatorCore* core) : core_(core) {}
 
-  grpc::Status SubmitJob(grpc::ServerContext*, const rpc::SubmitJobRequest* req,
-                         rpc::SubmitJobResponse* resp) override;
+  grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* ctx,
+                                      const rpc::SubmitJobRequest* req,
+                                      rpc::SubmitJobResponse* resp) override;
   grpc::Status GetJob(grpc::ServerContext*, const rpc::GetJobRequest* req, rpc::Job* resp) override;
   grpc::Status ListJobs(grpc::ServerContext*, const rpc::ListJobsRequest* req,
                         rpc::ListJobsResponse* resp) override;

@@ -24,6 +24,8 @@
 namespace athanor::coord {
 namespace {
 
+constexpr int kMaxRpcThreads = 16;
+
 int Run(int argc, char** argv) {
   std::string listen, state_path, advertise, port_range, log_level;
   double heartbeat_timeout_s = 10, default_grace_s = 60, min_run_time_s = 300;
@@ -106,6 +108,7 @@ int Run(int argc, char** argv) {
   options.heartbeat_timeout = Seconds(heartbeat_timeout_s);
   options.kill_after_ms = kill_after_ms;
   options.coordinator_address = advertise.empty() ? listen : advertise;
+  options.schedule_inline = false;  // passes from the core's loop, shared by a burst of changes
 
   // Signals are taken by a dedicated thread via sigwait.
   sigset_t signals;
@@ -125,6 +128,11 @@ int Run(int argc, char** argv) {
   CoordinatorService coordinator_service(core->get());
   AgentService agent_service(core->get(), Millis(heartbeat_interval_ms));
   grpc::ServerBuilder builder;
+  // The CLI's synchronous calls get a bounded pool; agents' calls and
+  // submissions take no thread while they wait (callback API).
+  grpc::ResourceQuota quota("athanor-coordinator");
+  quota.SetMaxThreads(kMaxRpcThreads);
+  builder.SetResourceQuota(quota);
   builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
   builder.RegisterService(&coordinator_service);
   builder.RegisterService(&agent_service);

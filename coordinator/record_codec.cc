@@ -106,7 +106,8 @@ std::string EncodeJob(const JobRecord& job) {
          {"usage", usage},
          {"attempt_nodes", job.attempt_nodes},
          {"last_active_unix", job.last_active_unix},
-         {"idle_warned", job.idle_warned}};
+         {"idle_warned", job.idle_warned},
+         {"idempotency_key", job.idempotency_key}};
   // Replace invalid UTF-8 rather than throw: user strings are arbitrary bytes.
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
@@ -149,6 +150,7 @@ absl::StatusOr<JobRecord> DecodeJob(const std::string& text) {
     Get(j, "end_time_unix", &job.end_time_unix);
     Get(j, "restarts", &job.restarts);
     Get(j, "committed_step", &job.committed_step);
+    Get(j, "idempotency_key", &job.idempotency_key);
     Get(j, "master_addr", &job.master_addr);
     Get(j, "master_port", &job.master_port);
     Get(j, "allocated", &job.allocated);

@@ -69,6 +69,7 @@ struct JobRecord {
   std::string id;
   int64_t seq = 0;  // submission order; ids are its decimal form
   JobSpec spec;
+  std::string idempotency_key;  // of the submission that created it; may be empty
   JobState state = JobState::kPending;
   int32_t attempt = 0;
   std::vector<RankPlacement> allocation;  // of the current (or last) attempt

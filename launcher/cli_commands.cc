@@ -35,7 +35,7 @@ po::positional_options_description JobIdPositional() {
 
 int RunSubmit(CliContext& ctx, const std::vector<std::string>& args) {
   std::string name, tenant, checkpoint_uri, gpu_model, min_gpu_memory, memory_per_node;
-  std::string time_limit, grace;
+  std::string time_limit, grace, idempotency_key;
   int32_t nodes = 1, gpus_per_node = 1, priority = 0, max_restarts = 0, cpus_per_node = 0;
   std::vector<std::string> env;
   bool json = false, preemptible = false;
@@ -56,6 +56,9 @@ int RunSubmit(CliContext& ctx, const std::vector<std::string>& args) {
       ("max-restarts", po::value(&max_restarts), "requeue a failed attempt this many times")
       ("checkpoint-uri", po::value(&checkpoint_uri), "ATHANOR_CHECKPOINT_URI for the ranks")
       ("env", po::value(&env)->composing(), "K=V set for every rank (repeatable)")
+      ("idempotency-key", po::value(&idempotency_key),
+       "makes retries safe: a second submit with the same key returns the first job "
+       "(default: a fresh random key; lost replies are retried with it)")
       ("json", po::bool_switch(&json), "print {\"job_id\": ...}");
   ParsedCommandLine cmd;
   if (int rc = Parse(args, desc,
@@ -107,10 +110,9 @@ int RunSubmit(CliContext& ctx, const std::vector<std::string>& args) {
     }
     (*spec->mutable_env())[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
-  grpc::ClientContext c;
-  PrepareCall(ctx, &c);
+  req.set_idempotency_key(idempotency_key.empty() ? NewIdempotencyKey() : idempotency_key);
   rpc::SubmitJobResponse resp;
-  grpc::Status s = ctx.stub->SubmitJob(&c, req, &resp);
+  grpc::Status s = SubmitWithRetry(ctx, req, &resp);
   if (!s.ok()) return RpcError("submit", ctx, s);
   std::cout << (json ? ToJson(resp) : resp.job_id() + "\n");
   return kExitOk;

@@ -60,6 +60,9 @@ class Scheduler {
   // them and reports each with OnJobExited.
   absl::StatusOr<std::vector<JobId>> SetNodeState(const std::string& name, NodeState state);
   absl::Status Heartbeat(const std::string& name);
+  absl::Status SetNodeNote(const std::string& name, bool drain, std::string reason) {
+    return membership_.SetNote(name, drain, std::move(reason));
+  }
   // Marks nodes silent for longer than `timeout` DOWN; returns their names.
   // SetNodeState(name, kDown) on each (idempotent) lists the jobs to end.
   std::vector<std::string> ExpireHeartbeats(Duration timeout);

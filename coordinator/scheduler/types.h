@@ -22,8 +22,10 @@ using JobId = std::string;
 // Lifecycle of a node as the scheduler sees it. Only UP nodes receive new
 // work; DRAINING nodes keep their jobs and become DRAINED when empty; DOWN
 // nodes receive nothing (their jobs' resources stay held until each job is
-// reported exited, so nothing is ever given twice).
-enum class NodeState { kUp, kDraining, kDrained, kDown };
+// reported exited, so nothing is ever given twice). UNKNOWN is DOWN as far as
+// placement goes: a node restored from the coordinator's store whose agent has
+// not registered again yet.
+enum class NodeState { kUp, kDraining, kDrained, kDown, kUnknown };
 const char* NodeStateName(NodeState state);
 
 struct NodeSpec {
@@ -34,6 +36,10 @@ struct NodeSpec {
   int cpus = 0;
   int64_t memory_mb = 0;
   std::map<std::string, std::string> labels;  // "switch", "rack", ...
+  // Where the node's agent and ranks are reached; carried for the coordinator,
+  // never read by placement.
+  std::string agent_address;
+  std::string host;
 };
 
 // A job asks for `nodes` distinct nodes, each contributing exactly
