@@ -3,8 +3,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
-#include "checkpoint/catalog.h"
-#include "checkpoint/object_store.h"
 #include "common/logging.h"
 #include "common/status.h"
 
@@ -41,7 +39,14 @@ absl::StatusOr<std::unique_ptr<CoordinatorCore>> CoordinatorCore::Create(
       [c](std::vector<LongPolls::Poll> polls) { c->Resolve(std::move(polls), true); });
   c->scheduler_ = std::thread([c, tick_interval] { c->SchedulerLoop(tick_interval); });
   if (checkpoint_poll > Duration::zero()) {
-    c->checkpoint_poller_ = std::thread([c, checkpoint_poll] { c->CheckpointLoop(checkpoint_poll); });
+    c->checkpoint_poller_ = std::make_unique<CheckpointPoller>(
+        [c] { return c->CheckpointTargets(); },
+        [c](const std::string& id, int64_t step, int64_t commit_unix) {
+          c->ReportCheckpoint(id, step, commit_unix, [id, step](absl::Status s) {
+            if (!s.ok()) ATHANOR_LOG(WARNING) << "job " << id << ": checkpoint step " << step << ": " << s;
+          });
+        },
+        checkpoint_poll);
   }
   return core;
 }
@@ -52,7 +57,7 @@ CoordinatorCore::CoordinatorCore(StateOptions options, const Clock* clock)
 CoordinatorCore::~CoordinatorCore() {
   Shutdown();
   if (scheduler_.joinable()) scheduler_.join();
-  if (checkpoint_poller_.joinable()) checkpoint_poller_.join();
+  checkpoint_poller_.reset();
   polls_.reset();
   committer_.reset();  // writes what is queued
 }
@@ -291,69 +296,17 @@ absl::StatusOr<WhyResult> CoordinatorCore::Why(const std::string& id) {
 absl::StatusOr<std::vector<LogTarget>> CoordinatorCore::LogTargets(const std::string& job_id,
                                                                     int32_t rank, int32_t attempt) {
   absl::MutexLock lock(&mu_);
-  const JobRecord* job = state_.jobs().Find(job_id);
-  if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job '", job_id.substr(0, 64), "'"));
-  if (job->attempt == 0) {
-    return absl::FailedPreconditionError(absl::StrCat("job ", job->id, " has not started yet"));
-  }
-  if (attempt < 0 || attempt > job->attempt) {
-    return absl::InvalidArgumentError(absl::StrCat("attempt: ", attempt, " is not an attempt of job ",
-                                                   job->id, " (attempts so far: ", job->attempt, ")"));
-  }
-  if (attempt == 0) attempt = job->attempt;
-  int32_t world = job->spec.nodes * job->spec.gpus_per_node;
-  if (rank >= world) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("rank: ", rank, " is not a rank of job ", job->id, " (world size ", world, ")"));
-  }
-  // Ranks are laid out node-major: rank r ran on the attempt's node
-  // r / gpus_per_node.
-  std::vector<std::string> nodes_by_rank(world);
-  if (attempt == job->attempt) {
-    for (const RankPlacement& p : job->allocation) nodes_by_rank[p.rank] = p.node;
-  } else if (static_cast<size_t>(attempt) <= job->attempt_nodes.size() &&
-             !job->attempt_nodes[attempt - 1].empty()) {
-    const std::vector<std::string>& nodes = job->attempt_nodes[attempt - 1];
-    for (int32_t r = 0; r < world; ++r) {
-      nodes_by_rank[r] = nodes[std::min<size_t>(r / job->spec.gpus_per_node, nodes.size() - 1)];
-    }
-  } else {
-    return absl::NotFoundError(absl::StrCat("attempt ", attempt, " of job ", job->id,
-                                            " ran before placements were recorded"));
-  }
-  std::vector<LogTarget> out;
-  for (int32_t r = 0; r < world; ++r) {
-    if (rank >= 0 && r != rank) continue;
-    LogTarget t{attempt, r, nodes_by_rank[r], ""};
-    if (std::optional<NodeRecord> n = state_.nodes().Get(t.node)) t.agent_address = n->agent_address;
-    out.push_back(std::move(t));
-  }
-  return out;
+  return FindLogTargets(state_, job_id, rank, attempt);
 }
 
-void CoordinatorCore::CheckpointLoop(Duration interval) {
-  for (;;) {
-    std::map<std::string, std::string> targets;
-    {
-      absl::MutexLock lock(&mu_);
-      auto stopped = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return shutdown_; };
-      if (mu_.AwaitWithTimeout(absl::Condition(&stopped), absl::FromChrono(interval))) return;
-      for (int64_t seq : state_.jobs().active()) {
-        const JobRecord& job = state_.jobs().all().at(seq);
-        if (!job.spec.checkpoint_uri.empty()) targets[job.id] = job.spec.checkpoint_uri;
-      }
-    }
-    for (const auto& [id, uri] : targets) {  // storage I/O without the lock
-      absl::StatusOr<std::unique_ptr<ObjectStore>> store = OpenObjectStore(uri);
-      if (!store.ok()) continue;
-      absl::StatusOr<std::vector<CommittedStep>> steps = ListCommitted(store->get(), id);
-      if (!steps.ok() || steps->empty()) continue;
-      const int64_t step = steps->back().step;
-      ReportCheckpoint(id, step, steps->back().commit_unix, [id = id, step](absl::Status s) {
-        if (!s.ok()) ATHANOR_LOG(WARNING) << "job " << id << ": checkpoint step " << step << ": " << s;
-      });
-    }
+std::map<std::string, std::string> CoordinatorCore::CheckpointTargets() {
+  absl::MutexLock lock(&mu_);
+  std::map<std::string, std::string> targets;
+  for (int64_t seq : state_.jobs().active()) {
+    const JobRecord& job = state_.jobs().all().at(seq);
+    if (!job.spec.checkpoint_uri.empty()) targets[job.id] = job.spec.checkpoint_uri;
   }
+  return targets;
 }
 
 absl::StatusOr<SubmitResult> SubmitAndWait(CoordinatorCore* core, const JobSpec& spec,

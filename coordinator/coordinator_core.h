@@ -17,6 +17,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -24,9 +25,11 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "coordinator/checkpoint_poller.h"
 #include "coordinator/cluster_state.h"
 #include "coordinator/group_commit.h"
 #include "coordinator/job_store.h"
+#include "coordinator/log_targets.h"
 #include "coordinator/long_polls.h"
 
 namespace athanor::coord {
@@ -46,14 +49,6 @@ struct HeartbeatRequest {
   Duration max_wait{0};
   bool health_ok = true;
   std::string health_message;
-};
-
-// Where one rank's log lives, for GetLogs.
-struct LogTarget {
-  int32_t attempt = 0;
-  int32_t rank = 0;
-  std::string node;
-  std::string agent_address;  // empty when the node is unknown
 };
 
 class CoordinatorCore {
@@ -98,6 +93,7 @@ class CoordinatorCore {
   // rank < 0 for all. NotFound / InvalidArgument naming the job or rank.
   absl::StatusOr<std::vector<LogTarget>> LogTargets(const std::string& job_id, int32_t rank,
                                                     int32_t attempt);
+
   // Answers every parked poll and stops the loops; later heartbeats are
   // answered Unavailable at once.
   void Shutdown();
@@ -117,9 +113,8 @@ class CoordinatorCore {
   HeartbeatResult ReplyLocked(const LongPolls::Poll& poll) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnDurable(const std::set<std::string>& nodes, uint64_t generation);
   void SchedulerLoop(Duration tick_interval);
-  // Reads each running job's newest committed step off its checkpoint store
-  // (without holding mu_) every `interval`.
-  void CheckpointLoop(Duration interval);
+  // Running jobs with a checkpoint store: id -> URI.
+  std::map<std::string, std::string> CheckpointTargets();
 
   absl::Mutex mu_;
   ClusterState state_ ABSL_GUARDED_BY(mu_);
@@ -129,7 +124,7 @@ class CoordinatorCore {
   std::unique_ptr<GroupCommitter> committer_;
   std::unique_ptr<LongPolls> polls_;
   std::thread scheduler_;
-  std::thread checkpoint_poller_;
+  std::unique_ptr<CheckpointPoller> checkpoint_poller_;
 };
 
 // Blocking forms, for tests and tools.
