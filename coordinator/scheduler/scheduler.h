@@ -107,6 +107,9 @@ class Scheduler {
   // The reservation made by the last pass, if any.
   const std::optional<Reservation>& reservation() const { return reservation_; }
   size_t pending() const { return queue_.size(); }
+  // Pending jobs the last pass looked at (the rest were of shapes that could
+  // not be placed any more, or behind a strict-order head).
+  size_t last_pass_visited() const { return last_pass_visited_; }
 
  private:
   struct PassState;
@@ -120,6 +123,9 @@ class Scheduler {
   int TenantQuota(const std::string& tenant) const;
   double TenantShare(const std::string& tenant) const;
   std::string DescribeNeed(const JobRequest& job) const;
+  // The reason of a pending job the last pass skipped (its shape could not
+  // be placed, or strict order stopped the pass), worked out now.
+  PendingReason ReasonNow(const JobRecord& job) const;
 
   const Clock* const clock_;
   const SchedulerOptions options_;
@@ -139,6 +145,9 @@ class Scheduler {
   std::map<JobId, const JobRecord*> holders_;
   std::optional<Reservation> reservation_;
   JobId last_head_;  // the head of the last pass, for Why()
+  uint64_t pass_id_ = 0;  // passes so far
+  bool last_pass_strict_blocked_ = false;
+  size_t last_pass_visited_ = 0;
 };
 
 }  // namespace athanor::sched

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/clock.h"
@@ -61,6 +62,14 @@ struct JobRequest {
 
   int total_gpus() const { return nodes * gpus_per_node; }
 };
+
+// What placement depends on, for caches of "this shape does not fit" and for
+// grouping pending jobs that place alike.
+using ShapeKey = std::tuple<int, int, std::string, int64_t, int, int64_t>;
+inline ShapeKey ShapeOf(const JobRequest& job) {
+  return {job.nodes, job.gpus_per_node, job.gpu_model, job.min_gpu_memory_mb, job.cpus_per_node,
+          job.memory_mb_per_node};
+}
 
 // The GPUs (device indices) one node gives a job.
 struct NodeAllocation {
