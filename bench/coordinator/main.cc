@@ -15,6 +15,7 @@
 #include <sys/resource.h>
 
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include <nlohmann/json.hpp>
@@ -94,7 +95,7 @@ bool RaiseFileLimit(rlim_t needed) {
 }
 
 int Run(int argc, char** argv) {
-  std::string agents_list, coordinator, work_dir, coordinator_flags;
+  std::string agents_list, coordinator, work_dir, coordinator_flags, json_file;
   int clients = 16, connections = 0, interval_ms = 1000;
   double duration_s = 15, warmup_s = 3, run_time_ms = 2000, register_timeout_s = 180;
   uint32_t seed = 1;
@@ -122,7 +123,8 @@ int Run(int argc, char** argv) {
       ("work-dir", po::value(&work_dir)->default_value(""),
        "where each run's state and log go (default: a fresh folder under /tmp)")
       ("seed", po::value(&seed)->default_value(1), "seed of the job shapes")
-      ("json", po::bool_switch(&json), "print JSON instead of the table");
+      ("json", po::bool_switch(&json), "print JSON instead of the table")
+      ("json-file", po::value(&json_file)->default_value(""), "also write the JSON to this file");
   ParsedCommandLine cmd;
   absl::Status s = ParseOptions(argc, argv, desc, "usage: athanor-bench-coordinator [flags]", &cmd);
   if (!s.ok()) {
@@ -187,13 +189,21 @@ int Run(int argc, char** argv) {
     }
     rows.push_back(*r);
   }
+  nlohmann::json out;
+  out["config"] = {{"clients", clients},           {"duration_s", duration_s},
+                   {"warmup_s", warmup_s},         {"run_time_ms", run_time_ms},
+                   {"heartbeat_interval_ms", interval_ms}, {"connections", connections},
+                   {"gpus_per_agent", 8},          {"seed", seed}};
+  for (const BenchRunResult& r : rows) out["runs"].push_back(ToJson(r));
+  if (!json_file.empty()) {
+    std::ofstream f(json_file);
+    f << out.dump(2) << "\n";
+    if (!f) {
+      std::cerr << "athanor-bench-coordinator: cannot write " << json_file << "\n";
+      return 1;
+    }
+  }
   if (json) {
-    nlohmann::json out;
-    out["config"] = {{"clients", clients},           {"duration_s", duration_s},
-                     {"warmup_s", warmup_s},         {"run_time_ms", run_time_ms},
-                     {"heartbeat_interval_ms", interval_ms}, {"connections", connections},
-                     {"gpus_per_agent", 8},          {"seed", seed}};
-    for (const BenchRunResult& r : rows) out["runs"].push_back(ToJson(r));
     std::cout << out.dump(2) << "\n";
   } else {
     PrintTable(rows);
