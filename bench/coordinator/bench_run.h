@@ -28,7 +28,9 @@ struct BenchRunOptions {
 
 struct BenchRunResult {
   int agents = 0;
-  double register_s = 0;                   // until every agent had registered
+  double register_s = 0;                   // until every agent had registered (or the timeout)
+  int64_t registered = 0;                  // agents registered when the warm-up began
+  bool fleet_complete = false;             // every agent registered within the timeout
   int coordinator_threads_max = 0;
   double coordinator_cpu_per_s = 0;        // CPU seconds per second of the storm window
   double coordinator_cpu_ms_per_1k_heartbeats = 0;
@@ -51,8 +53,7 @@ struct BenchRunResult {
   double window_s = 0;
 };
 
-// Runs one measurement. Errors: the coordinator did not start, or the fleet
-// did not register within the timeout.
+// Runs one measurement. Errors: the coordinator did not start, or exited.
 absl::StatusOr<BenchRunResult> RunBench(const BenchRunOptions& options);
 
 }  // namespace athanor::bench
