@@ -132,6 +132,8 @@ absl::StatusOr<BenchRunResult> RunBench(const BenchRunOptions& o) {
   r.submits_per_s = static_cast<double>(storm.accepted) / r.window_s;
   r.submit_p50_ms = Percentile(storm.latency_ms, 50);
   r.submit_p99_ms = Percentile(storm.latency_ms, 99);
+  r.floor_p50_ms = Percentile(storm.floor_ms, 50);
+  r.floor_p99_ms = Percentile(storm.floor_ms, 99);
   coordinator.Stop();
   return r;
 }

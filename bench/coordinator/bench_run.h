@@ -43,6 +43,7 @@ struct BenchRunResult {
   int64_t reregisters = 0;
   double submits_per_s = 0;
   double submit_p50_ms = 0, submit_p99_ms = 0;
+  double floor_p50_ms = 0, floor_p99_ms = 0;  // baseline: an RPC rejected at the edge
   int64_t submitted = 0;
   int64_t submit_duplicates = 0;
   std::map<std::string, int64_t> submit_errors;

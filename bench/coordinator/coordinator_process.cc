@@ -89,10 +89,15 @@ std::string DefaultCoordinatorBinary() {
   if (const char* dir = getenv("ATHANOR_BIN_DIR"); dir != nullptr && *dir != '\0') {
     return absl::StrCat(dir, "/athanor-coordinator");
   }
+  // Binaries sit in build/bin, test binaries in build/tests.
   std::error_code ec;
   std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (ec) return "athanor-coordinator";
-  return (self.parent_path() / "athanor-coordinator").string();
+  for (const std::filesystem::path& dir : {self.parent_path(), self.parent_path() / "../bin"}) {
+    std::filesystem::path candidate = dir / "athanor-coordinator";
+    if (std::filesystem::exists(candidate, ec)) return candidate.lexically_normal().string();
+  }
+  return "athanor-coordinator";
 }
 
 }  // namespace athanor::bench

@@ -57,8 +57,8 @@ class CoordinatorProcess {
   std::atomic<pid_t> pid_{0};
 };
 
-// The athanor-coordinator next to the running binary (same bin/ dir), or
-// $ATHANOR_BIN_DIR/athanor-coordinator when that is set.
+// $ATHANOR_BIN_DIR/athanor-coordinator when that is set, else the one beside
+// the running binary or in ../bin from it, else "athanor-coordinator" (PATH).
 std::string DefaultCoordinatorBinary();
 
 }  // namespace athanor::bench

@@ -51,6 +51,8 @@ nlohmann::json ToJson(const BenchRunResult& r) {
           {"submits_per_s", r.submits_per_s},
           {"submit_p50_ms", r.submit_p50_ms},
           {"submit_p99_ms", r.submit_p99_ms},
+          {"rpc_floor_p50_ms", r.floor_p50_ms},
+          {"rpc_floor_p99_ms", r.floor_p99_ms},
           {"submitted", r.submitted},
           {"submit_duplicates", r.submit_duplicates},
           {"submit_errors", r.submit_errors},
@@ -63,27 +65,29 @@ nlohmann::json ToJson(const BenchRunResult& r) {
 
 void PrintTable(const std::vector<BenchRunResult>& rows) {
   std::cout << absl::StrFormat(
-      "%7s %7s %6s %7s %7s %8s %7s %8s %8s %8s %8s %8s %6s %8s %8s %8s %6s %7s %6s\n", "agents",
+      "%7s %7s %6s %7s %7s %8s %7s %8s %8s %8s %8s %8s %6s %8s %8s %8s %8s %8s %6s %7s %6s\n", "agents",
       "reg'd", "reg_s", "threads", "cpu/s", "cpu_ms/k", "rss_MiB", "hb/s", "rtt_p50", "rtt_p99",
-      "rtt0_p50", "rtt0_p99", "hb_err", "submit/s", "sub_p50", "sub_p99", "s_err", "done",
+      "rtt0_p50", "rtt0_p99", "hb_err", "submit/s", "sub_p50", "sub_p99", "flr_p50", "flr_p99", "s_err", "done",
       "up");
   for (const BenchRunResult& r : rows) {
     int64_t submit_errors = 0;
     for (const auto& [code, n] : r.submit_errors) submit_errors += n;
     std::cout << absl::StrFormat(
-        "%7d %7d %6.1f %7d %7.2f %8.1f %7.0f %8.0f %8.1f %8.1f %8.1f %8.1f %6d %8.0f %8.1f %8.1f "
+        "%7d %7d %6.1f %7d %7.2f %8.1f %7.0f %8.0f %8.1f %8.1f %8.1f %8.1f %6d %8.0f %8.1f %8.1f %8.1f %8.1f "
         "%6d %7d %6d\n",
         r.agents, r.registered, r.register_s, r.coordinator_threads_max, r.coordinator_cpu_per_s,
         r.coordinator_cpu_ms_per_1k_heartbeats, r.coordinator_rss_max_mib, r.heartbeats_per_s,
         r.heartbeat_rtt_p50_ms, r.heartbeat_rtt_p99_ms, r.nowait_rtt_p50_ms,
         r.nowait_rtt_p99_ms, r.heartbeat_errors, r.submits_per_s, r.submit_p50_ms,
-        r.submit_p99_ms, submit_errors, r.jobs_succeeded, r.nodes_up);
+        r.submit_p99_ms, r.floor_p50_ms, r.floor_p99_ms, submit_errors, r.jobs_succeeded, r.nodes_up);
   }
   std::cout << "reg'd: agents registered before the window (reg_s: how long it took);\n"
                "threads, rss: coordinator maxima over the run; cpu/s: coordinator CPU seconds per\n"
                "second of the storm window; cpu_ms/k: per 1,000 heartbeats; rtt: heartbeat reply -\n"
                "send - held_ms (ms; held_ms is what the coordinator reports holding the long-poll);\n"
-               "rtt0: heartbeats sent with max_wait_ms 0 (exit reports); done: jobs SUCCEEDED;\n"
+               "rtt0: heartbeats sent with max_wait_ms 0 (exit reports); flr: the baseline, a GetJob\n"
+               "rejected at the service's edge (no lock, no commit) during the same window;\n"
+               "s_err: failed submissions; done: jobs SUCCEEDED;\n"
                "up: nodes UP at the end of the window.\n";
 }
 

@@ -2,7 +2,11 @@
 // small one-node jobs (gpus_per_node drawn from 1..8) back to back for a fixed
 // time, each with a fresh idempotency key (also used as the job's name).
 //
-// Run() blocks the calling thread until every client has finished.
+// Beside them one probe thread measures the floor those latencies stand on:
+// back-to-back GetJob calls with an id the coordinator rejects before touching
+// its state (gRPC, the server's threads and loopback, no lock, no commit).
+//
+// RunSubmitStorm blocks the calling thread until every client has finished.
 #pragma once
 
 #include <chrono>
@@ -28,6 +32,7 @@ struct SubmitStormResult {
   std::map<std::string, int64_t> errors;  // gRPC status code name -> count
   double elapsed_s = 0;
   std::vector<double> latency_ms;    // of accepted submissions
+  std::vector<double> floor_ms;      // of the probe's rejected GetJob calls
 };
 
 SubmitStormResult RunSubmitStorm(const SubmitStormOptions& options);
