@@ -73,6 +73,7 @@ absl::StatusOr<BenchRunResult> RunBench(const BenchRunOptions& o) {
   fo.address = coordinator.address();
   fo.agents = o.agents;
   fo.connections = o.connections;
+  fo.register_concurrency = o.register_concurrency;
   fo.run_time = o.run_time;
   SimFleet fleet(fo);
   Clock::time_point t0 = Clock::now();

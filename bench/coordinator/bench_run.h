@@ -17,6 +17,7 @@ struct BenchRunOptions {
   std::vector<std::string> coordinator_flags;
   int agents = 1000;
   int connections = 0;                     // 0: one per agent
+  int register_concurrency = 64;           // RegisterNode calls in flight; 0: all at once
   int heartbeat_interval_ms = 1000;        // the coordinator's --heartbeat-interval-ms
   std::chrono::milliseconds run_time{2000};  // of each job's ranks
   int clients = 16;

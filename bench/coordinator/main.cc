@@ -103,7 +103,7 @@ bool RaiseFileLimit(rlim_t needed) {
 
 int Run(int argc, char** argv) {
   std::string agents_list, coordinator, work_dir, coordinator_flags, json_file;
-  int clients = 16, connections = 0, interval_ms = 1000;
+  int clients = 16, connections = 0, interval_ms = 1000, register_concurrency = 64;
   double duration_s = 15, warmup_s = 3, run_time_ms = 2000, register_timeout_s = 180;
   uint32_t seed = 1;
   bool json = false;
@@ -121,6 +121,8 @@ int Run(int argc, char** argv) {
        "the coordinator's --heartbeat-interval-ms (agents long-poll this long)")
       ("connections", po::value(&connections)->default_value(0),
        "TCP connections the fleet shares (0: one per agent, as real agents)")
+      ("register-concurrency", po::value(&register_concurrency)->default_value(64),
+       "RegisterNode calls in flight at once while the fleet starts (0: every agent at once)")
       ("register-timeout-s", po::value(&register_timeout_s)->default_value(180),
        "measure the fleet as it is when not every agent registered by then")
       ("coordinator", po::value(&coordinator)->default_value(DefaultCoordinatorBinary()),
@@ -150,7 +152,8 @@ int Run(int argc, char** argv) {
     sizes.push_back(n);
   }
   if (sizes.empty() || clients < 1 || clients > 1024 || duration_s <= 0 || warmup_s < 0 ||
-      run_time_ms < 0 || interval_ms < 1 || connections < 0 || register_timeout_s <= 0) {
+      run_time_ms < 0 || interval_ms < 1 || connections < 0 || register_concurrency < 0 ||
+      register_timeout_s <= 0) {
     std::cerr << "athanor-bench-coordinator: --agents needs a size; --clients 1..1024; "
                  "--duration-s, --heartbeat-interval-ms and --register-timeout-s > 0; the rest >= 0\n";
     return 2;
@@ -182,6 +185,7 @@ int Run(int argc, char** argv) {
     o.coordinator_flags = absl::StrSplit(coordinator_flags, ' ', absl::SkipEmpty());
     o.agents = n;
     o.connections = connections;
+    o.register_concurrency = register_concurrency;
     o.heartbeat_interval_ms = interval_ms;
     o.run_time = std::chrono::milliseconds(static_cast<int64_t>(run_time_ms));
     o.clients = clients;
@@ -206,6 +210,7 @@ int Run(int argc, char** argv) {
   out["config"] = {{"clients", clients},           {"duration_s", duration_s},
                    {"warmup_s", warmup_s},         {"run_time_ms", run_time_ms},
                    {"heartbeat_interval_ms", interval_ms}, {"connections", connections},
+                   {"register_concurrency", register_concurrency},
                    {"gpus_per_agent", 8},          {"seed", seed}};
   for (const BenchRunResult& r : rows) out["runs"].push_back(ToJson(r));
   if (!json_file.empty()) {

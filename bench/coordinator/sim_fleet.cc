@@ -95,7 +95,6 @@ SimFleet::SimFleet(SimFleetOptions options) : options_(std::move(options)) {
     a->stub = stubs_[i % connections].get();
     agents_.push_back(std::move(a));
   }
-  timer_ = std::thread([this] { TimerLoop(); });
 }
 
 SimFleet::~SimFleet() { Stop(); }
@@ -136,11 +135,10 @@ void SimFleet::Stop() {
   auto drained = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return calls_in_flight_ == 0; };
   {
     absl::MutexLock lock(&mu_);
-    timer_stop_ = true;
     mu_.Await(absl::Condition(&drained));
   }
-  timer_.join();
-  // The timer thread may have started one last RPC while the first wait ended.
+  timers_.Stop();
+  // A timer may have started one last RPC while the first wait ended.
   absl::MutexLock lock(&mu_);
   mu_.Await(absl::Condition(&drained));
 }
@@ -165,6 +163,12 @@ void SimFleet::SendRegister(Agent* a) {
   call->ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
   {
     absl::MutexLock lock(&mu_);
+    if (options_.register_concurrency > 0 &&
+        registers_in_flight_ >= options_.register_concurrency) {
+      register_queue_.push_back(a);  // sent when a registration in flight ends
+      return;
+    }
+    ++registers_in_flight_;
     ++calls_in_flight_;
   }
   Call* c = call.get();
@@ -173,10 +177,20 @@ void SimFleet::SendRegister(Agent* a) {
 }
 
 void SimFleet::OnRegistered(Agent* a, std::shared_ptr<Call> call, const grpc::Status& s) {
+  Agent* queued = nullptr;
+  {
+    absl::MutexLock lock(&mu_);
+    --registers_in_flight_;
+    if (!register_queue_.empty()) {
+      queued = register_queue_.front();
+      register_queue_.pop_front();
+    }
+  }
+  if (queued != nullptr) SendRegister(queued);
   if (!s.ok()) {
     if (!stopping_) {
       ++errors_;
-      Schedule({Clock::now() + kBackoff, a->index, TimerKind::kRetryRegister});
+      timers_.Schedule(Clock::now() + kBackoff, [this, a] { SendRegister(a); });
     }
   } else {
     bool first = false;
@@ -249,7 +263,7 @@ void SimFleet::OnHeartbeat(Agent* a, std::shared_ptr<Call> call, const grpc::Sta
   if (!stopping_) {
     if (next == kNext) SendHeartbeat(a);
     if (next == kRegister) SendRegister(a);
-    if (next == kRetry) Schedule({Clock::now() + kBackoff, a->index, TimerKind::kRetryHeartbeat});
+    if (next == kRetry) timers_.Schedule(Clock::now() + kBackoff, [this, a] { SendHeartbeat(a); });
   }
   CallDone();
 }
@@ -278,7 +292,7 @@ void SimFleet::Converge(Agent* a, const rpc::HeartbeatResponse& resp) {
   for (auto it = a->ranks.begin(); it != a->ranks.end();) {
     it = desired.count(it->first) ? std::next(it) : a->ranks.erase(it);
   }
-  if (exit_timer) Schedule({now + options_.run_time, a->index, TimerKind::kRankExit});
+  if (exit_timer) timers_.Schedule(now + options_.run_time, [this, a] { FireRankExits(a); });
 }
 
 void SimFleet::FireRankExits(Agent* a) {
@@ -300,48 +314,6 @@ void SimFleet::FireRankExits(Agent* a) {
     inflight = a->inflight;
   }
   if (inflight) inflight->ctx.TryCancel();  // the loop resends at once with the exit
-}
-
-void SimFleet::Schedule(TimerEvent e) {
-  absl::MutexLock lock(&mu_);
-  if (timer_stop_) return;
-  timers_.push_back(e);
-  std::push_heap(timers_.begin(), timers_.end(), std::greater<>());
-}
-
-void SimFleet::TimerLoop() {
-  absl::MutexLock lock(&mu_);
-  for (;;) {
-    if (timer_stop_) return;
-    if (timers_.empty()) {
-      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return timer_stop_ || !timers_.empty();
-      };
-      mu_.Await(absl::Condition(&ready));
-      continue;
-    }
-    Clock::time_point first = timers_.front().when;
-    if (first > Clock::now()) {
-      size_t n = timers_.size();
-      auto changed = [this, n, first]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return timer_stop_ || timers_.size() != n || timers_.front().when != first;
-      };
-      mu_.AwaitWithTimeout(absl::Condition(&changed),
-                           absl::FromChrono(first - Clock::now()));
-      continue;
-    }
-    std::pop_heap(timers_.begin(), timers_.end(), std::greater<>());
-    TimerEvent e = timers_.back();
-    timers_.pop_back();
-    mu_.Unlock();
-    Agent* a = agents_[e.agent].get();
-    switch (e.kind) {
-      case TimerKind::kRankExit: FireRankExits(a); break;
-      case TimerKind::kRetryRegister: SendRegister(a); break;
-      case TimerKind::kRetryHeartbeat: SendHeartbeat(a); break;
-    }
-    mu_.Lock();
-  }
 }
 
 void SimFleet::CallDone() {

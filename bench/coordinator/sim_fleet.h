@@ -17,14 +17,15 @@
 
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "bench/coordinator/latency.h"
+#include "bench/coordinator/timer_queue.h"
 #include "proto/athanor.grpc.pb.h"
 
 namespace athanor::bench {
@@ -34,6 +35,9 @@ struct SimFleetOptions {
   int agents = 1000;
   int connections = 0;               // TCP connections shared round-robin; 0: one per agent
   int gpus_per_agent = 8;
+  // RegisterNode calls in flight at once across the fleet (a rolling start);
+  // the others wait their turn. 0: no limit (every agent at once).
+  int register_concurrency = 64;
   std::chrono::milliseconds run_time{2000};  // how long each rank "runs"
   std::string name_prefix = "sim";
 };
@@ -68,13 +72,6 @@ class SimFleet {
  private:
   struct Agent;
   struct Call;
-  enum class TimerKind { kRankExit, kRetryRegister, kRetryHeartbeat };
-  struct TimerEvent {
-    std::chrono::steady_clock::time_point when;
-    int agent;
-    TimerKind kind;
-    bool operator>(const TimerEvent& o) const { return when > o.when; }
-  };
 
   void SendRegister(Agent* a);
   void OnRegistered(Agent* a, std::shared_ptr<Call> call, const grpc::Status& s);
@@ -83,8 +80,6 @@ class SimFleet {
   // Applies a heartbeat reply's desired set. Requires a->mu.
   void Converge(Agent* a, const rpc::HeartbeatResponse& resp);
   void FireRankExits(Agent* a);
-  void Schedule(TimerEvent e);
-  void TimerLoop();
   void CallDone();
 
   const SimFleetOptions options_;
@@ -97,11 +92,11 @@ class SimFleet {
       reregisters_{0};
   LatencyRecorder rtt_, rtt_nowait_;
 
-  absl::Mutex mu_;  // the timer queue and the count of RPCs in flight
-  std::vector<TimerEvent> timers_ ABSL_GUARDED_BY(mu_);  // a min-heap on `when`
+  absl::Mutex mu_;
   int64_t calls_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
-  bool timer_stop_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread timer_;
+  int registers_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  std::deque<Agent*> register_queue_ ABSL_GUARDED_BY(mu_);
+  TimerQueue timers_;  // rank exits and retry back-offs
 };
 
 }  // namespace athanor::bench

@@ -38,7 +38,7 @@ namespace athanor {
 namespace {
 
 constexpr int kClients = 8;
-constexpr int kJobsPerClient = 40;
+constexpr int kJobsPerClient = 100;
 constexpr int kTotal = kClients * kJobsPerClient;
 constexpr int kMaxAttemptsPerKey = 200;
 constexpr unsigned kTrialWatchdogSeconds = 60;
