@@ -82,7 +82,9 @@ absl::StatusOr<BenchRunResult> RunBench(const BenchRunOptions& o) {
   // rest keep trying); `registered` says how far it got.
   bool complete = fleet.WaitRegistered(o.register_timeout);
   r.register_s = std::chrono::duration<double>(Clock::now() - t0).count();
-  r.registered = fleet.Take().registered;
+  FleetCounters at_start = fleet.Take();
+  r.registered = at_start.registered;
+  if (!at_start.first_error.empty()) r.first_fleet_error = at_start.first_error;
   r.fleet_complete = complete;
   // Warm-up: every agent in its heartbeat loop before the window opens. Waits
   // on a steady clock on purpose: this is the measured system settling.
@@ -124,6 +126,7 @@ absl::StatusOr<BenchRunResult> RunBench(const BenchRunOptions& o) {
   r.nowait_rtt_p50_ms = Percentile(fleet_counters.rtt_nowait_ms, 50);
   r.nowait_rtt_p99_ms = Percentile(fleet_counters.rtt_nowait_ms, 99);
   r.heartbeat_errors = fleet_counters.heartbeat_errors;
+  if (r.first_fleet_error.empty()) r.first_fleet_error = fleet_counters.first_error;
   r.reregisters = fleet_counters.reregisters;
   r.ranks_started = fleet_counters.ranks_started;
   r.ranks_exited = fleet_counters.ranks_exited;

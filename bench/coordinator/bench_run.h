@@ -42,6 +42,7 @@ struct BenchRunResult {
   double nowait_rtt_p50_ms = 0, nowait_rtt_p99_ms = 0;  // heartbeats with max_wait_ms 0
   int64_t heartbeat_errors = 0;
   int64_t reregisters = 0;
+  std::string first_fleet_error;           // the fleet's first failed RPC, if any
   double submits_per_s = 0;
   double submit_p50_ms = 0, submit_p99_ms = 0;
   double floor_p50_ms = 0, floor_p99_ms = 0;  // baseline: an RPC rejected at the edge

@@ -48,6 +48,7 @@ nlohmann::json ToJson(const BenchRunResult& r) {
           {"nowait_heartbeat_rtt_p99_ms", r.nowait_rtt_p99_ms},
           {"heartbeat_errors", r.heartbeat_errors},
           {"reregisters", r.reregisters},
+          {"first_fleet_error", r.first_fleet_error},
           {"submits_per_s", r.submits_per_s},
           {"submit_p50_ms", r.submit_p50_ms},
           {"submit_p99_ms", r.submit_p99_ms},
@@ -203,6 +204,10 @@ int Run(int argc, char** argv) {
     if (!r->fleet_complete) {
       std::cerr << "athanor-bench-coordinator: " << n << " agents: only " << r->registered
                 << " registered within --register-timeout-s; measured as it was\n";
+    }
+    if (!r->first_fleet_error.empty()) {
+      std::cerr << "athanor-bench-coordinator: " << n
+                << " agents: first failed agent RPC: " << r->first_fleet_error << "\n";
     }
     rows.push_back(*r);
   }

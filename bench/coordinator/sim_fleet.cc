@@ -7,6 +7,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 
@@ -119,6 +120,8 @@ FleetCounters SimFleet::Take() {
   c.reregisters = reregisters_.exchange(0);
   c.rtt_ms = rtt_.Take();
   c.rtt_nowait_ms = rtt_nowait_.Take();
+  absl::MutexLock lock(&error_mu_);
+  c.first_error.swap(first_error_);
   return c;
 }
 
@@ -189,7 +192,7 @@ void SimFleet::OnRegistered(Agent* a, std::shared_ptr<Call> call, const grpc::St
   if (queued != nullptr) SendRegister(queued);
   if (!s.ok()) {
     if (!stopping_) {
-      ++errors_;
+      CountError("RegisterNode", s);
       timers_.Schedule(Clock::now() + kBackoff, [this, a] { SendRegister(a); });
     }
   } else {
@@ -246,7 +249,7 @@ void SimFleet::OnHeartbeat(Agent* a, std::shared_ptr<Call> call, const grpc::Sta
     } else if (s.error_code() == grpc::StatusCode::CANCELLED) {
       next = kNext;  // cancelled to report an exit now
     } else if (!s.ok()) {
-      ++errors_;
+      CountError("Heartbeat", s);
       next = kRetry;
     } else if (call->resp.reregister()) {
       ++reregisters_;
@@ -314,6 +317,14 @@ void SimFleet::FireRankExits(Agent* a) {
     inflight = a->inflight;
   }
   if (inflight) inflight->ctx.TryCancel();  // the loop resends at once with the exit
+}
+
+void SimFleet::CountError(const char* rpc, const grpc::Status& s) {
+  ++errors_;
+  absl::MutexLock lock(&error_mu_);
+  if (first_error_.empty()) {
+    first_error_ = absl::StrCat(rpc, ": code ", s.error_code(), ": ", s.error_message());
+  }
 }
 
 void SimFleet::CallDone() {

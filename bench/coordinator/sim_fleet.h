@@ -51,6 +51,7 @@ struct FleetCounters {
   int64_t reregisters = 0;           // replies asking the agent to register again
   std::vector<double> rtt_ms;        // reply - send - held_ms, every answered heartbeat
   std::vector<double> rtt_nowait_ms; // the same, heartbeats sent with max_wait_ms = 0
+  std::string first_error;           // the first failure's RPC, code and message
 };
 
 class SimFleet {
@@ -80,6 +81,7 @@ class SimFleet {
   // Applies a heartbeat reply's desired set. Requires a->mu.
   void Converge(Agent* a, const rpc::HeartbeatResponse& resp);
   void FireRankExits(Agent* a);
+  void CountError(const char* rpc, const grpc::Status& s);
   void CallDone();
 
   const SimFleetOptions options_;
@@ -91,6 +93,8 @@ class SimFleet {
   std::atomic<int64_t> registered_{0}, heartbeats_{0}, errors_{0}, started_{0}, exited_{0},
       reregisters_{0};
   LatencyRecorder rtt_, rtt_nowait_;
+  absl::Mutex error_mu_;
+  std::string first_error_ ABSL_GUARDED_BY(error_mu_);
 
   absl::Mutex mu_;
   int64_t calls_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
