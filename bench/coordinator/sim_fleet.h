@@ -6,7 +6,8 @@
 // and EXITED with code 0 after `run_time`; as in the real agent, an exit
 // cancels the heartbeat in flight and is reported at once with max_wait_ms 0.
 // A rank marked terminate is reported killed by SIGTERM; ranks no longer
-// desired are forgotten.
+// desired are forgotten. The fleet starts as a rolling start: at most
+// `register_concurrency` RegisterNode calls in flight, the rest queued.
 //
 // Threading: every RPC goes through gRPC's callback API, so N agents need no
 // thread each; their callbacks run on gRPC's own threads. One timer thread
