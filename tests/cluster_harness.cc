@@ -2,6 +2,7 @@
 
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
@@ -68,10 +69,11 @@ std::string ReadFile(const std::string& path) {
 }
 
 LocalCluster::LocalCluster(std::vector<std::string> coordinator_flags)
-    : coordinator_flags_(std::move(coordinator_flags)) {
+    : coordinator_flags_(std::move(coordinator_flags)), sandboxed_(geteuid() == 0) {
   ArmWatchdog();
   char dir[] = "/tmp/athanor_cluster_test.XXXXXX";
   dir_ = mkdtemp(dir);
+  chmod(dir_.c_str(), 01777);  // sandboxed ranks (tenant uids) write test outputs here
   const char* bin = getenv("ATHANOR_BIN_DIR");
   bin_dir_ = bin != nullptr ? bin : "";
   int port = PickFreePort().value();
@@ -132,6 +134,11 @@ void LocalCluster::StartAgent(const std::string& name, int gpus, const std::stri
   o.argv = {Bin("athanor-agent"), "--coordinator", address_, "--name", name, "--gpus",
             std::to_string(gpus), "--work-dir", dir_ + "/" + name, "--listen", host + ":0",
             "--host", host};
+  if (sandboxed_) {
+    o.argv.insert(o.argv.end(), {"--sandbox-shared-dir", dir_});
+  } else {
+    o.argv.push_back("--no-sandbox");
+  }
   o.argv.insert(o.argv.end(), extra_flags.begin(), extra_flags.end());
   o.stdout_path = dir_ + "/agent-" + name + ".log";
   o.stderr_path = "=stdout";
