@@ -135,7 +135,7 @@ void LocalCluster::StartAgent(const std::string& name, int gpus, const std::stri
             std::to_string(gpus), "--work-dir", dir_ + "/" + name, "--listen", host + ":0",
             "--host", host};
   if (sandboxed_) {
-    o.argv.insert(o.argv.end(), {"--sandbox-shared-dir", dir_});
+    if (share_dir_) o.argv.insert(o.argv.end(), {"--sandbox-shared-dir", dir_});
   } else {
     o.argv.push_back("--no-sandbox");
   }
@@ -149,6 +149,11 @@ void LocalCluster::StartAgent(const std::string& name, int gpus, const std::stri
 }
 
 void LocalCluster::KillAgent(const std::string& name) { Stop(agents_[name], SIGKILL); }
+
+pid_t LocalCluster::agent_pid(const std::string& name) const {
+  auto it = agents_.find(name);
+  return it == agents_.end() || !it->second ? 0 : it->second->pid();
+}
 
 CliResult LocalCluster::Cli(const std::vector<std::string>& args) {
   SubprocessOptions o;

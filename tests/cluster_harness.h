@@ -43,6 +43,10 @@ class LocalCluster {
   // writable into every sandbox; as any other user they cannot be.
   void DisableSandbox() { sandboxed_ = false; }
   bool sandboxed() const { return sandboxed_; }
+  // Agents started from now on do not share the temp dir with their ranks.
+  void KeepDirFromRanks() { share_dir_ = false; }
+  // The agent's pid (0 when it is not running).
+  pid_t agent_pid(const std::string& name) const;
 
   // Runs `athanor --coordinator ADDR args...` to completion.
   CliResult Cli(const std::vector<std::string>& args);
@@ -71,6 +75,7 @@ class LocalCluster {
   std::string address_;
   std::vector<std::string> coordinator_flags_;
   bool sandboxed_;
+  bool share_dir_ = true;
   std::unique_ptr<Subprocess> coordinator_;
   std::map<std::string, std::unique_ptr<Subprocess>> agents_;
   std::unique_ptr<rpc::Coordinator::Stub> stub_;
