@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <fstream>
@@ -74,6 +75,9 @@ LocalCluster::LocalCluster(std::vector<std::string> coordinator_flags)
   char dir[] = "/tmp/athanor_cluster_test.XXXXXX";
   dir_ = mkdtemp(dir);
   chmod(dir_.c_str(), 01777);  // sandboxed ranks (tenant uids) write test outputs here
+  // One cluster key: sandboxed attempts rendezvous with their own secrets.
+  std::ofstream(dir_ + "/cluster.key") << "harness-cluster-key-" << getpid();
+  chmod((dir_ + "/cluster.key").c_str(), 0600);  // root's: ranks share dir_
   const char* bin = getenv("ATHANOR_BIN_DIR");
   bin_dir_ = bin != nullptr ? bin : "";
   int port = PickFreePort().value();
@@ -136,6 +140,9 @@ void LocalCluster::StartAgent(const std::string& name, int gpus, const std::stri
             "--host", host};
   if (sandboxed_) {
     if (share_dir_) o.argv.insert(o.argv.end(), {"--sandbox-shared-dir", dir_});
+    if (std::find(extra_flags.begin(), extra_flags.end(), "--rendezvous-key-file") == extra_flags.end()) {
+      o.argv.insert(o.argv.end(), {"--rendezvous-key-file", dir_ + "/cluster.key"});
+    }
   } else {
     o.argv.push_back("--no-sandbox");
   }

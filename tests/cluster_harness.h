@@ -40,7 +40,8 @@ class LocalCluster {
   void KillAgent(const std::string& name);  // SIGKILL
   // Agents started from now on run ranks unsandboxed (--no-sandbox). As root
   // they are sandboxed by default, with the cluster's temp dir shared
-  // writable into every sandbox; as any other user they cannot be.
+  // writable into every sandbox and one cluster key for rendezvous secrets;
+  // as any other user they cannot be sandboxed.
   void DisableSandbox() { sandboxed_ = false; }
   bool sandboxed() const { return sandboxed_; }
   // Agents started from now on do not share the temp dir with their ranks.

@@ -100,6 +100,11 @@ absl::StatusOr<std::unique_ptr<Sandbox>> Sandbox::Create(SandboxOptions options)
     return absl::FailedPreconditionError(
         absl::StrCat("cannot execute the sandbox helper ", options.exec_path, ": ", strerror(errno)));
   }
+  for (const std::string* p : {&options.work_dir, &options.gpu_device_dir}) {
+    if (!UsablePath(*p)) {
+      return absl::InvalidArgumentError(absl::StrCat("'", *p, "' is not an absolute path without ':'"));
+    }
+  }
   if (options.uid_first == 0 || options.uid_count == 0 ||
       uint64_t{options.uid_first} + options.uid_count > 0xfffffffeULL) {
     return absl::InvalidArgumentError("tenant uid range: must be non-empty, above 0 and below 2^32-1");
