@@ -139,6 +139,9 @@ Sandbox::Sandbox(SandboxOptions options, CgroupLayout layout, std::string root_d
 
 Sandbox::~Sandbox() {
   for (auto& [name, box] : boxes_) EndBox(name, box);
+  // This agent's directories, when empty (a box of a rank that outlived us stays).
+  for (const std::string& base : layout_.bases()) rmdir(base.c_str());
+  rmdir(("/dev/shm/athanor-" + tag_).c_str());
 }
 
 std::string Sandbox::Describe() const {

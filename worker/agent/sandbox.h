@@ -69,7 +69,7 @@ class Sandbox {
   // FailedPrecondition saying why when this machine cannot sandbox (not root,
   // no namespaces, no memory+pids cgroups, helper missing).
   static absl::StatusOr<std::unique_ptr<Sandbox>> Create(SandboxOptions options);
-  ~Sandbox();  // ends every box
+  ~Sandbox();  // ends every box and removes this agent's cgroup and /dev/shm folders
 
   // Rewrites `options` (argv, env, output already set) so the rank starts in
   // its box; makes the box at the attempt's first rank. `own_dir` is the

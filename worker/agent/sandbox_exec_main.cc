@@ -2,7 +2,8 @@
 // root by the agent only; see sandbox.h for the policy and docs/security.md).
 //
 //   athanor-sandbox-exec holder
-//       Makes a PID namespace for one job attempt: its pid 1 just reaps, and
+//       Makes a PID namespace for one job attempt: its pid 1 reaps (and ends
+//       itself once alone in the namespace for two 10 s checks), and
 //       this process prints pid 1's host pid and exits. SIGKILLing that pid
 //       ends every process in the namespace.
 //
@@ -30,6 +31,8 @@
 #include <unistd.h>
 #include <grp.h>
 #include <linux/capability.h>
+
+#include <dirent.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -67,14 +70,33 @@ void CloseExtraFds(int keep) {
   }
 }
 
-// Pid 1 of a job's namespace: reaps orphans until killed.
+// Processes in this PID namespace (its own /proc).
+int CountProcesses() {
+  int n = 0;
+  if (DIR* d = opendir("/proc")) {
+    while (dirent* e = readdir(d)) n += atoi(e->d_name) > 0;
+    closedir(d);
+  }
+  return n;
+}
+
+// Pid 1 of a job's namespace: reaps orphans until killed, or until it has
+// been alone for two checks in a row (its ranks ended while no agent was
+// there to end the box, e.g. the agent was SIGKILLed and not restarted).
 [[noreturn]] void HolderInit() {
   sigset_t all;
   sigfillset(&all);
   sigprocmask(SIG_BLOCK, &all, nullptr);
+  bool counting = unshare(CLONE_NEWNS) == 0 &&
+                  mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0 &&
+                  mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) == 0;
+  int alone = 0;
+  const timespec period{10, 0};
   for (;;) {
-    int sig = 0;
-    sigwait(&all, &sig);
+    if (sigtimedwait(&all, nullptr, &period) < 0 && errno == EAGAIN && counting) {
+      alone = CountProcesses() <= 1 ? alone + 1 : 0;
+      if (alone >= 2) _exit(0);
+    }
     while (waitpid(-1, nullptr, WNOHANG) > 0) {
     }
   }
