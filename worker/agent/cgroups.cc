@@ -69,7 +69,8 @@ int64_t KeyedValue(const std::string& path, absl::string_view key) {
 // Enables the controllers in `dir`'s subtree; the agent's own cgroup may hold
 // processes (v2 forbids both), so on EBUSY the agent moves into a leaf first.
 absl::Status EnableV2Controllers(const std::string& dir, const std::string& leaf) {
-  const std::string controllers = "+memory +pids +cpu";
+  std::string controllers = "+memory +pids";
+  if (HasWord(ReadText(dir + "/cgroup.controllers"), "cpu")) controllers += " +cpu";
   if (WriteText(dir + "/cgroup.subtree_control", controllers).ok()) return absl::OkStatus();
   std::error_code ec;
   fs::create_directories(leaf, ec);
@@ -97,7 +98,7 @@ absl::StatusOr<CgroupLayout> CgroupLayout::Detect(const std::string& agent_tag) 
     std::error_code ec;
     fs::create_directories(layout.bases_[0], ec);
     if (ec) return absl::FailedPreconditionError(absl::StrCat("cannot create ", layout.bases_[0], ": ", ec.message()));
-    RETURN_IF_ERROR(WriteText(layout.bases_[0] + "/cgroup.subtree_control", "+memory +pids +cpu"));
+    RETURN_IF_ERROR(EnableV2Controllers(layout.bases_[0], layout.bases_[0] + "-agent"));
     return layout;
   }
   CgroupLayout layout;

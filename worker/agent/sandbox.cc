@@ -341,9 +341,4 @@ std::string Sandbox::Ended(const RankKey& key, int signal) {
   return message;
 }
 
-pid_t Sandbox::HolderPid(const RankKey& key) const {
-  auto it = boxes_.find(absl::StrCat(key.job_id, ".", key.attempt));
-  return it == boxes_.end() ? 0 : it->second.holder;
-}
-
 }  // namespace athanor::agent

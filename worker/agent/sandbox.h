@@ -80,9 +80,6 @@ class Sandbox {
   // memory" when the kernel's OOM killer acted in its box and `signal` is
   // SIGKILL, else "". Ends the box after its last rank.
   std::string Ended(const RankKey& key, int signal);
-  // The holder of `key`'s box (for the orphan records), or 0.
-  pid_t HolderPid(const RankKey& key) const;
-
   std::string Describe() const;
   // The per-attempt secret ("" without a cluster key).
   static std::string RendezvousSecret(const std::string& key, const std::string& job_id, int32_t attempt);
