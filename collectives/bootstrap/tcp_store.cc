@@ -8,8 +8,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <map>
+#include <set>
 #include <optional>
 #include <thread>
 
@@ -25,7 +27,17 @@ namespace {
 // A Get that timed out is withdrawn with kCancel; the server answers
 // kCancelled after the value reply, if it sent one, so the connection stays in step.
 constexpr char kSet = 'S', kGet = 'G', kAdd = 'A', kCheck = 'C', kCancel = 'X', kReply = 'R',
-               kCancelled = 'Z';
+               kCancelled = 'Z', kHello = 'H';
+// Bytes an unauthenticated client may send before its hello is complete.
+constexpr size_t kMaxHelloBytes = 9 + 1024;
+
+// Compares in time independent of where the strings differ.
+bool SameSecret(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
 
 std::string Encode(char op, const std::string& key, const std::string& value) {
   std::string out(1, op);
@@ -75,8 +87,14 @@ absl::StatusOr<sockaddr_in> Resolve(const std::string& host, int port) {
 
 }  // namespace
 
+std::string RendezvousSecretFromEnv() {
+  const char* s = std::getenv("ATHANOR_RENDEZVOUS_SECRET");
+  return s != nullptr ? s : "";
+}
+
 absl::StatusOr<std::unique_ptr<TcpStoreServer>> TcpStoreServer::Start(const std::string& host,
-                                                                      int port) {
+                                                                      int port,
+                                                                      const std::string& secret) {
   ASSIGN_OR_RETURN(sockaddr_in addr, Resolve(host, port));
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return ErrnoStatus("socket");
@@ -95,13 +113,15 @@ absl::StatusOr<std::unique_ptr<TcpStoreServer>> TcpStoreServer::Start(const std:
     return ErrnoStatus("pipe");
   }
   auto server = std::unique_ptr<TcpStoreServer>(
-      new TcpStoreServer(fd, ntohs(addr.sin_port), pipefd[0], pipefd[1]));
+      new TcpStoreServer(fd, ntohs(addr.sin_port), pipefd[0], pipefd[1], secret));
   server->thread_ = std::thread([s = server.get()] { s->Run(); });
   return server;
 }
 
-TcpStoreServer::TcpStoreServer(int listen_fd, int port, int wake_read, int wake_write)
-    : listen_fd_(listen_fd), port_(port), wake_read_(wake_read), wake_write_(wake_write) {}
+TcpStoreServer::TcpStoreServer(int listen_fd, int port, int wake_read, int wake_write,
+                               std::string secret)
+    : listen_fd_(listen_fd), port_(port), wake_read_(wake_read), wake_write_(wake_write),
+      secret_(std::move(secret)) {}
 
 void TcpStoreServer::Drain(std::chrono::milliseconds grace) {
   if (!thread_.joinable()) return;
@@ -124,6 +144,7 @@ void TcpStoreServer::Run() {
   std::map<std::string, std::string> data;
   std::map<int, std::string> inbox;                   // client fd -> unparsed bytes
   std::multimap<std::string, int> waiting;            // key -> fds waiting in Get
+  std::set<int> admitted;                             // fds that presented the secret
   bool draining = false;
   std::chrono::steady_clock::time_point drain_end;
   for (;;) {
@@ -159,20 +180,42 @@ void TcpStoreServer::Run() {
       int fd = fds[i].fd;
       char buf[4096];
       ssize_t n = recv(fd, buf, sizeof(buf), 0);
-      if (n <= 0) {
+      auto hang_up = [&] {
         for (auto it = waiting.begin(); it != waiting.end();) {
           it = it->second == fd ? waiting.erase(it) : std::next(it);
         }
         inbox.erase(fd);
+        admitted.erase(fd);
         close(fd);
+      };
+      if (n <= 0) {
+        hang_up();
         continue;
       }
       std::string& in = inbox[fd];
       in.append(buf, n);
+      const bool must_hello = !secret_.empty() && !admitted.count(fd);
+      if (must_hello && in.size() > kMaxHelloBytes) {
+        hang_up();  // no hello this long: not one of ours
+        continue;
+      }
       char op;
       std::string key, value;
-      while (Decode(&in, &op, &key, &value)) {
-        if (op == kSet) {
+      bool dropped = false;
+      while (!dropped && Decode(&in, &op, &key, &value)) {
+        if (!secret_.empty() && !admitted.count(fd)) {
+          if (op != kHello || !SameSecret(value, secret_)) {
+            hang_up();
+            dropped = true;
+            break;
+          }
+          admitted.insert(fd);
+          WriteAll(fd, Encode(kReply, "", ""));
+          continue;
+        }
+        if (op == kHello) {
+          WriteAll(fd, Encode(kReply, "", ""));
+        } else if (op == kSet) {
           data[key] = value;
           WriteAll(fd, Encode(kReply, "", ""));
           auto [lo, hi] = waiting.equal_range(key);
@@ -207,7 +250,7 @@ void TcpStoreServer::Run() {
 }
 
 absl::StatusOr<std::unique_ptr<TcpStoreClient>> TcpStoreClient::Connect(
-    const std::string& host, int port, std::chrono::milliseconds timeout) {
+    const std::string& host, int port, std::chrono::milliseconds timeout, const std::string& secret) {
   ASSIGN_OR_RETURN(sockaddr_in addr, Resolve(host, port));
   auto deadline = std::chrono::steady_clock::now() + timeout;
   auto backoff = std::chrono::milliseconds(5);
@@ -217,7 +260,16 @@ absl::StatusOr<std::unique_ptr<TcpStoreClient>> TcpStoreClient::Connect(
     if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
       int one = 1;
       setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-      return std::unique_ptr<TcpStoreClient>(new TcpStoreClient(fd, host, port));
+      std::unique_ptr<TcpStoreClient> client(new TcpStoreClient(fd, host, port));
+      if (!secret.empty()) {
+        absl::StatusOr<std::string> hello = client->Call(kHello, "", secret, timeout);
+        if (!hello.ok()) {
+          return absl::PermissionDeniedError(absl::StrCat(
+              "TCP store at ", host, ":", port, " refused this client (rendezvous secret not accepted: ",
+              hello.status().message(), ")"));
+        }
+      }
+      return client;
     }
     int err = errno;
     close(fd);
