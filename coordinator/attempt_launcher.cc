@@ -89,6 +89,9 @@ void AttemptLauncher::AppendDesired(const JobRecord& job, const std::string& nod
     d.env = job.spec.env;
     for (auto& [k, v] : env.ToEnvironment()) d.env[k] = v;
     d.gpu_ids = p.gpu_ids;
+    d.tenant = job.spec.tenant;
+    d.memory_mb = job.spec.memory_mb_per_node;
+    d.cpus = job.spec.cpus_per_node;
     d.terminate = job.stopping;
     d.kill_after_ms = job.preempted ? job.stop_kill_after_ms : options_->kill_after_ms;
     if (job.spec.interactive) {

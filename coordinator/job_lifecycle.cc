@@ -183,6 +183,7 @@ void JobLifecycle::ApplyReports(const std::vector<RankReport>& reports) {
       st.exited = true;
       st.exit_code = r.phase == RankPhase::kFailedToStart && r.exit_code == 0 ? 127 : r.exit_code;
       st.signal = r.signal;
+      st.message = r.message.substr(0, 256);
       if (r.phase == RankPhase::kFailedToStart) {
         ATHANOR_LOG(WARNING) << "job " << job->id << " rank " << r.rank
                              << " failed to start: " << r.message;
@@ -208,6 +209,7 @@ void JobLifecycle::Evaluate(JobRecord* job) {
       std::string how = st.signal != 0 ? absl::StrCat("was killed by signal ", st.signal,
                                                       " (exit code ", st.exit_code, ")")
                                        : absl::StrCat("exited with code ", st.exit_code);
+      if (!st.message.empty()) absl::StrAppend(&how, ": ", st.message);  // e.g. "out of memory"
       FailAttempt(job, absl::StrCat("rank ", st.rank, " on node ", node, " ", how));
       return;
     }

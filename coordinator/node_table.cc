@@ -33,6 +33,7 @@ sched::NodeSpec ToSpec(const NodeRecord& n) {
   spec.labels = n.inventory.labels;
   spec.agent_address = n.agent_address;
   spec.host = n.host;
+  spec.unsandboxed = n.unsandboxed;
   return spec;
 }
 
@@ -55,6 +56,7 @@ NodeRecord NodeTable::ToRecord(const sched::NodeRecord& n) const {
   r.name = n.spec.name;
   r.agent_address = n.spec.agent_address;
   r.host = n.spec.host;
+  r.unsandboxed = n.spec.unsandboxed;
   r.inventory.gpus = n.spec.gpus;
   r.inventory.gpu_model = n.spec.gpu_model;
   r.inventory.gpu_memory_mb = n.spec.gpu_memory_mb;

@@ -41,6 +41,7 @@ struct NodeSpec {
   // never read by placement.
   std::string agent_address;
   std::string host;
+  bool unsandboxed = false;
 };
 
 // A job asks for `nodes` distinct nodes, each contributing exactly

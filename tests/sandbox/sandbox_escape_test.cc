@@ -272,7 +272,9 @@ TEST_F(SandboxEscapeTest, AllocatePastItsMemoryLimit) {
   // 256 MiB node, 2 GPUs: a 1-GPU job may use 128 MiB.
   std::string id = Submit({probe_, "alloc:1024"});
   CliResult wait = cluster_.Cli({"wait", id, "--timeout", "30"});
-  EXPECT_NE(wait.out.find(" FAILED: rank 0 on node node-a was killed by signal 9"), std::string::npos)
+  EXPECT_NE(wait.out.find(" FAILED: rank 0 on node node-a was killed by signal 9 (exit code 137): "
+                          "out of memory"),
+            std::string::npos)
       << wait.out << Log(id);
   std::string line = absl::StrCat("job ", id, " attempt 1 rank 0 killed by signal 9 (Killed): out of memory");
   bool reported = LocalCluster::WaitFor([&] { return AgentLog().find(line) != std::string::npos; });
