@@ -77,6 +77,8 @@ void CoordinatorCore::Shutdown() {
 void CoordinatorCore::CommitLocked(GroupCommitter::Done done) {
   std::set<std::string> touched;
   Changes changes = state_.TakeChanges(&touched);
+  if (!done && changes.empty() && touched.empty()) return;  // nothing to write or to wait for
+  if (!done) done = [](absl::Status) {};  // failures are logged and retried by the committer
   committer_->Commit(std::move(changes), std::move(touched), state_.generation(),
                      std::move(done));
 }
@@ -141,7 +143,7 @@ void CoordinatorCore::Heartbeat(LongPolls::Id id, HeartbeatRequest req,
                                  req.health_message)) {
       now.reregister = true;
     } else {
-      CommitLocked([](absl::Status) {});  // reports: durable with the next round
+      CommitLocked(nullptr);  // reports: durable with the next round
       const uint64_t gen = state_.NodeGeneration(req.node);
       if (gen <= durable_generation_ && (gen != req.known_generation || req.max_wait <= Duration::zero())) {
         now = ReplyLocked(poll);
@@ -208,7 +210,7 @@ void CoordinatorCore::SchedulerLoop(Duration tick_interval) {
       continue;
     }
     last_pass = absl::Now();
-    CommitLocked([](absl::Status) {});  // failures are logged and retried by the committer
+    CommitLocked(nullptr);
   }
 }
 

@@ -100,7 +100,8 @@ class CoordinatorCore {
 
  private:
   CoordinatorCore(StateOptions options, const Clock* clock);
-  // Hands what changed to the committer; `done` runs once it is durable.
+  // Hands what changed to the committer; `done` runs once it is durable. A
+  // null `done` with nothing changed skips the committer altogether.
   void CommitLocked(GroupCommitter::Done done) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Runs `op` on the state; `done` gets its result once its changes are
   // durable (Apply waits for that).

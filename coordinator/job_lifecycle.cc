@@ -282,7 +282,11 @@ void JobLifecycle::TrySettle(JobRecord* job) {
 }
 
 void JobLifecycle::SettleAll() {
-  for (int64_t seq : std::set<int64_t>(active_)) TrySettle(&jobs_[seq]);
+  // Only stopping attempts can settle; Finish() erases from stop_generation_.
+  std::vector<int64_t> stopping;
+  stopping.reserve(stop_generation_.size());
+  for (const auto& [seq, gens] : stop_generation_) stopping.push_back(seq);
+  for (int64_t seq : stopping) TrySettle(&jobs_[seq]);
 }
 
 void JobLifecycle::FailAttemptsOn(const std::string& node, const std::string& why) {

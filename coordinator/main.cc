@@ -12,6 +12,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/numbers.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/strings/str_split.h"
 #include "checkpoint/builtin_stores.h"
 #include "common/logging.h"
@@ -109,6 +110,10 @@ int Run(int argc, char** argv) {
   options.kill_after_ms = kill_after_ms;
   options.coordinator_address = advertise.empty() ? listen : advertise;
   options.schedule_inline = false;  // passes from the core's loop, shared by a burst of changes
+
+  // Lock-order checking records a graph edge on every contended lock: a
+  // debugging aid, not for the hot path of a production process.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
 
   // Signals are taken by a dedicated thread via sigwait.
   sigset_t signals;
