@@ -86,6 +86,14 @@ struct UcxTuning {
   // every rank reduces all of it once the call runs (no synchronisation
   // beyond the agreed order; also the staging buffer size per entry).
   size_t shared_one_shot_bytes = 16 << 10;
+  // Ranks on several hosts, some host with more than one: all-reduces of
+  // at least hierarchical_min_bytes reduce-scatter through shared memory on
+  // each host, all-reduce each block between hosts over tag messages, and
+  // all-gather through shared memory (shm_all_reduce.h); smaller ones, and
+  // every call with hierarchical off, run the flat ring or recursive
+  // doubling over tag messages.
+  bool hierarchical = true;
+  size_t hierarchical_min_bytes = 256 << 10;
   // Test hook: called once per operation when it finishes, with its tag and
   // status, under the communicator's lock (must not call back into it).
   std::function<void(uint64_t tag, const absl::Status& status)> on_done;
