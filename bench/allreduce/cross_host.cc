@@ -199,7 +199,8 @@ int RunCrossHost(const CrossHostOptions& o) {
       std::vector<std::string> cmd;
       std::map<std::string, std::string> env;
       if (algo < 2) {
-        cmd = {SelfPath(), "--backend", "ucx", "--baseline", "none", "--json", json};
+        cmd = {SelfPath(), "--backend", "ucx", "--baseline", "none", "--json", json,
+               "--log-level", "debug"};
         if (o.check) cmd.push_back("--check");
         env.emplace("ATHANOR_UCX_HIERARCHICAL", std::string(1, algo == 0 ? '0' : '1'));
       } else {
@@ -261,6 +262,20 @@ int RunCrossHost(const CrossHostOptions& o) {
     if (wrong != 0) rc = 3;
   }
   if (!o.json.empty()) std::ofstream(o.json) << out.dump(1) << "\n";
+  // What each size class ran, and where the hierarchical time went (rank 0's
+  // debug log of the first run of each).
+  for (int algo = 0; algo < 2; ++algo) {
+    std::ifstream log(absl::StrCat(dir, "/run0-algo", algo, "-rank0.log"));
+    for (std::string line; std::getline(log, line);) {
+      const size_t at = line.find("ucx: rank 0: ");
+      if (at == std::string::npos) continue;
+      if (line.find(" all-reduces of ") == std::string::npos &&
+          line.find(" hierarchical all-reduces took ") == std::string::npos) {
+        continue;
+      }
+      printf("# %s: %s\n", algo == 0 ? "flat" : "hier", line.substr(at + 13).c_str());
+    }
+  }
   std::string rm = absl::StrCat("rm -rf '", dir, "'");
   if (rc == 0) Run({"sh", "-c", rm}, "/dev/null");
   return rc;

@@ -259,6 +259,7 @@ int main(int argc, char** argv) {
   BenchOptions o;
   std::string min_bytes = "8", max_bytes = "256M";
   CrossHostOptions cross;
+  std::string log_level = "info";
   po::options_description desc("athanor-bench-allreduce");
   desc.add_options()
       ("backend", po::value(&o.backend)->default_value(o.backend), "ucx | mpi | nccl")
@@ -273,6 +274,8 @@ int main(int argc, char** argv) {
       ("json", po::value(&o.json), "write one JSON object per size to this file")
       ("baseline", po::value(&o.baseline)->default_value(o.baseline),
        "mpi: also time MPI_Allreduce on the same buffers (needs mpirun); none")
+      ("log-level", po::value(&log_level)->default_value(log_level),
+       "debug also logs which algorithm each size class runs")
       ("hosts", po::value(&cross.layout),
        "ranks per namespace host, e.g. 2+2, 3+1, 1+1+2 (root): flat ring, hierarchical and gloo "
        "side by side")
@@ -293,6 +296,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   o.min_bytes = *lo, o.max_bytes = *hi;
+  LogLevel level;
+  if (!ParseLogLevel(log_level, &level)) {
+    fprintf(stderr, "bad --log-level '%s'\n", log_level.c_str());
+    return 2;
+  }
+  SetMinLogLevel(level);
   bool is_rank = StartedByMpirun() || getenv("RANK") != nullptr;
   if (!is_rank && !cross.layout.empty()) {
     if (cross.runs < 1) {

@@ -233,7 +233,17 @@ struct ShmOpState {
   int phase = 0;     // of that chunk: 0 copy in, 1 reduce (flat: 2 gather)
   size_t back = 0;     // across hosts: oldest chunk not yet gathered
   int back_phase = 0;  // of that chunk: 0 exchange, 1 gather
+  // Across hosts, for PhaseTimes: when submitted, and when each chunk in
+  // flight started its exchange (by chunk % slots).
+  std::chrono::steady_clock::time_point submitted;
+  std::vector<std::chrono::steady_clock::time_point> exchange_started;
 };
+
+namespace {
+double Since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
 
 ShmOp::ShmOp() = default;
 ShmOp::~ShmOp() = default;
@@ -385,6 +395,10 @@ absl::Status ShmAllReduce::Submit(ShmOp* op) {
   state->chunks = (op->count + chunk_elems - 1) / chunk_elems;
   state->one_shot = bytes <= stage_bytes_;
   state->stream = bytes >= kStreamBytes;
+  if (options_.inter != nullptr) {
+    state->submitted = std::chrono::steady_clock::now();
+    state->exchange_started.resize(slots_);
+  }
   FreeDrainedEntries();
   SharedControl* me = Control(segment_[r_]);
   int unfinished = 0;
@@ -670,6 +684,8 @@ absl::StatusOr<bool> ShmAllReduce::AdvanceHierarchical(ShmOp* op) {
       if (st.back_phase == 0) {
         ASSIGN_OR_RETURN(bool exchanged, options_.inter->Finish(op, st.back));
         if (exchanged) {
+          times_.exchange += Since(st.exchange_started[st.back % slots_]);
+          const auto t0 = std::chrono::steady_clock::now();
           for (int b = r; b < blocks_; b += n) {
             auto [lo, hi] = Share(len, blocks_, b, elem);
             if (hi == lo) continue;
@@ -678,11 +694,13 @@ absl::StatusOr<bool> ShmAllReduce::AdvanceHierarchical(ShmOp* op) {
             CopyOut(op->recv + (c0 + lo) * elem, data, (hi - lo) * elem, st.stream);
           }
           me->reduced.value.store(g + 1, std::memory_order_release);
+          times_.out += Since(t0);
           st.back_phase = 1;
           moved = true;
         }
       }
       if (st.back_phase == 1 && Reached(segment_, r, &SharedControl::reduced, g + 1)) {
+        const auto t0 = std::chrono::steady_clock::now();
         for (int b = 0; b < blocks_; ++b) {
           if (Owns(b)) continue;
           auto [lo, hi] = Share(len, blocks_, b, elem);
@@ -690,6 +708,7 @@ absl::StatusOr<bool> ShmAllReduce::AdvanceHierarchical(ShmOp* op) {
                   st.stream);
         }
         me->done.value.store(g + 1, std::memory_order_release);
+        times_.out += Since(t0);
         ++st.back;
         st.back_phase = 0;
         moved = true;
@@ -701,16 +720,20 @@ absl::StatusOr<bool> ShmAllReduce::AdvanceHierarchical(ShmOp* op) {
       const uint64_t g = st.first_chunk + st.chunk;
       const size_t c0 = st.chunk * chunk_elems, len = length(st.chunk);
       if (st.phase == 0 && (g < slots_ || Reached(segment_, r, &SharedControl::done, g - slots_ + 1))) {
+        const auto t0 = std::chrono::steady_clock::now();
         for (int b = 0; b < blocks_; ++b) {
           if (Owns(b)) continue;
           auto [lo, hi] = Share(len, blocks_, b, elem);
           std::memcpy(Slot(r, g) + lo * elem, st.send + (c0 + lo) * elem, (hi - lo) * elem);
         }
         me->copied.value.store(g + 1, std::memory_order_release);
+        times_.local += Since(t0);
         st.phase = 1;
         moved = true;
       }
       if (st.phase == 1 && Reached(segment_, r, &SharedControl::copied, g + 1)) {
+        const auto t0 = std::chrono::steady_clock::now();
+        st.exchange_started[st.chunk % slots_] = t0;
         for (int b = r; b < blocks_; b += n) {
           auto [lo, hi] = Share(len, blocks_, b, elem);
           if (hi == lo) continue;
@@ -725,6 +748,7 @@ absl::StatusOr<bool> ShmAllReduce::AdvanceHierarchical(ShmOp* op) {
           }
           RETURN_IF_ERROR(options_.inter->Start(op, st.chunk, b, dst, hi - lo));
         }
+        times_.local += Since(t0);
         st.phase = 0;
         ++st.chunk;
         moved = true;
@@ -733,6 +757,8 @@ absl::StatusOr<bool> ShmAllReduce::AdvanceHierarchical(ShmOp* op) {
   }
   if (st.back < st.chunks) return false;
   if (st.stream) StreamFence();
+  ++times_.ops;
+  times_.wall += Since(st.submitted);
   Finish(op);
   return true;
 }

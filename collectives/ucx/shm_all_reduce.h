@@ -123,6 +123,17 @@ class ShmAllReduce {
   // Where every member stands, for timeout messages.
   std::string Progress() const;
 
+  // Where the time of the hierarchical all-reduces went, summed over ops
+  // (seconds): wall time from submission to finish; copying and reducing on
+  // this host; scaling, copying out and gathering; and the exchanges between
+  // hosts, from a chunk's first block started to its finish seen (chunks
+  // overlap, so this may exceed the wall time).
+  struct PhaseTimes {
+    uint64_t ops = 0;
+    double wall = 0, local = 0, out = 0, exchange = 0;
+  };
+  const PhaseTimes& phase_times() const { return times_; }
+
  private:
   ShmAllReduce(ucp_context_h context, const Options& options);
   absl::Status SetUp(TcpStoreClient* store, const std::string& prefix,
@@ -163,6 +174,7 @@ class ShmAllReduce {
   std::list<ShmOp*> pending_;  // announced and unfinished, in submission order
   uint64_t received_order_ = 0;  // follows_order: decisions received so far
   uint64_t order_key_ = 0;       // ... the key of decision received_order_ - 1
+  PhaseTimes times_;
 };
 
 }  // namespace ucx_internal

@@ -219,6 +219,14 @@ UcxCommunicator::~UcxCommunicator() {
   }
   if (worker_ != nullptr) {
     std::lock_guard<std::mutex> lock(mu_);
+    if (hier_on_ && shm_->phase_times().ops > 0) {
+      const auto& t = shm_->phase_times();
+      ATHANOR_LOG(DEBUG) << "ucx: rank " << options_.rank << ": " << t.ops
+                         << " hierarchical all-reduces took " << t.wall
+                         << " s: on this host copying and reducing " << t.local
+                         << " s, scaling, copying out and gathering " << t.out
+                         << " s; between hosts (chunks overlapping) " << t.exchange << " s";
+    }
     FailAll(absl::AbortedError("communicator destroyed"));
     for (int i = 0; i < 1000 && !ops_.empty(); ++i) ProgressLocked();
     TearDownShared();
