@@ -203,6 +203,11 @@ int RunCrossHost(const CrossHostOptions& o) {
                "--log-level", "debug"};
         if (o.check) cmd.push_back("--check");
         env.emplace("ATHANOR_UCX_HIERARCHICAL", std::string(1, algo == 0 ? '0' : '1'));
+        // The namespace hosts share this machine's cores with the kernel's
+        // network stack: waiters nap between polls rather than spin (both
+        // ucx columns alike; an ATHANOR_UCX_WAIT_NAP_US already set wins).
+        const char* nap = std::getenv("ATHANOR_UCX_WAIT_NAP_US");
+        env.emplace("ATHANOR_UCX_WAIT_NAP_US", nap != nullptr ? nap : "200");
       } else {
         cmd = {"/usr/bin/python3", gloo_script, "--json", json};
       }

@@ -5,7 +5,10 @@
 // ucx backend's flat ring (ATHANOR_UCX_HIERARCHICAL=0), its hierarchical
 // all-reduce (=1), and PyTorch's gloo (gloo_allreduce.py under Debian's
 // /usr/bin/python3 with python3-torch; the column says so when absent), and
-// prints them side by side with the per-run ratios and their medians.
+// prints them side by side with the per-run ratios and their medians. The
+// ucx ranks nap 200 us between polls once they have spun
+// (ATHANOR_UCX_WAIT_NAP_US; the namespace hosts share this machine's cores
+// with the kernel's network stack).
 // Needs root. Blocking; run from main() before any rank starts.
 #pragma once
 

@@ -93,6 +93,11 @@ struct UcxTuning {
   // every call with hierarchical off, run the flat ring or recursive
   // doubling over tag messages.
   bool hierarchical = true;
+  // A thread in Work::Wait that has spun a while without the op finishing
+  // sleeps this long between polls instead of yielding (0: yield). Where
+  // ranks share cores with the network stack (namespace hosts on one
+  // machine) sleeping leaves the kernel the CPU it needs to move the data.
+  int wait_nap_us = 0;
   size_t hierarchical_min_bytes = 256 << 10;
   // Test hook: called once per operation when it finishes, with its tag and
   // status, under the communicator's lock (must not call back into it).

@@ -3,6 +3,7 @@
 // of it runs with mu_ held (see ucx_internal.h).
 #include <poll.h>
 #include <sched.h>
+#include <time.h>
 
 #include <cstring>
 
@@ -296,7 +297,14 @@ absl::Status UcxCommunicator::WaitFor(const std::shared_ptr<PendingOp>& op,
     // short spin, let them run.
     // More ranks on this host than cores: the peer we wait for may need
     // our core, so yield almost at once.
-    if (idle >= (oversubscribed_ ? 4 : 256)) sched_yield();
+    if (idle >= (oversubscribed_ ? 4 : 256)) {
+      if (tuning_.wait_nap_us > 0) {
+        timespec nap{0, tuning_.wait_nap_us * 1000L};
+        nanosleep(&nap, nullptr);
+      } else {
+        sched_yield();
+      }
+    }
   }
 }
 
