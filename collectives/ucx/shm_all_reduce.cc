@@ -1,6 +1,8 @@
 // The shared-memory all-reduce (ShmAllReduce, see shm_all_reduce.h): the
 // whole all-reduce when every rank of a communicator lives on one host, and
-// the part inside each host of the hierarchical all-reduce.
+// the part inside each host of the hierarchical all-reduce. This file sets
+// segments up, announces ops and agrees on their order; shm_chunks.cc runs
+// the chunks; shm_segment.h lays the segment out.
 //
 // Why: between two processes UCX moves a large message with a cross-memory
 // copy (process_vm_readv), which on a small VM runs at a third of memcpy's
@@ -79,171 +81,14 @@
 // peer, seen through its pidfd, and deadlines work as for tag messages).
 #include "collectives/ucx/shm_all_reduce.h"
 
-#include <atomic>
-#include <cstring>
-#include <new>
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
 #include "absl/strings/str_cat.h"
 #include "collectives/reduce/reduce_kernels.h"
+#include "collectives/ucx/shm_segment.h"
 #include "common/status.h"
 
 namespace athanor {
 namespace ucx_internal {
-namespace {
 
-constexpr int kEntries = 128;     // announcement table entries per rank
-constexpr int kMaxPending = 64;   // unfinished shared ops per rank
-constexpr uint64_t kChoiceRing = 128;
-
-struct alignas(64) Counter {
-  std::atomic<uint64_t> value{0};
-};
-
-// An announced op. word: 0 free, else seq << 2 | finished << 1 | 1, where
-// seq numbers the owner's announcements. The owner writes the fields between
-// two stores of word; readers use ReadEntry.
-struct alignas(64) Entry {
-  std::atomic<uint64_t> word{0};
-  std::atomic<uint64_t> key{0};
-  std::atomic<uint64_t> count{0};
-  std::atomic<uint32_t> type{0};
-  std::atomic<uint32_t> op{0};
-};
-
-struct SharedControl {
-  Counter copied;   // chunks whose input this rank has put in its slot
-  Counter reduced;  // chunks whose share this rank has reduced into its slot
-  Counter done;     // chunks this rank has gathered (it no longer reads them)
-  Counter submitted;  // ops this rank has announced (their entries are visible)
-  Counter decided;    // ops this rank has finished
-  // key << 8 | entry: the op this rank runs as op number `decided` once it
-  // has adopted one, else its oldest unfinished op; 0: none.
-  Counter head;
-  Counter choices;  // rank 0 only: how many ops it has chosen
-  alignas(64) std::atomic<uint64_t> choice[kChoiceRing];  // rank 0 only: their keys
-  Entry entries[kEntries];
-};
-constexpr size_t kControlBytes = (sizeof(SharedControl) + 4095) / 4096 * 4096;
-static_assert(std::atomic<uint64_t>::is_always_lock_free);
-
-SharedControl* Control(char* segment) { return std::launder(reinterpret_cast<SharedControl*>(segment)); }
-
-struct EntryView {
-  uint64_t word = 0, key = 0, count = 0;
-  uint32_t type = 0, op = 0;
-  bool finished() const { return (word & 2) != 0; }
-};
-
-// A consistent copy of an entry; false when it is free.
-bool ReadEntry(const Entry& e, EntryView* v) {
-  for (;;) {
-    const uint64_t w1 = e.word.load(std::memory_order_acquire);
-    if (w1 == 0) return false;
-    // Acquire loads: the second load of word comes after them, and seeing a
-    // field the owner rewrote means seeing the word it cleared before that.
-    v->key = e.key.load(std::memory_order_acquire);
-    v->count = e.count.load(std::memory_order_acquire);
-    v->type = e.type.load(std::memory_order_acquire);
-    v->op = e.op.load(std::memory_order_acquire);
-    if (e.word.load(std::memory_order_relaxed) == w1) {
-      v->word = w1;
-      return true;
-    }
-  }
-}
-
-// The entry of `key` in a table (finished or not) among the owner's first
-// `submitted` announcements; -1: not among them. With `submitted` read once
-// (acquire) before several lookups, finding an op means that every op the
-// owner announced earlier is found too.
-int FindEntry(const SharedControl* c, uint64_t key, uint64_t submitted, EntryView* v) {
-  for (int i = 0; i < kEntries; ++i) {
-    if (ReadEntry(c->entries[i], v) && v->key == key && (v->word >> 2) < submitted) return i;
-  }
-  return -1;
-}
-
-// Element range [begin, end) of `share` within a chunk of `len` elements cut
-// among `n` ranks; shares start on 64-byte boundaries when len allows.
-std::pair<size_t, size_t> Share(size_t len, int n, int share, size_t elem) {
-  const size_t align = std::max<size_t>(1, 64 / elem);
-  size_t per = (len + n - 1) / n;
-  per = (per + align - 1) / align * align;
-  const size_t begin = std::min(len, per * share);
-  return {begin, std::min(len, begin + per)};
-}
-
-// Outputs at least this large are written with non-temporal stores: they
-// exceed what the caches keep anyway, and such stores skip reading every
-// destination line before overwriting it (a third of the memory traffic).
-constexpr size_t kStreamBytes = 8 << 20;
-
-void CopyOut(char* dst, const char* src, size_t bytes, bool stream) {
-#if defined(__SSE2__)
-  if (stream) {
-    size_t head = (16 - reinterpret_cast<uintptr_t>(dst) % 16) % 16;
-    head = std::min(head, bytes);
-    std::memcpy(dst, src, head);
-    size_t i = head;
-    for (; i + 64 <= bytes; i += 64) {
-      __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
-      __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 16));
-      __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 32));
-      __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 48));
-      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i), a);
-      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 16), b);
-      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 32), c);
-      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 48), d);
-    }
-    std::memcpy(dst + i, src + i, bytes - i);
-    return;
-  }
-#endif
-  (void)stream;
-  std::memcpy(dst, src, bytes);
-}
-
-// Orders the non-temporal stores before whatever follows (the op's end).
-void StreamFence() {
-#if defined(__SSE2__)
-  _mm_sfence();
-#endif
-}
-
-
-// Which counter of the control area a wait is on.
-using CounterField = Counter SharedControl::*;
-
-}  // namespace
-
-struct ShmOpState {
-  const char* send = nullptr;  // == recv when the call overlapped partially
-  uint64_t key = 0;            // tag and per-tag sequence number, plus one
-  int entry = -1;              // its entry in this rank's announcement table
-  bool one_shot = false;       // staged whole at submission; every rank reduces all of it
-  bool stream = false;         // outputs written with non-temporal stores
-  std::vector<int> peer_entry;  // once running: its entry in each member's table
-  uint64_t decision = 0;     // once running: its place in the order all members run
-  uint64_t first_chunk = 0;  // once running: global number of its first chunk
-  size_t chunks = 0;
-  size_t chunk = 0;  // next chunk to copy and reduce
-  int phase = 0;     // of that chunk: 0 copy in, 1 reduce (flat: 2 gather)
-  size_t back = 0;     // across hosts: oldest chunk not yet gathered
-  int back_phase = 0;  // of that chunk: 0 exchange, 1 gather
-  // Across hosts, for PhaseTimes: when submitted, and when each chunk in
-  // flight started its exchange (by chunk % slots).
-  std::chrono::steady_clock::time_point submitted;
-  std::vector<std::chrono::steady_clock::time_point> exchange_started;
-};
-
-namespace {
-double Since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-}  // namespace
 
 ShmOp::ShmOp() = default;
 ShmOp::~ShmOp() = default;
@@ -349,15 +194,6 @@ char* ShmAllReduce::Slot(int q, uint64_t chunk) const {
   return segment_[q] + kControlBytes + kEntries * stage_bytes_ + (chunk % slots_) * chunk_bytes_;
 }
 
-namespace {
-bool Reached(const std::vector<char*>& segment, int self, CounterField counter, uint64_t value) {
-  for (int q = 0; q < static_cast<int>(segment.size()); ++q) {
-    if (q == self) continue;
-    if ((Control(segment[q])->*counter).value.load(std::memory_order_acquire) < value) return false;
-  }
-  return true;
-}
-}  // namespace
 
 void ShmAllReduce::FreeDrainedEntries() {
   SharedControl* me = Control(segment_[r_]);
@@ -597,171 +433,6 @@ std::string ShmAllReduce::Progress() const {
   return out;
 }
 
-absl::StatusOr<bool> ShmAllReduce::Advance(ShmOp* op) {
-  if (current_ == nullptr) {
-    ASSIGN_OR_RETURN(bool adopted, AdoptChoice());
-    if (!adopted) return false;
-  }
-  if (current_ != op) return false;  // another op runs first
-  return options_.inter != nullptr ? AdvanceHierarchical(op) : AdvanceFlat(op);
-}
-
-absl::StatusOr<bool> ShmAllReduce::AdvanceFlat(ShmOp* op) {
-  ShmOpState& st = *op->state;
-  const int n = n_, r = r_;
-  const size_t elem = DataTypeSize(op->type);
-  if (st.one_shot) {
-    auto staged = [&](int q) { return segment_[q] + kControlBytes + st.peer_entry[q] * stage_bytes_; };
-    ReduceBuffers(op->type, op->op, op->recv, staged(0), staged(1), op->count);
-    for (int q = 2; q < n; ++q) ReduceBuffers(op->type, op->op, op->recv, op->recv, staged(q), op->count);
-    if (op->op == ReduceOp::kAvg) ScaleForAvg(op->type, op->recv, op->count, n);
-    Finish(op);
-    return true;
-  }
-  const size_t chunk_elems = chunk_bytes_ / elem;
-  SharedControl* me = Control(segment_[r]);
-  while (st.chunk < st.chunks) {
-    const uint64_t g = st.first_chunk + st.chunk;
-    const size_t c0 = st.chunk * chunk_elems;
-    const size_t len = std::min(chunk_elems, op->count - c0);
-    if (st.phase == 0) {
-      // Our slot is free once every peer is done with its previous chunk.
-      if (g >= slots_ && !Reached(segment_, r, &SharedControl::done, g - slots_ + 1)) return false;
-      for (int q = 0; q < n; ++q) {
-        if (q == r) continue;
-        auto [b, e] = Share(len, n, q, elem);
-        std::memcpy(Slot(r, g) + b * elem, st.send + (c0 + b) * elem, (e - b) * elem);
-      }
-      me->copied.value.store(g + 1, std::memory_order_release);
-      st.phase = 1;
-    }
-    if (st.phase == 1) {
-      if (!Reached(segment_, r, &SharedControl::copied, g + 1)) return false;
-      auto [b, e] = Share(len, n, r, elem);
-      if (e > b) {
-        char* dst = Slot(r, g) + b * elem;
-        bool first = true;
-        for (int q = 0; q < n; ++q) {
-          if (q == r) continue;
-          const void* a = first ? static_cast<const void*>(st.send + (c0 + b) * elem) : dst;
-          ReduceBuffers(op->type, op->op, dst, a, Slot(q, g) + b * elem, e - b);
-          first = false;
-        }
-        if (op->op == ReduceOp::kAvg) ScaleForAvg(op->type, dst, e - b, n);
-        CopyOut(op->recv + (c0 + b) * elem, dst, (e - b) * elem, st.stream);
-      }
-      me->reduced.value.store(g + 1, std::memory_order_release);
-      st.phase = 2;
-    }
-    if (!Reached(segment_, r, &SharedControl::reduced, g + 1)) return false;
-    for (int q = 0; q < n; ++q) {
-      if (q == r) continue;
-      auto [b, e] = Share(len, n, q, elem);
-      CopyOut(op->recv + (c0 + b) * elem, Slot(q, g) + b * elem, (e - b) * elem, st.stream);
-    }
-    me->done.value.store(g + 1, std::memory_order_release);
-    st.phase = 0;
-    ++st.chunk;
-  }
-  if (st.stream) StreamFence();
-  Finish(op);
-  return true;
-}
-
-absl::StatusOr<bool> ShmAllReduce::AdvanceHierarchical(ShmOp* op) {
-  ShmOpState& st = *op->state;
-  const int n = n_, r = r_;
-  const size_t elem = DataTypeSize(op->type);
-  const size_t chunk_elems = chunk_bytes_ / elem;
-  SharedControl* me = Control(segment_[r]);
-  auto length = [&](size_t c) { return std::min(chunk_elems, op->count - c * chunk_elems); };
-  for (bool moved = true; moved;) {
-    moved = false;
-    // The oldest chunk in flight: its exchange between hosts, then the gather.
-    if (st.back < st.chunk) {
-      const uint64_t g = st.first_chunk + st.back;
-      const size_t c0 = st.back * chunk_elems, len = length(st.back);
-      if (st.back_phase == 0) {
-        ASSIGN_OR_RETURN(bool exchanged, options_.inter->Finish(op, st.back));
-        if (exchanged) {
-          times_.exchange += Since(st.exchange_started[st.back % slots_]);
-          const auto t0 = std::chrono::steady_clock::now();
-          for (int b = r; b < blocks_; b += n) {
-            auto [lo, hi] = Share(len, blocks_, b, elem);
-            if (hi == lo) continue;
-            char* data = Slot(r, g) + lo * elem;
-            if (op->op == ReduceOp::kAvg) ScaleForAvg(op->type, data, hi - lo, options_.world_size);
-            CopyOut(op->recv + (c0 + lo) * elem, data, (hi - lo) * elem, st.stream);
-          }
-          me->reduced.value.store(g + 1, std::memory_order_release);
-          times_.out += Since(t0);
-          st.back_phase = 1;
-          moved = true;
-        }
-      }
-      if (st.back_phase == 1 && Reached(segment_, r, &SharedControl::reduced, g + 1)) {
-        const auto t0 = std::chrono::steady_clock::now();
-        for (int b = 0; b < blocks_; ++b) {
-          if (Owns(b)) continue;
-          auto [lo, hi] = Share(len, blocks_, b, elem);
-          CopyOut(op->recv + (c0 + lo) * elem, Slot(b % n, g) + lo * elem, (hi - lo) * elem,
-                  st.stream);
-        }
-        me->done.value.store(g + 1, std::memory_order_release);
-        times_.out += Since(t0);
-        ++st.back;
-        st.back_phase = 0;
-        moved = true;
-      }
-    }
-    // The next chunk: copy, reduce on this host, start its exchange. Up to
-    // `slots` chunks in flight (its slot is then free on every member).
-    if (st.chunk < st.chunks && st.chunk - st.back < slots_) {
-      const uint64_t g = st.first_chunk + st.chunk;
-      const size_t c0 = st.chunk * chunk_elems, len = length(st.chunk);
-      if (st.phase == 0 && (g < slots_ || Reached(segment_, r, &SharedControl::done, g - slots_ + 1))) {
-        const auto t0 = std::chrono::steady_clock::now();
-        for (int b = 0; b < blocks_; ++b) {
-          if (Owns(b)) continue;
-          auto [lo, hi] = Share(len, blocks_, b, elem);
-          std::memcpy(Slot(r, g) + lo * elem, st.send + (c0 + lo) * elem, (hi - lo) * elem);
-        }
-        me->copied.value.store(g + 1, std::memory_order_release);
-        times_.local += Since(t0);
-        st.phase = 1;
-        moved = true;
-      }
-      if (st.phase == 1 && Reached(segment_, r, &SharedControl::copied, g + 1)) {
-        const auto t0 = std::chrono::steady_clock::now();
-        st.exchange_started[st.chunk % slots_] = t0;
-        for (int b = r; b < blocks_; b += n) {
-          auto [lo, hi] = Share(len, blocks_, b, elem);
-          if (hi == lo) continue;
-          char* dst = Slot(r, g) + lo * elem;
-          const char* own = st.send + (c0 + lo) * elem;
-          if (n == 1) std::memcpy(dst, own, (hi - lo) * elem);
-          bool first = true;
-          for (int q = 0; q < n; ++q) {
-            if (q == r) continue;
-            ReduceBuffers(op->type, op->op, dst, first ? own : dst, Slot(q, g) + lo * elem, hi - lo);
-            first = false;
-          }
-          RETURN_IF_ERROR(options_.inter->Start(op, st.chunk, b, dst, hi - lo));
-        }
-        times_.local += Since(t0);
-        st.phase = 0;
-        ++st.chunk;
-        moved = true;
-      }
-    }
-  }
-  if (st.back < st.chunks) return false;
-  if (st.stream) StreamFence();
-  ++times_.ops;
-  times_.wall += Since(st.submitted);
-  Finish(op);
-  return true;
-}
 
 }  // namespace ucx_internal
 }  // namespace athanor

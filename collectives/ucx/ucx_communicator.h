@@ -2,10 +2,15 @@
 //
 // When every rank lives on this host, all-reduces (above 64 KiB with 2
 // ranks, from 512 B with more) go through shared memory UCX allocates and
-// every peer maps (ucx_shm.cc). Otherwise large all-reduces run ring
+// every peer maps (ShmAllReduce, shm_all_reduce.h). When ranks span hosts
+// (told apart by boot id and network namespace, topology.h) and some host has
+// several, all-reduces of hierarchical_min_bytes and more are hierarchical:
+// shared memory on each host, each block exchanged between hosts over tag
+// messages (hier_exchange.h). Otherwise large all-reduces run ring
 // reduce-scatter + all-gather cut into pipelined segments (several in flight
 // per peer, reduced straight from the receive scratch into the destination);
-// small ones run recursive doubling. UCX picks
+// small ones run recursive doubling. Which one a size runs is logged once per
+// power-of-two size class at debug level. UCX picks
 // the transport itself (shared memory, TCP, verbs; UCX_TLS is respected) and
 // the chosen lanes are logged at start-up. Worker addresses are exchanged
 // through the TCP store served by rank 0 (collectives/bootstrap/tcp_store.h).
@@ -30,8 +35,10 @@
 // Tags: the low 20 bits of CollectiveOptions::tag, plus a per-tag sequence
 // number (8 bits), select the messages of a call, so concurrent calls need
 // tags that differ in their low 20 bits, and one rank may run at most 255
-// calls with one tag ahead of another. On the shared-memory path a rank may
-// have at most 64 all-reduces pending.
+// calls with one tag ahead of another. Tags whose low 20 bits are 0xFFFFE or
+// 0xFFFFF are reserved (the hierarchical op order, the start-up hello). On
+// the shared-memory and hierarchical paths a rank may have at most 64
+// all-reduces pending.
 //
 // Lifetime: the destructor waits (up to the bootstrap timeout) until every
 // healthy rank reaches its destructor, so no endpoint closes under a peer
