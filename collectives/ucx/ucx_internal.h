@@ -229,8 +229,7 @@ class UcxCommunicator final : public Communicator {
   bool hier_on_ = false;    // several hosts: ShmAllReduce + HierExchange
   std::unique_ptr<HierExchange> inter_;
   std::unique_ptr<ShmAllReduce> shm_;
-  std::mutex log_mu_;
-  uint64_t logged_classes_ ABSL_GUARDED_BY(log_mu_) = 0;  // bit k: 2^k-byte class logged
+  std::atomic<uint64_t> logged_classes_{0};  // bit k: the 2^k-byte class was logged
   std::atomic<int> shared_pending_{0};  // shared ops in ops_
 };
 

@@ -98,11 +98,10 @@ bool UcxCommunicator::UseHierarchical(size_t bytes) const {
 void UcxCommunicator::LogChoice(size_t bytes, const char* algorithm) {
   int size_class = 0;
   while (size_class < 63 && (2ull << size_class) <= bytes) ++size_class;
-  {
-    std::lock_guard<std::mutex> lock(log_mu_);
-    if (logged_classes_ & (1ull << size_class)) return;
-    logged_classes_ |= 1ull << size_class;
-  }
+  const uint64_t bit = 1ull << size_class;
+  // Once per class: the common case is one relaxed load, no lock.
+  if ((logged_classes_.load(std::memory_order_relaxed) & bit) != 0) return;
+  if ((logged_classes_.fetch_or(bit, std::memory_order_relaxed) & bit) != 0) return;
   ATHANOR_LOG(DEBUG) << "ucx: rank " << options_.rank << ": all-reduces of " << (1ull << size_class)
                      << "-" << ((2ull << size_class) - 1) << " B run " << algorithm;
 }
