@@ -1,4 +1,5 @@
 #include "coordinator/job_store.h"
+#include "coordinator/record_codec.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -84,6 +85,39 @@ TEST(JobStoreTest, ReopenKeepsJobsAndNodes) {
 TEST(JobStoreTest, UnwritablePathIsAnError) {
   auto store = JobStore::Open("/nonexistent-dir/state.db");
   EXPECT_EQ(store.status().code(), absl::StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace athanor::coord
+
+namespace athanor::coord {
+namespace {
+
+// Stored records are trusted no further than their bytes: a number that does
+// not fit its field, or a state past the enum, is DataLoss, not a conversion
+// with undefined behaviour (found by fuzz_record_codec).
+TEST(RecordCodecTest, OutOfRangeNumbersAndStatesAreDataLoss) {
+  JobRecord job;
+  job.id = "7";
+  job.seq = 7;
+  job.spec.command = {"true"};
+  const std::string good = EncodeJob(job);
+  ASSERT_TRUE(DecodeJob(good).ok());
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string text = good;
+    size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return text.replace(at, from.size(), to);
+  };
+  EXPECT_EQ(DecodeJob(with("\"state\":0", "\"state\":33333333333333333330")).status().message(),
+            "job record: state: not an integer");
+  EXPECT_EQ(DecodeJob(with("\"state\":0", "\"state\":9")).status().message(),
+            "job record: state: 9 is not a known state");
+  EXPECT_EQ(DecodeJob(with("\"attempt\":0", "\"attempt\":4294967296")).status().message(),
+            "job record: attempt: out of range");
+  EXPECT_EQ(DecodeJob(with("\"attempt\":0", "\"attempt\":1.5")).status().message(),
+            "job record: attempt: not an integer");
+  EXPECT_EQ(DecodeJob(with("\"seq\":7", "\"seq\":-7")).value().seq, -7);
 }
 
 }  // namespace

@@ -1,5 +1,9 @@
 #include "coordinator/record_codec.h"
 
+#include <stdexcept>
+#include <type_traits>
+#include <utility>
+
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
@@ -9,10 +13,50 @@ namespace {
 
 using nlohmann::json;
 
+// A field the store can no longer trust (a record written by hand or torn
+// by a disk fault): the record is refused with DataLoss, never converted with
+// undefined behaviour.
+struct BadField : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 template <typename T>
 void Get(const json& j, const char* key, T* out) {
   auto it = j.find(key);
-  if (it != j.end() && !it->is_null()) *out = it->get<T>();
+  if (it == j.end() || it->is_null()) return;
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    // nlohmann converts a float (any number past int64) to T unchecked.
+    if (!it->is_number_integer()) throw BadField(absl::StrCat(key, ": not an integer"));
+    const bool fits = it->is_number_unsigned()
+                          ? std::in_range<T>(it->template get<uint64_t>())
+                          : std::in_range<T>(it->template get<int64_t>());
+    if (!fits) throw BadField(absl::StrCat(key, ": out of range"));
+  }
+  *out = it->template get<T>();
+}
+
+template <typename T>
+void GetInts(const json& j, const char* key, std::vector<T>* out) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return;
+  if (!it->is_array()) throw BadField(absl::StrCat(key, ": not an array"));
+  out->clear();
+  for (size_t i = 0; i < it->size(); ++i) {
+    json item{{key, (*it)[i]}};
+    T v{};
+    Get(item, key, &v);
+    out->push_back(v);
+  }
+}
+
+template <typename Enum>
+Enum GetEnum(const json& j, const char* key, Enum fallback, Enum last) {
+  int value = static_cast<int>(fallback);
+  Get(j, key, &value);
+  if (value < 0 || value > static_cast<int>(last)) {
+    throw BadField(absl::StrCat(key, ": ", value, " is not a known state"));
+  }
+  return static_cast<Enum>(value);
 }
 
 json SpecToJson(const JobSpec& s) {
@@ -121,11 +165,8 @@ absl::StatusOr<JobRecord> DecodeJob(const std::string& text) {
     Get(j, "id", &job.id);
     Get(j, "seq", &job.seq);
     if (j.contains("spec")) job.spec = SpecFromJson(j["spec"]);
-    int state = 0, outcome = static_cast<int>(JobState::kFailed);
-    Get(j, "state", &state);
-    Get(j, "stop_outcome", &outcome);
-    job.state = static_cast<JobState>(state);
-    job.stop_outcome = static_cast<JobState>(outcome);
+    job.state = GetEnum(j, "state", JobState::kPending, JobState::kCancelled);
+    job.stop_outcome = GetEnum(j, "stop_outcome", JobState::kFailed, JobState::kCancelled);
     Get(j, "attempt", &job.attempt);
     for (const json& a : j.value("allocation", json::array())) {
       RankPlacement p;
@@ -133,7 +174,7 @@ absl::StatusOr<JobRecord> DecodeJob(const std::string& text) {
       Get(a, "node", &p.node);
       Get(a, "local_rank", &p.local_rank);
       Get(a, "node_rank", &p.node_rank);
-      Get(a, "gpu_ids", &p.gpu_ids);
+      GetInts(a, "gpu_ids", &p.gpu_ids);
       job.allocation.push_back(std::move(p));
     }
     for (const json& r : j.value("ranks", json::array())) {
@@ -164,7 +205,12 @@ absl::StatusOr<JobRecord> DecodeJob(const std::string& text) {
     Get(j, "last_checkpoint_unix", &job.last_checkpoint_unix);
     for (const json& u : j.value("usage", json::array())) {
       if (!u.is_array() || u.size() != 3) return absl::DataLossError("job record: bad usage entry");
-      job.usage.push_back({u[0].get<double>(), u[1].get<double>(), u[2].get<int32_t>()});
+      UsageInterval interval;
+      json fields{{"start", u[0]}, {"end", u[1]}, {"gpus", u[2]}};
+      Get(fields, "start", &interval.start);
+      Get(fields, "end", &interval.end);
+      Get(fields, "gpus", &interval.gpus);
+      job.usage.push_back(interval);
     }
     Get(j, "attempt_nodes", &job.attempt_nodes);
     Get(j, "last_active_unix", &job.last_active_unix);
@@ -172,8 +218,15 @@ absl::StatusOr<JobRecord> DecodeJob(const std::string& text) {
     if (job.ranks.size() != job.allocation.size()) {
       return absl::DataLossError(absl::StrCat("job ", job.id, ": ranks and allocation disagree"));
     }
+    for (size_t i = 0; i < job.allocation.size(); ++i) {
+      if (job.allocation[i].rank != static_cast<int32_t>(i) || job.ranks[i].rank != static_cast<int32_t>(i)) {
+        return absl::DataLossError(absl::StrCat("job ", job.id, ": ranks are not numbered 0.."));
+      }
+    }
     return job;
   } catch (const json::exception& e) {
+    return absl::DataLossError(absl::StrCat("job record: ", e.what()));
+  } catch (const BadField& e) {
     return absl::DataLossError(absl::StrCat("job record: ", e.what()));
   }
 }
@@ -210,15 +263,15 @@ absl::StatusOr<NodeRecord> DecodeNode(const std::string& text) {
     Get(j, "cpus", &n.inventory.cpus);
     Get(j, "memory_mb", &n.inventory.memory_mb);
     Get(j, "labels", &n.inventory.labels);
-    int state = 0;
-    Get(j, "state", &state);
-    n.state = static_cast<NodeState>(state);
+    n.state = GetEnum(j, "state", NodeState::kUp, NodeState::kUnknown);
     Get(j, "last_heartbeat_unix", &n.last_heartbeat_unix);
     Get(j, "reason", &n.reason);
     Get(j, "drain", &n.drain);
     Get(j, "unsandboxed", &n.unsandboxed);
     return n;
   } catch (const json::exception& e) {
+    return absl::DataLossError(absl::StrCat("node record: ", e.what()));
+  } catch (const BadField& e) {
     return absl::DataLossError(absl::StrCat("node record: ", e.what()));
   }
 }
