@@ -121,7 +121,8 @@ absl::Status Checkpointer::Commit(int64_t step) {
     ASSIGN_OR_RETURN(std::string text, store_->Get(key, 0, -1));
     absl::StatusOr<RankManifest> m = DecodeManifest(text);
     if (!m.ok()) return Annotate(m.status(), key);
-    commit.shards.push_back(CommitShard{r, m->shard_key, m->shard_size, m->shard_crc32c, key});
+    commit.shards.push_back(CommitShard{r, m->shard_key, m->shard_size, m->shard_crc32c, key,
+                                        crc32c::Value(text.data(), text.size())});
   }
   std::string key = ckpt_layout::CommitKey(options_.job, step);
   return Annotate(store_->Put(key, EncodeCommit(commit), PutMode::kCreateOnly),
