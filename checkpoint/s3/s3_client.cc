@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "checkpoint/s3/sigv4.h"
@@ -44,8 +45,7 @@ size_t WriteHeader(char* src, size_t size, size_t n, void* user) {
     std::string name = absl::AsciiStrToLower(line.substr(0, colon));
     std::string value(absl::StripAsciiWhitespace(line.substr(colon + 1)));
     if (name == "content-length" && response->body.empty()) {
-      size_t len = std::strtoull(value.c_str(), nullptr, 10);
-      if (len < (size_t{4} << 30)) response->body.reserve(len);
+      response->body.reserve(BodyReserveHint(value));
     }
     response->headers[name] = value;
   } else if (line.rfind("HTTP/", 0) == 0) {
@@ -56,16 +56,22 @@ size_t WriteHeader(char* src, size_t size, size_t n, void* user) {
 
 bool RetryableHttp(const S3Response& r) {
   if (r.status == 500 || r.status == 502 || r.status == 503 || r.status == 504) return true;
-  if (r.status == 400 && xml::Text(r.body, "Code") == "RequestTimeout") return true;
+  if (r.status == 400 && xml::FindText(r.body, "Code") == "RequestTimeout") return true;
   // AWS can answer 200 to CompleteMultipartUpload and still fail in the body.
   if (r.status == 200 && r.body.rfind("<Error>") != std::string::npos &&
-      (xml::Text(r.body, "Code") == "InternalError" || xml::Text(r.body, "Code") == "SlowDown")) {
+      (xml::FindText(r.body, "Code") == "InternalError" || xml::FindText(r.body, "Code") == "SlowDown")) {
     return true;
   }
   return false;
 }
 
 }  // namespace
+
+size_t BodyReserveHint(absl::string_view content_length) {
+  uint64_t n = 0;
+  if (!absl::SimpleAtoi(content_length, &n)) return 0;
+  return static_cast<size_t>(std::min<uint64_t>(n, kMaxBodyReserve));
+}
 
 S3Client::S3Client(S3Options options) : options_(std::move(options)) {
   static std::once_flag once;
@@ -207,7 +213,7 @@ absl::StatusOr<S3Response> S3Client::Send(const S3Request& request) {
     }
     if (result.ok()) {
       ATHANOR_LOG(DEBUG) << "s3 " << request.method << " " << request.key << ": HTTP " << result->status
-                         << " " << xml::Text(result->body, "Code") << ", retrying";
+                         << " " << xml::FindText(result->body, "Code") << ", retrying";
     } else {
       ATHANOR_LOG(DEBUG) << "s3 " << result.status().ToString() << ", retrying";
     }
@@ -215,7 +221,7 @@ absl::StatusOr<S3Response> S3Client::Send(const S3Request& request) {
   ReleaseHandle(handle);
   if (result.ok() && RetryableHttp(*result)) {
     return absl::UnavailableError(absl::StrCat("s3 ", request.method, " ", request.key, ": HTTP ",
-                                               result->status, " ", xml::Text(result->body, "Code"),
+                                               result->status, " ", xml::FindText(result->body, "Code"),
                                                " after ", options_.max_attempts, " attempts"));
   }
   if (!result.ok()) {
@@ -226,9 +232,9 @@ absl::StatusOr<S3Response> S3Client::Send(const S3Request& request) {
 }
 
 absl::Status S3ErrorStatus(const S3Response& r, const std::string& what) {
-  std::string code = xml::Text(r.body, "Code");
+  std::string code = xml::FindText(r.body, "Code");
   std::string message = absl::StrCat(what, ": HTTP ", r.status, code.empty() ? "" : " ", code,
-                                     r.body.empty() ? "" : ": ", xml::Text(r.body, "Message"));
+                                     r.body.empty() ? "" : ": ", xml::FindText(r.body, "Message"));
   switch (r.status) {
     case 404: return absl::NotFoundError(message);
     case 412: return absl::AlreadyExistsError(message);

@@ -73,4 +73,10 @@ class S3Client {
 // and the S3 error code and message.
 absl::Status S3ErrorStatus(const S3Response& response, const std::string& what);
 
+// How many bytes to reserve for a body whose Content-Length header says
+// `content_length`: the server's word is a hint, never an allocation size, so
+// it is capped (larger bodies grow as they arrive); 0 when it is not a number.
+constexpr size_t kMaxBodyReserve = size_t{8} << 20;
+size_t BodyReserveHint(absl::string_view content_length);
+
 }  // namespace athanor
