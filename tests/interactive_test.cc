@@ -100,5 +100,18 @@ TEST(InteractiveTest, FailingHealthCheckDrainsNodeWithItsOutput) {
   EXPECT_EQ(cluster.Cli({"wait", id, "--timeout", "20"}).out, "job " + id + " SUCCEEDED\n");
 }
 
+// The agent's header promised that a check running past the interval fails;
+// before, a hung check (here: one that never ends) kept the node healthy.
+TEST(InteractiveTest, HealthCheckThatRunsPastTheIntervalDrainsTheNode) {
+  LocalCluster cluster;
+  cluster.StartCoordinator();
+  cluster.StartAgent("node-a", 1, "127.0.0.1",
+                     {"--health-check", "echo checking; exec sleep 600", "--health-interval", "0.3"});
+  ASSERT_TRUE(LocalCluster::WaitFor(
+      [&] { return GetNode(cluster, "node-a").state() == rpc::NODE_DRAINED; }, std::chrono::seconds(30)))
+      << cluster.CoordinatorLog();
+  EXPECT_EQ(GetNode(cluster, "node-a").reason(), "health check failed: timed out after 300ms: checking");
+}
+
 }  // namespace
 }  // namespace athanor::testing
