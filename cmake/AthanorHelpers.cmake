@@ -4,9 +4,12 @@
 #   athanor_binary(NAME SRCS main.cc DEPS ...)
 #   athanor_test(NAME SRCS a_test.cc DEPS ... [LABELS ...] [TIMEOUT s])
 
-# GCC 12 reports maybe-uninitialized and stringop false positives inside libstdc++ at -O3.
-set(ATHANOR_WARNINGS -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
-    -Wno-maybe-uninitialized -Wno-stringop-overflow -Wno-stringop-overread -Wno-array-bounds)
+set(ATHANOR_WARNINGS -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers)
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  # GCC 12 reports maybe-uninitialized and stringop false positives inside libstdc++ at -O3.
+  list(APPEND ATHANOR_WARNINGS -Wno-maybe-uninitialized -Wno-stringop-overflow -Wno-stringop-overread
+       -Wno-array-bounds)
+endif()
 if(ATHANOR_WERROR)
   list(APPEND ATHANOR_WARNINGS -Werror)
 endif()
