@@ -10,6 +10,13 @@ if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
   list(APPEND ATHANOR_WARNINGS -Wno-maybe-uninitialized -Wno-stringop-overflow -Wno-stringop-overread
        -Wno-array-bounds)
 endif()
+if(ATHANOR_THREAD_SAFETY)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "ATHANOR_THREAD_SAFETY needs clang (e.g. -DCMAKE_CXX_COMPILER=clang++-14)")
+  endif()
+  # Checks ABSL_GUARDED_BY and friends; GCC ignores the annotations.
+  list(APPEND ATHANOR_WARNINGS -Wthread-safety)
+endif()
 if(ATHANOR_WERROR)
   list(APPEND ATHANOR_WARNINGS -Werror)
 endif()

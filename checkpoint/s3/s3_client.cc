@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <mutex>
 #include <random>
 #include <thread>
 
@@ -84,13 +85,13 @@ S3Client::~S3Client() {
 }
 
 int64_t S3Client::retries() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return retries_;
 }
 
 void* S3Client::AcquireHandle() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (!idle_handles_.empty()) {
       void* h = idle_handles_.back();
       idle_handles_.pop_back();
@@ -101,7 +102,7 @@ void* S3Client::AcquireHandle() {
 }
 
 void S3Client::ReleaseHandle(void* handle) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   idle_handles_.push_back(handle);
 }
 
@@ -201,7 +202,7 @@ absl::StatusOr<S3Response> S3Client::Send(const S3Request& request) {
                                       static_cast<int64_t>(options_.retry_base_ms) << std::min(attempt, 20));
       int64_t wait_ms = cap > 0 ? static_cast<int64_t>(rng() % static_cast<uint64_t>(cap + 1)) : 0;
       std::this_thread::sleep_for(std::chrono::milliseconds(wait_ms));  // backoff, not synchronisation
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       ++retries_;
     }
     bool retryable = false;

@@ -164,21 +164,21 @@ class NcclCommunicator final : public Communicator {
 
   std::unique_ptr<Work> AllReduceAsync(const void* send, void* recv, size_t count, DataType type,
                                        ReduceOp op, const CollectiveOptions& o) override {
-    return Enqueue("all-reduce", o, [&] {
-      return ncclAllReduce(send, recv, count, NcclType(type), NcclOp(op), comm_, stream_);
+    return Enqueue("all-reduce", o, [&](ncclComm_t comm) {
+      return ncclAllReduce(send, recv, count, NcclType(type), NcclOp(op), comm, stream_);
     });
   }
   std::unique_ptr<Work> ReduceScatterAsync(const void* send, void* recv, size_t recv_count,
                                            DataType type, ReduceOp op,
                                            const CollectiveOptions& o) override {
-    return Enqueue("reduce-scatter", o, [&] {
-      return ncclReduceScatter(send, recv, recv_count, NcclType(type), NcclOp(op), comm_, stream_);
+    return Enqueue("reduce-scatter", o, [&](ncclComm_t comm) {
+      return ncclReduceScatter(send, recv, recv_count, NcclType(type), NcclOp(op), comm, stream_);
     });
   }
   std::unique_ptr<Work> AllGatherAsync(const void* send, void* recv, size_t send_count,
                                        DataType type, const CollectiveOptions& o) override {
-    return Enqueue("all-gather", o, [&] {
-      return ncclAllGather(send, recv, send_count, NcclType(type), comm_, stream_);
+    return Enqueue("all-gather", o, [&](ncclComm_t comm) {
+      return ncclAllGather(send, recv, send_count, NcclType(type), comm, stream_);
     });
   }
   std::unique_ptr<Work> BroadcastAsync(void* buffer, size_t count, DataType type, int root,
@@ -187,13 +187,13 @@ class NcclCommunicator final : public Communicator {
       return MakeDoneWork(absl::InvalidArgumentError(
           absl::StrCat("broadcast root ", root, " is not a rank of ", options_.world_size)));
     }
-    return Enqueue("broadcast", o, [&] {
-      return ncclBroadcast(buffer, buffer, count, NcclType(type), root, comm_, stream_);
+    return Enqueue("broadcast", o, [&](ncclComm_t comm) {
+      return ncclBroadcast(buffer, buffer, count, NcclType(type), root, comm, stream_);
     });
   }
   std::unique_ptr<Work> BarrierAsync(const CollectiveOptions& o) override {
-    return Enqueue("barrier", o, [&] {
-      return ncclAllReduce(barrier_buf_, barrier_buf_, 1, ncclInt32, ncclSum, comm_, stream_);
+    return Enqueue("barrier", o, [&](ncclComm_t comm) {
+      return ncclAllReduce(barrier_buf_, barrier_buf_, 1, ncclInt32, ncclSum, comm, stream_);
     });
   }
   // Safe from any thread, also while another thread's enqueue is polling:
@@ -227,14 +227,14 @@ class NcclCommunicator final : public Communicator {
   }
 
   std::unique_ptr<Work> Enqueue(const char* what, const CollectiveOptions& o,
-                                const std::function<ncclResult_t()>& call) ABSL_LOCKS_EXCLUDED(mu_) {
+                                const std::function<ncclResult_t(ncclComm_t)>& call) ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
     if (comm_ == nullptr || abort_requested_) {
       return MakeDoneWork(absl::AbortedError("nccl: communicator aborted"));
     }
     cudaSetDevice(device_);
     auto deadline = std::chrono::steady_clock::now() + o.timeout;
-    ncclResult_t r = call();
+    ncclResult_t r = call(comm_);
     if (r == ncclInProgress) {
       if (tuning_.on_enqueue_wait) tuning_.on_enqueue_wait();
       absl::Status s = AwaitComm(comm_, deadline, what, &abort_requested_);
