@@ -1,41 +1,89 @@
 #include "coordinator/agent_service.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "coordinator/grpc_status.h"
 #include "coordinator/proto_convert.h"
 
 namespace athanor::coord {
+namespace {
 
-grpc::Status AgentService::RegisterNode(grpc::ServerContext*, const rpc::RegisterNodeRequest* req,
-                                        rpc::RegisterNodeResponse* resp) {
-  absl::Status s = core_->RegisterNode(FromProto(*req), FromProto(req->ranks()));
-  if (!s.ok()) return ToGrpc(s);
-  resp->set_heartbeat_interval_ms(
-      std::chrono::duration_cast<std::chrono::milliseconds>(heartbeat_interval_).count());
-  return grpc::Status::OK;
-}
+// One heartbeat call. It finishes when the core answers; if the agent
+// cancels first (it has an exit to report), the parked poll is answered
+// CANCELLED. gRPC deletes nothing: OnDone deletes the reactor.
+class HeartbeatReactor final : public grpc::ServerUnaryReactor {
+ public:
+  HeartbeatReactor(CoordinatorCore* core, rpc::HeartbeatResponse* resp)
+      : core_(core), resp_(resp), id_(core->NewPollId()) {}
 
-grpc::Status AgentService::Heartbeat(grpc::ServerContext* ctx, const rpc::HeartbeatRequest* req,
-                                     rpc::HeartbeatResponse* resp) {
-  if (req->max_wait_ms() < 0) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "max_wait_ms: must be >= 0");
+  void Start(HeartbeatRequest req) {
+    core_->Heartbeat(id_, std::move(req), [this](HeartbeatResult r) { Answer(std::move(r)); });
   }
-  Duration wait = std::min<Duration>(Millis(req->max_wait_ms()), heartbeat_interval_);
-  absl::StatusOr<HeartbeatResult> r =
-      core_->Heartbeat(req->node(), req->known_generation(), FromProto(req->ranks()), wait,
-                       req->health_ok() || req->health_message().empty(), req->health_message());
-  if (!r.ok()) return ToGrpc(r.status());
-  resp->set_reregister(r->reregister);
-  resp->set_generation(r->generation);
-  for (const DesiredRank& d : r->desired) ToProto(d, resp->add_desired());
-  return grpc::Status::OK;
+  void OnCancel() override { core_->CancelHeartbeat(id_); }
+  void OnDone() override { delete this; }
+
+ private:
+  void Answer(HeartbeatResult r) {
+    if (!r.status.ok()) {
+      Finish(ToGrpc(r.status));
+      return;
+    }
+    resp_->set_reregister(r.reregister);
+    resp_->set_generation(r.generation);
+    resp_->set_held_ms(std::chrono::duration_cast<std::chrono::milliseconds>(r.held).count());
+    for (const DesiredRank& d : r.desired) ToProto(d, resp_->add_desired());
+    Finish(grpc::Status::OK);
+  }
+
+  CoordinatorCore* const core_;
+  rpc::HeartbeatResponse* const resp_;
+  const LongPolls::Id id_;
+};
+
+}  // namespace
+
+grpc::ServerUnaryReactor* AgentService::RegisterNode(grpc::CallbackServerContext* ctx,
+                                                     const rpc::RegisterNodeRequest* req,
+                                                     rpc::RegisterNodeResponse* resp) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  const int64_t interval_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(heartbeat_interval_).count();
+  core_->RegisterNode(FromProto(*req), FromProto(req->ranks()),
+                      [reactor, resp, interval_ms](absl::Status s) {
+                        if (s.ok()) resp->set_heartbeat_interval_ms(interval_ms);
+                        reactor->Finish(ToGrpc(s));
+                      });
+  return reactor;
 }
 
-grpc::Status AgentService::ReportCheckpoint(grpc::ServerContext*,
-                                            const rpc::ReportCheckpointRequest* req,
-                                            rpc::ReportCheckpointResponse*) {
-  return ToGrpc(core_->ReportCheckpoint(req->job_id(), req->step(), 0));
+grpc::ServerUnaryReactor* AgentService::Heartbeat(grpc::CallbackServerContext* ctx,
+                                                  const rpc::HeartbeatRequest* req,
+                                                  rpc::HeartbeatResponse* resp) {
+  if (req->max_wait_ms() < 0) {
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "max_wait_ms: must be >= 0"));
+    return reactor;
+  }
+  HeartbeatRequest in;
+  in.node = req->node();
+  in.known_generation = req->known_generation();
+  in.ranks = FromProto(req->ranks());
+  in.max_wait = std::min<Duration>(Millis(req->max_wait_ms()), heartbeat_interval_);
+  in.health_ok = req->health_ok() || req->health_message().empty();
+  in.health_message = req->health_message();
+  auto* reactor = new HeartbeatReactor(core_, resp);
+  reactor->Start(std::move(in));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* AgentService::ReportCheckpoint(grpc::CallbackServerContext* ctx,
+                                                         const rpc::ReportCheckpointRequest* req,
+                                                         rpc::ReportCheckpointResponse*) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  core_->ReportCheckpoint(req->job_id(), req->step(), 0,
+                          [reactor](absl::Status s) { reactor->Finish(ToGrpc(s)); });
+  return reactor;
 }
 
 }  // namespace athanor::coord

@@ -1,4 +1,7 @@
-// The NodeAgent gRPC service: agents register and long-poll heartbeats here.
+// The NodeAgent gRPC service: agents register, long-poll heartbeats and
+// report checkpoints here. Served through gRPC's callback API: a parked
+// heartbeat is an open call and a record in LongPolls, not a thread, so the
+// coordinator's thread count stays flat however many agents there are.
 // A thin edge over CoordinatorCore. Thread-safe; the core is not owned.
 #pragma once
 
@@ -8,19 +11,22 @@
 
 namespace athanor::coord {
 
-class AgentService final : public rpc::NodeAgent::Service {
+class AgentService final : public rpc::NodeAgent::CallbackService {
  public:
   // `heartbeat_interval`: what agents are told to use, and the longest a
   // heartbeat is held.
   AgentService(CoordinatorCore* core, Duration heartbeat_interval)
       : core_(core), heartbeat_interval_(heartbeat_interval) {}
 
-  grpc::Status RegisterNode(grpc::ServerContext*, const rpc::RegisterNodeRequest* req,
-                            rpc::RegisterNodeResponse* resp) override;
-  grpc::Status Heartbeat(grpc::ServerContext*, const rpc::HeartbeatRequest* req,
-                         rpc::HeartbeatResponse* resp) override;
-  grpc::Status ReportCheckpoint(grpc::ServerContext*, const rpc::ReportCheckpointRequest* req,
-                                rpc::ReportCheckpointResponse* resp) override;
+  grpc::ServerUnaryReactor* RegisterNode(grpc::CallbackServerContext* ctx,
+                                         const rpc::RegisterNodeRequest* req,
+                                         rpc::RegisterNodeResponse* resp) override;
+  grpc::ServerUnaryReactor* Heartbeat(grpc::CallbackServerContext* ctx,
+                                      const rpc::HeartbeatRequest* req,
+                                      rpc::HeartbeatResponse* resp) override;
+  grpc::ServerUnaryReactor* ReportCheckpoint(grpc::CallbackServerContext* ctx,
+                                             const rpc::ReportCheckpointRequest* req,
+                                             rpc::ReportCheckpointResponse* resp) override;
 
  private:
   CoordinatorCore* const core_;

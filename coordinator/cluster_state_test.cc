@@ -54,10 +54,10 @@ class ClusterStateTest : public ::testing::Test {
 };
 
 TEST_F(ClusterStateTest, PlacesGangAndBuildsEnvContract) {
-  absl::StatusOr<std::string> id = state_.SubmitJob(Spec(2, 2));
+  absl::StatusOr<SubmitResult> id = state_.SubmitJob(Spec(2, 2));
   ASSERT_TRUE(id.ok()) << id.status();
-  EXPECT_EQ(*id, "1");
-  const JobRecord* job = state_.FindJob("1");
+  EXPECT_EQ(id->job_id, "1");
+  const JobRecord* job = state_.jobs().Find("1");
   EXPECT_EQ(job->state, JobState::kStarting);
   EXPECT_EQ(job->attempt, 1);
   EXPECT_EQ(job->master_addr, "host-n1");
@@ -86,11 +86,11 @@ TEST_F(ClusterStateTest, AllExitZeroSucceeds) {
   ASSERT_TRUE(state_.SubmitJob(Spec(2, 2)).ok());
   HeartbeatAll("n1", {Report("1", 1, 0, RankPhase::kRunning), Report("1", 1, 1, RankPhase::kRunning)});
   HeartbeatAll("n2", {Report("1", 1, 2, RankPhase::kRunning), Report("1", 1, 3, RankPhase::kRunning)});
-  EXPECT_EQ(state_.FindJob("1")->state, JobState::kRunning);
+  EXPECT_EQ(state_.jobs().Find("1")->state, JobState::kRunning);
   HeartbeatAll("n1", {Report("1", 1, 0, RankPhase::kExited), Report("1", 1, 1, RankPhase::kExited)});
-  EXPECT_EQ(state_.FindJob("1")->state, JobState::kRunning);
+  EXPECT_EQ(state_.jobs().Find("1")->state, JobState::kRunning);
   HeartbeatAll("n2", {Report("1", 1, 2, RankPhase::kExited), Report("1", 1, 3, RankPhase::kExited)});
-  const JobRecord* job = state_.FindJob("1");
+  const JobRecord* job = state_.jobs().Find("1");
   EXPECT_EQ(job->state, JobState::kSucceeded);
   EXPECT_FALSE(job->allocated);
   EXPECT_TRUE(state_.DesiredFor("n1").empty());
@@ -101,7 +101,7 @@ TEST_F(ClusterStateTest, AllExitZeroSucceeds) {
 TEST_F(ClusterStateTest, NonZeroExitTerminatesOthersThenFails) {
   ASSERT_TRUE(state_.SubmitJob(Spec(2, 2)).ok());
   HeartbeatAll("n1", {Report("1", 1, 0, RankPhase::kRunning), Report("1", 1, 1, RankPhase::kExited, 3)});
-  const JobRecord* job = state_.FindJob("1");
+  const JobRecord* job = state_.jobs().Find("1");
   EXPECT_TRUE(job->stopping);
   EXPECT_EQ(job->state, JobState::kStarting);
   std::vector<DesiredRank> d = state_.DesiredFor("n2");
@@ -111,9 +111,9 @@ TEST_F(ClusterStateTest, NonZeroExitTerminatesOthersThenFails) {
   // n1 still runs rank 0; n2 acknowledged the stop and runs nothing.
   HeartbeatAll("n1", {Report("1", 1, 0, RankPhase::kRunning), Report("1", 1, 1, RankPhase::kExited, 3)});
   HeartbeatAll("n2", {});
-  EXPECT_TRUE(state_.FindJob("1")->stopping);
+  EXPECT_TRUE(state_.jobs().Find("1")->stopping);
   HeartbeatAll("n1", {Report("1", 1, 0, RankPhase::kExited, 143)});
-  job = state_.FindJob("1");
+  job = state_.jobs().Find("1");
   EXPECT_EQ(job->state, JobState::kFailed);
   EXPECT_EQ(job->reason, "rank 1 on node n1 exited with code 3");
   EXPECT_EQ(job->ranks[1].exit_code, 3);
@@ -125,7 +125,7 @@ TEST_F(ClusterStateTest, NonZeroExitTerminatesOthersThenFails) {
 TEST_F(ClusterStateTest, RequeuesWhileRestartsRemain) {
   ASSERT_TRUE(state_.SubmitJob(Spec(1, 2, /*max_restarts=*/1)).ok());
   HeartbeatAll("n1", {Report("1", 1, 0, RankPhase::kExited, 1), Report("1", 1, 1, RankPhase::kExited, 0)});
-  const JobRecord* job = state_.FindJob("1");
+  const JobRecord* job = state_.jobs().Find("1");
   EXPECT_EQ(job->state, JobState::kStarting);  // requeued and placed again at once
   EXPECT_EQ(job->attempt, 2);
   EXPECT_EQ(job->restarts, 1);
@@ -136,10 +136,10 @@ TEST_F(ClusterStateTest, RequeuesWhileRestartsRemain) {
   EXPECT_EQ(d[0].env.at("ATHANOR_ATTEMPT"), "2");
   // A stale report of attempt 1 changes nothing.
   HeartbeatAll("n1", {Report("1", 1, 0, RankPhase::kExited, 1)});
-  EXPECT_EQ(state_.FindJob("1")->attempt, 2);
+  EXPECT_EQ(state_.jobs().Find("1")->attempt, 2);
   HeartbeatAll(job->allocation[0].node,
                {Report("1", 2, 0, RankPhase::kExited, 2), Report("1", 2, 1, RankPhase::kExited, 0)});
-  job = state_.FindJob("1");
+  job = state_.jobs().Find("1");
   EXPECT_EQ(job->state, JobState::kFailed);
   EXPECT_EQ(job->restarts, 1);
   EXPECT_EQ(job->reason, "rank 0 on node " + job->allocation[0].node + " exited with code 2");
@@ -151,13 +151,13 @@ TEST_F(ClusterStateTest, HeartbeatTimeoutMarksDownAndFailsAttempt) {
   HeartbeatAll("n1", {Report("1", 1, 0, RankPhase::kRunning)});
   clock_.Advance(Seconds(5));  // n2 silent for 11 s, n1 for 5 s
   state_.Tick();
-  EXPECT_EQ(state_.FindNode("n2")->state, NodeState::kDown);
-  EXPECT_EQ(state_.FindNode("n1")->state, NodeState::kUp);
-  const JobRecord* job = state_.FindJob("1");
+  EXPECT_EQ(state_.nodes().Get("n2")->state, NodeState::kDown);
+  EXPECT_EQ(state_.nodes().Get("n1")->state, NodeState::kUp);
+  const JobRecord* job = state_.jobs().Find("1");
   EXPECT_TRUE(job->stopping);
   EXPECT_EQ(job->stop_reason, "node n2 went DOWN (no heartbeat for 11 s)");
   HeartbeatAll("n1", {});  // rank 0 is gone from n1
-  job = state_.FindJob("1");
+  job = state_.jobs().Find("1");
   EXPECT_EQ(job->state, JobState::kFailed);
   EXPECT_EQ(job->reason, "node n2 went DOWN (no heartbeat for 11 s)");
   Changes c = state_.TakeChanges();
@@ -167,7 +167,7 @@ TEST_F(ClusterStateTest, HeartbeatTimeoutMarksDownAndFailsAttempt) {
 }
 
 TEST_F(ClusterStateTest, RefusesJobsThatCanNeverFitAndBadSpecs) {
-  absl::StatusOr<std::string> r = state_.SubmitJob(Spec(1, 3));
+  absl::StatusOr<SubmitResult> r = state_.SubmitJob(Spec(1, 3));
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(r.status().message(),
             "job can never fit: it needs 1 node with 3 free GPUs; only 0 node(s) in the inventory "
@@ -180,7 +180,7 @@ TEST_F(ClusterStateTest, RefusesJobsThatCanNeverFitAndBadSpecs) {
   big.name = std::string(5000, 'x');
   EXPECT_EQ(state_.SubmitJob(big).status().message(),
             "spec.name: is 5000 bytes; at most 4096 allowed");
-  EXPECT_TRUE(state_.Jobs(true).empty());
+  EXPECT_TRUE(ListJobs(state_.jobs(), true).empty());
 }
 
 TEST_F(ClusterStateTest, CancelStopsRunningJob) {
@@ -188,40 +188,106 @@ TEST_F(ClusterStateTest, CancelStopsRunningJob) {
   ASSERT_TRUE(state_.CancelJob("1").ok());
   EXPECT_TRUE(state_.DesiredFor("n1")[0].terminate);
   HeartbeatAll("n1", {Report("1", 1, 0, RankPhase::kExited, 143)});
-  EXPECT_EQ(state_.FindJob("1")->state, JobState::kCancelled);
+  EXPECT_EQ(state_.jobs().Find("1")->state, JobState::kCancelled);
   EXPECT_EQ(state_.CancelJob("99").status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST_F(ClusterStateTest, RestoreKeepsRunningAttemptAndReconcilesOnRegister) {
   ASSERT_TRUE(state_.SubmitJob(Spec(1, 2)).ok());
   HeartbeatAll("n1", {Report("1", 1, 0, RankPhase::kRunning), Report("1", 1, 1, RankPhase::kRunning)});
-  std::vector<JobRecord> jobs = state_.Jobs(true);
+  std::vector<JobRecord> jobs = ListJobs(state_.jobs(), true);
   std::vector<NodeRecord> nodes;
-  for (const NodeView& v : state_.Nodes()) nodes.push_back(v.record);
+  for (const NodeView& v : state_.nodes().Views()) nodes.push_back(v.record);
 
   ClusterState restarted(Options(), &clock_);
   restarted.Restore(jobs, nodes);
-  EXPECT_EQ(restarted.FindNode("n1")->state, NodeState::kUnknown);
+  EXPECT_EQ(restarted.nodes().Get("n1")->state, NodeState::kUnknown);
   EXPECT_FALSE(restarted.Heartbeat("n1", 0, {}));  // must re-register first
-  NodeRecord n1 = *restarted.FindNode("n1");
+  NodeRecord n1 = *restarted.nodes().Get("n1");
   ASSERT_TRUE(restarted.RegisterNode(n1, {Report("1", 1, 0, RankPhase::kRunning),
                                           Report("1", 1, 1, RankPhase::kExited, 0)}).ok());
-  EXPECT_EQ(restarted.FindJob("1")->state, JobState::kRunning);
-  EXPECT_FALSE(restarted.FindJob("1")->stopping);
+  EXPECT_EQ(restarted.jobs().Find("1")->state, JobState::kRunning);
+  EXPECT_FALSE(restarted.jobs().Find("1")->stopping);
   EXPECT_TRUE(restarted.Heartbeat("n1", restarted.generation(), {Report("1", 1, 0, RankPhase::kExited, 0)}));
-  EXPECT_EQ(restarted.FindJob("1")->state, JobState::kSucceeded);
-  EXPECT_EQ(restarted.FindJob("1")->attempt, 1);
+  EXPECT_EQ(restarted.jobs().Find("1")->state, JobState::kSucceeded);
+  EXPECT_EQ(restarted.jobs().Find("1")->attempt, 1);
 }
 
 TEST_F(ClusterStateTest, RestartedAgentLosesRanks) {
   ASSERT_TRUE(state_.SubmitJob(Spec(1, 1)).ok());
   HeartbeatAll("n1", {Report("1", 1, 0, RankPhase::kRunning)});
-  NodeRecord n1 = *state_.FindNode("n1");
+  NodeRecord n1 = *state_.nodes().Get("n1");
   ASSERT_TRUE(state_.RegisterNode(n1, {}).ok());  // the agent came back empty-handed
   HeartbeatAll("n1", {});
-  const JobRecord* job = state_.FindJob("1");
+  const JobRecord* job = state_.jobs().Find("1");
   EXPECT_EQ(job->state, JobState::kFailed);
   EXPECT_EQ(job->reason, "rank 0 on node n1 was lost (its agent restarted)");
+}
+
+TEST_F(ClusterStateTest, IdempotencyKeyReturnsTheFirstJobAcrossARestart) {
+  JobSpec spec = Spec(1, 1);
+  spec.tenant = "a";
+  absl::StatusOr<SubmitResult> first = state_.SubmitJob(spec, "key-1");
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->job_id, "1");
+  EXPECT_FALSE(first->duplicate);
+  absl::StatusOr<SubmitResult> again = state_.SubmitJob(spec, "key-1");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->job_id, "1");
+  EXPECT_TRUE(again->duplicate);
+  JobSpec other = spec;
+  other.tenant = "b";  // keys are per tenant
+  EXPECT_EQ(state_.SubmitJob(other, "key-1")->job_id, "2");
+  EXPECT_EQ(state_.SubmitJob(spec)->job_id, "3");  // no key: always a new job
+  EXPECT_EQ(state_.SubmitJob(spec)->job_id, "4");
+  EXPECT_EQ(state_.SubmitJob(spec, std::string(129, 'k')).status().message(),
+            "idempotency_key: is 129 bytes; at most 128 allowed");
+  EXPECT_EQ(state_.SubmitJob(spec, "a b").status().message(),
+            "idempotency_key: may hold only printable ASCII");
+
+  Changes c = state_.TakeChanges();
+  ClusterState restarted(Options(), &clock_);
+  restarted.Restore(c.jobs, c.nodes);
+  absl::StatusOr<SubmitResult> after = restarted.SubmitJob(spec, "key-1");
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->job_id, "1");
+  EXPECT_TRUE(after->duplicate);
+  EXPECT_EQ(restarted.SubmitJob(spec, "key-2")->job_id, "5");
+}
+
+TEST_F(ClusterStateTest, TimeFieldsAreCappedAtValidation) {
+  JobSpec spec = Spec(1, 1);
+  spec.time_limit_s = INT64_MAX;
+  EXPECT_EQ(state_.SubmitJob(spec).status().message(),
+            "spec.time_limit_s: must be in 0..315360000 (10 years), got 9223372036854775807");
+  spec.time_limit_s = 0;
+  spec.grace_period_s = int64_t{1} << 62;
+  EXPECT_EQ(state_.SubmitJob(spec).status().message(),
+            "spec.grace_period_s: must be in 0..315360000 (10 years), got 4611686018427387904");
+  spec.grace_period_s = 315360000;  // the cap itself is allowed
+  EXPECT_EQ(state_.SubmitJob(spec)->job_id, "1");
+  EXPECT_TRUE(ListJobs(state_.jobs(), true).size() == 1);
+}
+
+TEST_F(ClusterStateTest, NodeTableIsTheSchedulersAndGenerationsArePerNode) {
+  const uint64_t n1_before = state_.NodeGeneration("n1");
+  const uint64_t n2_before = state_.NodeGeneration("n2");
+  ASSERT_TRUE(state_.SubmitJob(Spec(1, 2)).ok());  // fills one node
+  const JobRecord* job = state_.jobs().Find("1");
+  ASSERT_EQ(job->allocation.size(), 2u);
+  const std::string used = job->allocation[0].node;
+  const std::string idle = used == "n1" ? "n2" : "n1";
+  EXPECT_GT(state_.NodeGeneration(used), used == "n1" ? n1_before : n2_before);
+  EXPECT_EQ(state_.NodeGeneration(idle), idle == "n1" ? n1_before : n2_before);
+  std::optional<NodeView> v = state_.nodes().View(used);
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->gpus_allocated, 2);
+  EXPECT_EQ(v->jobs, (std::vector<std::string>{"1"}));
+  ASSERT_TRUE(state_.DrainNode(used, Seconds(5), "maintenance").ok());
+  EXPECT_EQ(state_.nodes().Get(used)->state, NodeState::kDraining);
+  EXPECT_EQ(state_.nodes().Get(used)->reason, "maintenance");
+  EXPECT_TRUE(state_.nodes().Get(used)->drain);
+  EXPECT_EQ(state_.jobs().Find("1")->state, JobState::kPreempting);
 }
 
 }  // namespace

@@ -1,13 +1,21 @@
 #include "coordinator/coordinator_core.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "common/logging.h"
-#include "checkpoint/catalog.h"
-#include "checkpoint/object_store.h"
 #include "common/status.h"
 
 namespace athanor::coord {
+namespace {
+
+// Passes closer together than this share the lock with submissions unfairly.
+constexpr absl::Duration kMinPassSpacing = absl::Milliseconds(5);
+// A poll whose wait ended while its node's new desired set is still being
+// written waits this much longer for the commit.
+constexpr absl::Duration kDurableWait = absl::Milliseconds(20);
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<CoordinatorCore>> CoordinatorCore::Create(
     StateOptions options, const std::string& state_path, const Clock* clock,
@@ -16,209 +24,270 @@ absl::StatusOr<std::unique_ptr<CoordinatorCore>> CoordinatorCore::Create(
   ASSIGN_OR_RETURN(JobStore::Contents contents, store->LoadAll());
   ATHANOR_LOG(INFO) << "state " << state_path << ": " << contents.jobs.size() << " job(s), "
                     << contents.nodes.size() << " node(s)";
-  std::unique_ptr<CoordinatorCore> core(new CoordinatorCore(std::move(options), clock, std::move(store)));
+  std::unique_ptr<CoordinatorCore> core(new CoordinatorCore(std::move(options), clock));
+  CoordinatorCore* c = core.get();
   {
-    absl::MutexLock lock(&core->mu_);
-    core->state_.Restore(std::move(contents.jobs), std::move(contents.nodes),
-                         std::move(contents.quotas));
-    core->state_.TakeChanges();  // restoring changes nothing on disk
-    core->published_generation_ = core->state_.generation();
+    absl::MutexLock lock(&c->mu_);
+    c->state_.Restore(std::move(contents.jobs), contents.nodes, contents.quotas);
+    c->state_.TakeChanges();  // restoring changes nothing on disk
+    c->durable_generation_ = c->state_.generation();
   }
-  core->ticker_ = std::thread([c = core.get(), tick_interval] { c->TickLoop(tick_interval); });
+  c->committer_ = std::make_unique<GroupCommitter>(
+      std::move(store),
+      [c](const std::set<std::string>& nodes, uint64_t gen) { c->OnDurable(nodes, gen); });
+  c->polls_ = std::make_unique<LongPolls>(
+      [c](std::vector<LongPolls::Poll> polls) { c->Resolve(std::move(polls), true); });
+  c->scheduler_ = std::thread([c, tick_interval] { c->SchedulerLoop(tick_interval); });
   if (checkpoint_poll > Duration::zero()) {
-    core->checkpoint_poller_ =
-        std::thread([c = core.get(), checkpoint_poll] { c->CheckpointLoop(checkpoint_poll); });
+    c->checkpoint_poller_ = std::make_unique<CheckpointPoller>(
+        [c] { return c->CheckpointTargets(); },
+        [c](const std::string& id, int64_t step, int64_t commit_unix) {
+          c->ReportCheckpoint(id, step, commit_unix, [id, step](absl::Status s) {
+            if (!s.ok()) ATHANOR_LOG(WARNING) << "job " << id << ": checkpoint step " << step << ": " << s;
+          });
+        },
+        checkpoint_poll);
   }
   return core;
 }
 
-CoordinatorCore::CoordinatorCore(StateOptions options, const Clock* clock,
-                                 std::unique_ptr<JobStore> store)
-    : state_(std::move(options), clock), store_(std::move(store)) {}
+CoordinatorCore::CoordinatorCore(StateOptions options, const Clock* clock)
+    : state_(std::move(options), clock) {}
 
 CoordinatorCore::~CoordinatorCore() {
   Shutdown();
-  if (ticker_.joinable()) ticker_.join();
-  if (checkpoint_poller_.joinable()) checkpoint_poller_.join();
+  if (scheduler_.joinable()) scheduler_.join();
+  checkpoint_poller_.reset();
+  polls_.reset();
+  committer_.reset();  // writes what is queued
 }
 
 void CoordinatorCore::Shutdown() {
-  absl::MutexLock lock(&mu_);
-  shutdown_ = true;
-  changed_.SignalAll();
+  {
+    absl::MutexLock lock(&mu_);
+    shutdown_ = true;
+  }
+  for (LongPolls::Poll& p : polls_->TakeAll()) {
+    HeartbeatResult r;
+    r.status = absl::UnavailableError("the coordinator is shutting down");
+    p.reply(std::move(r));
+  }
 }
 
-absl::Status CoordinatorCore::PersistLocked() {
-  Changes changes = state_.TakeChanges();
-  absl::Status s = store_->Commit(changes);
-  if (!s.ok()) {
-    state_.ReturnChanges(changes);  // retried with the next operation or tick
-    ATHANOR_LOG(ERROR) << "cannot persist state: " << s;
-    return absl::UnavailableError(absl::StrCat("coordinator store: ", s.message()));
-  }
-  if (state_.generation() != published_generation_) {
-    published_generation_ = state_.generation();
-    changed_.SignalAll();
-  }
-  return absl::OkStatus();
+void CoordinatorCore::CommitLocked(GroupCommitter::Done done) {
+  std::set<std::string> touched;
+  Changes changes = state_.TakeChanges(&touched);
+  if (!done && changes.empty() && touched.empty()) return;  // nothing to write or to wait for
+  if (!done) done = [](absl::Status) {};  // failures are logged and retried by the committer
+  committer_->Commit(std::move(changes), std::move(touched), state_.generation(),
+                     std::move(done));
 }
 
-void CoordinatorCore::TickLoop(Duration interval) {
+void CoordinatorCore::OnDurable(const std::set<std::string>& nodes, uint64_t generation) {
+  {
+    // Under mu_, so that a heartbeat deciding to park sees either the old
+    // value and parks before this, or the new one and answers at once.
+    absl::MutexLock lock(&mu_);
+    durable_generation_ = std::max(durable_generation_, generation);
+  }
+  if (!nodes.empty()) Resolve(polls_->TakeNodes(nodes), false);
+}
+
+template <typename T>
+absl::StatusOr<T> CoordinatorCore::Apply(
+    const std::function<absl::StatusOr<T>(ClusterState&)>& op) {
+  absl::Notification durable;
+  absl::Status commit;
+  absl::StatusOr<T> result;
+  {
+    absl::MutexLock lock(&mu_);
+    result = op(state_);
+    CommitLocked([&](absl::Status s) {
+      commit = s;
+      durable.Notify();
+    });
+  }
+  durable.WaitForNotification();
+  if (!result.ok()) return result.status();
+  if (!commit.ok()) return commit;
+  return result;
+}
+
+void CoordinatorCore::SubmitJob(const JobSpec& spec, const std::string& key, SubmitDone done) {
   absl::MutexLock lock(&mu_);
+  absl::StatusOr<SubmitResult> r = state_.SubmitJob(spec, key);
+  // A refused job changed nothing, but is answered in order all the same.
+  CommitLocked([r = std::move(r), done = std::move(done)](absl::Status s) {
+    done(s.ok() || !r.ok() ? r : absl::StatusOr<SubmitResult>(s));
+  });
+}
+
+HeartbeatResult CoordinatorCore::ReplyLocked(const LongPolls::Poll& poll) {
+  HeartbeatResult r;
+  r.generation = state_.NodeGeneration(poll.node);
+  r.desired = state_.DesiredFor(poll.node);
+  r.held = absl::ToChronoNanoseconds(absl::Now() - poll.received);
+  return r;
+}
+
+void CoordinatorCore::Heartbeat(LongPolls::Id id, HeartbeatRequest req,
+                                std::function<void(HeartbeatResult)> reply) {
+  LongPolls::Poll poll{id, req.node, req.known_generation, absl::Now(),
+                       absl::Now() + absl::FromChrono(req.max_wait), std::move(reply)};
+  HeartbeatResult now;
+  {
+    absl::MutexLock lock(&mu_);
+    if (shutdown_) {
+      now.status = absl::UnavailableError("the coordinator is shutting down");
+    } else if (!state_.Heartbeat(req.node, req.known_generation, req.ranks, req.health_ok,
+                                 req.health_message)) {
+      now.reregister = true;
+    } else {
+      CommitLocked(nullptr);  // reports: durable with the next round
+      const uint64_t gen = state_.NodeGeneration(req.node);
+      if (gen <= durable_generation_ && (gen != req.known_generation || req.max_wait <= Duration::zero())) {
+        now = ReplyLocked(poll);
+      } else {
+        polls_->Park(std::move(poll));
+        return;
+      }
+    }
+  }
+  poll.reply(std::move(now));
+}
+
+void CoordinatorCore::CancelHeartbeat(LongPolls::Id id) {
+  for (LongPolls::Poll& p : polls_->Take(id)) {
+    HeartbeatResult r;
+    r.status = absl::CancelledError("the agent cancelled its heartbeat");
+    p.reply(std::move(r));
+  }
+}
+
+void CoordinatorCore::Resolve(std::vector<LongPolls::Poll> polls, bool expired) {
+  std::vector<std::pair<LongPolls::Poll, HeartbeatResult>> answers;
+  {
+    absl::MutexLock lock(&mu_);
+    for (LongPolls::Poll& p : polls) {
+      const uint64_t gen = state_.NodeGeneration(p.node);
+      const bool durable = gen <= durable_generation_;
+      if (durable && (expired || gen != p.known_generation)) {
+        HeartbeatResult r = ReplyLocked(p);
+        answers.emplace_back(std::move(p), std::move(r));
+        continue;
+      }
+      if (expired) p.deadline = absl::Now() + kDurableWait;
+      polls_->Park(std::move(p));
+    }
+  }
+  for (auto& [poll, result] : answers) poll.reply(std::move(result));
+}
+
+void CoordinatorCore::SchedulerLoop(Duration tick_interval) {
+  absl::MutexLock lock(&mu_);
+  absl::Time next_tick = absl::Now() + absl::FromChrono(tick_interval);
+  absl::Time last_pass = absl::InfinitePast();
   while (!shutdown_) {
-    changed_.WaitWithTimeout(&mu_, absl::FromChrono(interval));
-    if (shutdown_) break;
-    state_.Tick();
-    PersistLocked().IgnoreError();  // logged; retried on the next tick
+    bool wanted = state_.TakePassWanted();
+    if (!wanted) {
+      // Woken by a timeout only: a pass wanted meanwhile waits for the
+      // spacing below or the tick, whichever is sooner.
+      mu_.AwaitWithDeadline(absl::Condition(+[](bool* b) { return *b; }, &shutdown_),
+                            std::min(next_tick, absl::Now() + kMinPassSpacing));
+      if (shutdown_) break;
+      wanted = state_.TakePassWanted();
+    } else if (absl::Now() - last_pass < kMinPassSpacing) {
+      mu_.AwaitWithDeadline(absl::Condition(+[](bool* b) { return *b; }, &shutdown_),
+                            last_pass + kMinPassSpacing);
+      if (shutdown_) break;
+    }
+    if (absl::Now() >= next_tick) {
+      state_.Tick();  // includes a pass
+      next_tick = absl::Now() + absl::FromChrono(tick_interval);
+    } else if (wanted) {
+      state_.Schedule();
+    } else {
+      continue;
+    }
+    last_pass = absl::Now();
+    CommitLocked(nullptr);
   }
-}
-
-absl::StatusOr<std::string> CoordinatorCore::SubmitJob(const JobSpec& spec) {
-  absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(std::string id, state_.SubmitJob(spec));
-  RETURN_IF_ERROR(PersistLocked());
-  return id;
 }
 
 absl::StatusOr<JobRecord> CoordinatorCore::CancelJob(const std::string& id) {
+  return Apply<JobRecord>([&](ClusterState& s) { return s.CancelJob(id); });
+}
+
+void CoordinatorCore::ApplyAsync(const std::function<absl::Status(ClusterState&)>& op,
+                                 Done done) {
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(JobRecord job, state_.CancelJob(id));
-  RETURN_IF_ERROR(PersistLocked());
-  return job;
+  absl::Status result = op(state_);
+  CommitLocked([result, done = std::move(done)](absl::Status s) { done(result.ok() ? s : result); });
+}
+
+void CoordinatorCore::RegisterNode(const NodeRecord& node, const std::vector<RankReport>& ranks,
+                                   Done done) {
+  ApplyAsync([&](ClusterState& s) { return s.RegisterNode(node, ranks); }, std::move(done));
+}
+
+void CoordinatorCore::ReportCheckpoint(const std::string& id, int64_t step, int64_t commit_unix,
+                                       Done done) {
+  ApplyAsync([&](ClusterState& s) { return s.jobs().ReportCheckpoint(id, step, commit_unix); },
+             std::move(done));
+}
+
+absl::StatusOr<JobRecord> CoordinatorCore::PreemptJob(const std::string& id, Duration grace) {
+  return Apply<JobRecord>([&](ClusterState& s) { return s.jobs().Preempt(id, grace); });
+}
+
+absl::StatusOr<NodeView> CoordinatorCore::DrainNode(const std::string& name, Duration grace,
+                                                    const std::string& reason) {
+  return Apply<NodeView>([&](ClusterState& s) { return s.DrainNode(name, grace, reason); });
+}
+
+absl::StatusOr<NodeView> CoordinatorCore::UndrainNode(const std::string& name) {
+  return Apply<NodeView>([&](ClusterState& s) { return s.UndrainNode(name); });
+}
+
+absl::StatusOr<std::vector<QuotaRow>> CoordinatorCore::SetQuota(const std::string& tenant,
+                                                                int32_t gpus) {
+  return Apply<std::vector<QuotaRow>>(
+      [&](ClusterState& s) -> absl::StatusOr<std::vector<QuotaRow>> {
+        RETURN_IF_ERROR(s.SetQuota(tenant, gpus));
+        return s.accounts().Quotas();
+      });
 }
 
 absl::StatusOr<JobRecord> CoordinatorCore::GetJob(const std::string& id) {
   absl::MutexLock lock(&mu_);
-  const JobRecord* job = state_.FindJob(id);
-  if (job == nullptr) {
-    return absl::NotFoundError(absl::StrCat("no job '", id.substr(0, 64), "'"));
-  }
+  const JobRecord* job = state_.jobs().Find(id);
+  if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job '", id.substr(0, 64), "'"));
   return *job;
 }
 
 std::vector<JobRecord> CoordinatorCore::ListJobs(bool include_finished, const std::string& tenant) {
   absl::MutexLock lock(&mu_);
   std::vector<JobRecord> out;
-  for (JobRecord& j : state_.Jobs(include_finished)) {
-    if (tenant.empty() || j.spec.tenant == tenant) out.push_back(std::move(j));
+  for (const auto& [seq, job] : state_.jobs().all()) {
+    if (!include_finished && IsTerminal(job.state)) continue;
+    if (tenant.empty() || job.spec.tenant == tenant) out.push_back(job);
   }
   return out;
 }
 
 std::vector<NodeView> CoordinatorCore::ListNodes() {
   absl::MutexLock lock(&mu_);
-  return state_.Nodes();
-}
-
-absl::Status CoordinatorCore::RegisterNode(const NodeRecord& node,
-                                           const std::vector<RankReport>& ranks) {
-  absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(state_.RegisterNode(node, ranks));
-  return PersistLocked();
-}
-
-absl::StatusOr<HeartbeatResult> CoordinatorCore::Heartbeat(const std::string& node,
-                                                           uint64_t known_generation,
-                                                           const std::vector<RankReport>& ranks,
-                                                           Duration max_wait, bool health_ok,
-                                                           const std::string& health_message) {
-  absl::MutexLock lock(&mu_);
-  HeartbeatResult result;
-  if (!state_.Heartbeat(node, known_generation, ranks, health_ok, health_message)) {
-    result.reregister = true;
-    return result;
-  }
-  RETURN_IF_ERROR(PersistLocked());
-  absl::Time deadline = absl::Now() + absl::FromChrono(max_wait);
-  while (!shutdown_ && published_generation_ == known_generation) {
-    if (changed_.WaitWithDeadline(&mu_, deadline)) break;
-  }
-  result.generation = published_generation_;
-  result.desired = state_.DesiredFor(node);
-  return result;
-}
-
-absl::StatusOr<std::vector<LogTarget>> CoordinatorCore::LogTargets(const std::string& job_id,
-                                                                    int32_t rank, int32_t attempt) {
-  absl::MutexLock lock(&mu_);
-  const JobRecord* job = state_.FindJob(job_id);
-  if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job '", job_id.substr(0, 64), "'"));
-  if (job->attempt == 0) {
-    return absl::FailedPreconditionError(absl::StrCat("job ", job->id, " has not started yet"));
-  }
-  if (attempt < 0 || attempt > job->attempt) {
-    return absl::InvalidArgumentError(absl::StrCat("attempt: ", attempt, " is not an attempt of job ",
-                                                   job->id, " (attempts so far: ", job->attempt, ")"));
-  }
-  if (attempt == 0) attempt = job->attempt;
-  int32_t world = job->spec.nodes * job->spec.gpus_per_node;
-  if (rank >= world) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("rank: ", rank, " is not a rank of job ", job->id, " (world size ", world, ")"));
-  }
-  // Ranks are laid out node-major: rank r ran on the attempt's node
-  // r / gpus_per_node.
-  std::vector<std::string> nodes_by_rank(world);
-  if (attempt == job->attempt) {
-    for (const RankPlacement& p : job->allocation) nodes_by_rank[p.rank] = p.node;
-  } else if (static_cast<size_t>(attempt) <= job->attempt_nodes.size() &&
-             !job->attempt_nodes[attempt - 1].empty()) {
-    const std::vector<std::string>& nodes = job->attempt_nodes[attempt - 1];
-    for (int32_t r = 0; r < world; ++r) {
-      nodes_by_rank[r] = nodes[std::min<size_t>(r / job->spec.gpus_per_node, nodes.size() - 1)];
-    }
-  } else {
-    return absl::NotFoundError(absl::StrCat("attempt ", attempt, " of job ", job->id,
-                                            " ran before placements were recorded"));
-  }
-  std::vector<LogTarget> out;
-  for (int32_t r = 0; r < world; ++r) {
-    if (rank >= 0 && r != rank) continue;
-    LogTarget t{attempt, r, nodes_by_rank[r], ""};
-    if (const NodeRecord* n = state_.FindNode(t.node)) t.agent_address = n->agent_address;
-    out.push_back(std::move(t));
-  }
-  return out;
-}
-
-absl::StatusOr<JobRecord> CoordinatorCore::PreemptJob(const std::string& id, Duration grace) {
-  absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(JobRecord job, state_.PreemptJob(id, grace));
-  RETURN_IF_ERROR(PersistLocked());
-  return job;
-}
-
-absl::StatusOr<NodeView> CoordinatorCore::DrainNode(const std::string& name, Duration grace,
-                                                    const std::string& reason) {
-  absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(NodeView node, state_.DrainNode(name, grace, reason));
-  RETURN_IF_ERROR(PersistLocked());
-  return node;
-}
-
-absl::StatusOr<NodeView> CoordinatorCore::UndrainNode(const std::string& name) {
-  absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(NodeView node, state_.UndrainNode(name));
-  RETURN_IF_ERROR(PersistLocked());
-  return node;
-}
-
-absl::StatusOr<std::vector<QuotaRow>> CoordinatorCore::SetQuota(const std::string& tenant,
-                                                                int32_t gpus) {
-  absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(state_.SetQuota(tenant, gpus));
-  RETURN_IF_ERROR(PersistLocked());
-  return state_.Quotas();
+  return state_.nodes().Views();
 }
 
 std::vector<QuotaRow> CoordinatorCore::Quotas() {
   absl::MutexLock lock(&mu_);
-  return state_.Quotas();
+  return state_.accounts().Quotas();
 }
 
 std::vector<UsageRow> CoordinatorCore::Usage(const std::string& tenant, double since_unix) {
   absl::MutexLock lock(&mu_);
-  return state_.Usage(tenant, since_unix);
+  return state_.accounts().Usage(state_.jobs().all(), tenant, since_unix);
 }
 
 absl::StatusOr<WhyResult> CoordinatorCore::Why(const std::string& id) {
@@ -226,30 +295,55 @@ absl::StatusOr<WhyResult> CoordinatorCore::Why(const std::string& id) {
   return state_.Why(id);
 }
 
-absl::Status CoordinatorCore::ReportCheckpoint(const std::string& id, int64_t step,
-                                               int64_t commit_unix) {
+absl::StatusOr<std::vector<LogTarget>> CoordinatorCore::LogTargets(const std::string& job_id,
+                                                                    int32_t rank, int32_t attempt) {
   absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(state_.ReportCheckpoint(id, step, commit_unix));
-  return PersistLocked();
+  return FindLogTargets(state_, job_id, rank, attempt);
 }
 
-void CoordinatorCore::CheckpointLoop(Duration interval) {
-  for (;;) {
-    std::map<std::string, std::string> targets;
-    {
-      absl::MutexLock lock(&mu_);
-      auto stopped = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return shutdown_; };
-      if (mu_.AwaitWithTimeout(absl::Condition(&stopped), absl::FromChrono(interval))) return;
-      targets = state_.CheckpointTargets();
-    }
-    for (const auto& [id, uri] : targets) {  // storage I/O without the lock
-      absl::StatusOr<std::unique_ptr<ObjectStore>> store = OpenObjectStore(uri);
-      if (!store.ok()) continue;
-      absl::StatusOr<std::vector<CommittedStep>> steps = ListCommitted(store->get(), id);
-      if (!steps.ok() || steps->empty()) continue;
-      ReportCheckpoint(id, steps->back().step, steps->back().commit_unix).IgnoreError();
-    }
+std::map<std::string, std::string> CoordinatorCore::CheckpointTargets() {
+  absl::MutexLock lock(&mu_);
+  std::map<std::string, std::string> targets;
+  for (int64_t seq : state_.jobs().active()) {
+    const JobRecord& job = state_.jobs().all().at(seq);
+    if (!job.spec.checkpoint_uri.empty()) targets[job.id] = job.spec.checkpoint_uri;
   }
+  return targets;
+}
+
+absl::StatusOr<SubmitResult> SubmitAndWait(CoordinatorCore* core, const JobSpec& spec,
+                                           const std::string& idempotency_key) {
+  absl::Notification done;
+  absl::StatusOr<SubmitResult> result;
+  core->SubmitJob(spec, idempotency_key, [&](absl::StatusOr<SubmitResult> r) {
+    result = std::move(r);
+    done.Notify();
+  });
+  done.WaitForNotification();
+  return result;
+}
+
+HeartbeatResult HeartbeatAndWait(CoordinatorCore* core, HeartbeatRequest req) {
+  absl::Notification done;
+  HeartbeatResult result;
+  core->Heartbeat(core->NewPollId(), std::move(req), [&](HeartbeatResult r) {
+    result = std::move(r);
+    done.Notify();
+  });
+  done.WaitForNotification();
+  return result;
+}
+
+absl::Status RegisterAndWait(CoordinatorCore* core, const NodeRecord& node,
+                             const std::vector<RankReport>& ranks) {
+  absl::Notification done;
+  absl::Status result;
+  core->RegisterNode(node, ranks, [&](absl::Status s) {
+    result = s;
+    done.Notify();
+  });
+  done.WaitForNotification();
+  return result;
 }
 
 }  // namespace athanor::coord

@@ -1,14 +1,23 @@
-// CoordinatorCore: ClusterState + JobStore behind one mutex, plus the ticker.
+// CoordinatorCore: the coordinator process's state and its threads.
 //
-// Every operation runs the state machine under mu_, writes the changed
-// records to the store, and only then wakes long-polling heartbeats, so no
-// agent acts on a transition that is not durable. If the store fails, the
-// operation returns Unavailable and agents are not woken.
+// ClusterState lives under one mutex, held only while the state machine runs
+// (microseconds for an RPC, one scheduling pass at most). Each operation hands
+// its changed records to the GroupCommitter before releasing the lock, and
+// its caller is answered only once they are durable. Agents' long-polls are
+// parked in LongPolls and answered when a commit makes their node's new
+// desired set durable, or when their wait ends; no thread waits for them.
 //
-// Thread-safe. Heartbeat() blocks up to max_wait (real time) for the desired
-// sets to change. The Clock is not owned and must outlive the core.
+// Threads: the committer, the long-poll timer, the scheduler loop (passes
+// when something may have freed room or queued a job, and a tick every
+// `tick_interval` for heartbeat timeouts and idle reclaim) and the checkpoint
+// poller. Callbacks given to async operations run on the committer or timer
+// thread, without locks held: they must not block.
+//
+// Thread-safe. The Clock is not owned and must outlive the core.
 #pragma once
 
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -16,79 +25,114 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "coordinator/checkpoint_poller.h"
 #include "coordinator/cluster_state.h"
+#include "coordinator/group_commit.h"
 #include "coordinator/job_store.h"
+#include "coordinator/log_targets.h"
+#include "coordinator/long_polls.h"
 
 namespace athanor::coord {
 
 struct HeartbeatResult {
+  absl::Status status;  // Unavailable when the coordinator shuts down
   bool reregister = false;
   uint64_t generation = 0;
   std::vector<DesiredRank> desired;
+  Duration held{0};  // how long the poll was parked
 };
 
-// Where one rank's log lives, for GetLogs.
-struct LogTarget {
-  int32_t attempt = 0;
-  int32_t rank = 0;
+struct HeartbeatRequest {
   std::string node;
-  std::string agent_address;  // empty when the node is unknown
+  uint64_t known_generation = 0;
+  std::vector<RankReport> ranks;
+  Duration max_wait{0};
+  bool health_ok = true;
+  std::string health_message;
 };
 
 class CoordinatorCore {
  public:
   // Opens the store at `state_path`, restores what it holds and starts the
-  // ticker (heartbeat timeouts, placement) every `tick_interval`.
-  static absl::StatusOr<std::unique_ptr<CoordinatorCore>> Create(StateOptions options,
-                                                                  const std::string& state_path,
-                                                                  const Clock* clock,
-                                                                  Duration tick_interval,
-                                                                  Duration checkpoint_poll = Seconds(30));
-  ~CoordinatorCore();  // stops the ticker and releases long-polls
+  // threads.
+  static absl::StatusOr<std::unique_ptr<CoordinatorCore>> Create(
+      StateOptions options, const std::string& state_path, const Clock* clock,
+      Duration tick_interval, Duration checkpoint_poll = Seconds(30));
+  ~CoordinatorCore();  // Shutdown(), then joins the threads
 
-  absl::StatusOr<std::string> SubmitJob(const JobSpec& spec);
+  using SubmitDone = std::function<void(absl::StatusOr<SubmitResult>)>;
+  void SubmitJob(const JobSpec& spec, const std::string& idempotency_key, SubmitDone done);
+  // Answers `reply` at once, or parks the poll (see the class comment).
+  void Heartbeat(LongPolls::Id id, HeartbeatRequest req,
+                 std::function<void(HeartbeatResult)> reply);
+  LongPolls::Id NewPollId() { return polls_->NextId(); }
+  // The agent went away: its parked poll is answered CANCELLED.
+  void CancelHeartbeat(LongPolls::Id id);
+
+  // Answered once durable, from the committer thread.
+  using Done = std::function<void(absl::Status)>;
+  void RegisterNode(const NodeRecord& node, const std::vector<RankReport>& ranks, Done done);
+  void ReportCheckpoint(const std::string& id, int64_t step, int64_t commit_unix, Done done);
+
+  // Blocking operations; each is durable before it returns.
   absl::StatusOr<JobRecord> CancelJob(const std::string& id);
-  absl::StatusOr<JobRecord> GetJob(const std::string& id);
-  std::vector<JobRecord> ListJobs(bool include_finished, const std::string& tenant);
-  std::vector<NodeView> ListNodes();
-  absl::Status RegisterNode(const NodeRecord& node, const std::vector<RankReport>& ranks);
-  absl::StatusOr<HeartbeatResult> Heartbeat(const std::string& node, uint64_t known_generation,
-                                            const std::vector<RankReport>& ranks,
-                                            Duration max_wait, bool health_ok = true,
-                                            const std::string& health_message = "");
-  // Admin operations; see ClusterState. Each is durable before it returns.
   absl::StatusOr<JobRecord> PreemptJob(const std::string& id, Duration grace);
   absl::StatusOr<NodeView> DrainNode(const std::string& name, Duration grace,
                                      const std::string& reason);
   absl::StatusOr<NodeView> UndrainNode(const std::string& name);
   absl::StatusOr<std::vector<QuotaRow>> SetQuota(const std::string& tenant, int32_t gpus);
+
+  // Reads.
+  absl::StatusOr<JobRecord> GetJob(const std::string& id);
+  std::vector<JobRecord> ListJobs(bool include_finished, const std::string& tenant);
+  std::vector<NodeView> ListNodes();
   std::vector<QuotaRow> Quotas();
   std::vector<UsageRow> Usage(const std::string& tenant, double since_unix);
   absl::StatusOr<WhyResult> Why(const std::string& id);
-  absl::Status ReportCheckpoint(const std::string& id, int64_t step, int64_t commit_unix);
   // The ranks of `attempt` (0: the current/last one) to read logs of;
   // rank < 0 for all. NotFound / InvalidArgument naming the job or rank.
   absl::StatusOr<std::vector<LogTarget>> LogTargets(const std::string& job_id, int32_t rank,
                                                     int32_t attempt);
-  // Wakes every long-poll and stops the ticker; later heartbeats return at once.
+
+  // Answers every parked poll and stops the loops; later heartbeats are
+  // answered Unavailable at once.
   void Shutdown();
 
  private:
-  CoordinatorCore(StateOptions options, const Clock* clock, std::unique_ptr<JobStore> store);
-  absl::Status PersistLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void TickLoop(Duration interval);
-  // Reads each running job's newest committed step off its checkpoint store
-  // (without holding mu_) every `interval`.
-  void CheckpointLoop(Duration interval);
+  CoordinatorCore(StateOptions options, const Clock* clock);
+  // Hands what changed to the committer; `done` runs once it is durable. A
+  // null `done` with nothing changed skips the committer altogether.
+  void CommitLocked(GroupCommitter::Done done) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Runs `op` on the state; `done` gets its result once its changes are
+  // durable (Apply waits for that).
+  void ApplyAsync(const std::function<absl::Status(ClusterState&)>& op, Done done);
+  template <typename T>
+  absl::StatusOr<T> Apply(const std::function<absl::StatusOr<T>(ClusterState&)>& op);
+  // Answers the polls whose node has a durable new desired set (or whose
+  // wait ended); parks the others again.
+  void Resolve(std::vector<LongPolls::Poll> polls, bool expired);
+  HeartbeatResult ReplyLocked(const LongPolls::Poll& poll) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnDurable(const std::set<std::string>& nodes, uint64_t generation);
+  void SchedulerLoop(Duration tick_interval);
+  // Running jobs with a checkpoint store: id -> URI.
+  std::map<std::string, std::string> CheckpointTargets();
 
   absl::Mutex mu_;
-  absl::CondVar changed_;  // generation moved or shutdown
   ClusterState state_ ABSL_GUARDED_BY(mu_);
-  std::unique_ptr<JobStore> store_ ABSL_GUARDED_BY(mu_);
-  uint64_t published_generation_ ABSL_GUARDED_BY(mu_) = 0;  // durable and visible to agents
+  // Every generation up to this one is durable: agents may see it.
+  uint64_t durable_generation_ ABSL_GUARDED_BY(mu_) = 0;
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread ticker_;
-  std::thread checkpoint_poller_;
+  std::unique_ptr<GroupCommitter> committer_;
+  std::unique_ptr<LongPolls> polls_;
+  std::thread scheduler_;
+  std::unique_ptr<CheckpointPoller> checkpoint_poller_;
 };
+
+// Blocking forms, for tests and tools.
+absl::StatusOr<SubmitResult> SubmitAndWait(CoordinatorCore* core, const JobSpec& spec,
+                                           const std::string& idempotency_key = "");
+HeartbeatResult HeartbeatAndWait(CoordinatorCore* core, HeartbeatRequest req);
+absl::Status RegisterAndWait(CoordinatorCore* core, const NodeRecord& node,
+                             const std::vector<RankReport>& ranks = {});
 
 }  // namespace athanor::coord

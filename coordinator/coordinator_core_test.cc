@@ -7,10 +7,30 @@
 #include <chrono>
 #include <thread>
 
+#include "absl/synchronization/notification.h"
+
 namespace athanor::coord {
 namespace {
 
 const int kWatchdog = (alarm(60), 0);
+
+absl::StatusOr<HeartbeatResult> Beat(CoordinatorCore* core, const std::string& node,
+                                     uint64_t known, std::vector<RankReport> ranks, Duration wait) {
+  HeartbeatRequest req;
+  req.node = node;
+  req.known_generation = known;
+  req.ranks = std::move(ranks);
+  req.max_wait = wait;
+  HeartbeatResult r = HeartbeatAndWait(core, std::move(req));
+  if (!r.status.ok()) return r.status;
+  return r;
+}
+
+absl::StatusOr<std::string> Submit(CoordinatorCore* core, const JobSpec& spec) {
+  absl::StatusOr<SubmitResult> r = SubmitAndWait(core, spec);
+  if (!r.ok()) return r.status();
+  return r->job_id;
+}
 
 class CoordinatorCoreTest : public ::testing::Test {
  protected:
@@ -44,15 +64,15 @@ class CoordinatorCoreTest : public ::testing::Test {
 
 TEST_F(CoordinatorCoreTest, HeartbeatAnswersEarlyWhenDesiredSetChanges) {
   auto core = Open();
-  ASSERT_TRUE(core->RegisterNode(Node(), {}).ok());
-  auto first = core->Heartbeat("n1", 0, {}, Seconds(30));
+  ASSERT_TRUE(RegisterAndWait(core.get(), Node(), {}).ok());
+  auto first = Beat(core.get(), "n1", 0, {}, Seconds(30));
   ASSERT_TRUE(first.ok());
   EXPECT_FALSE(first->reregister);
   EXPECT_TRUE(first->desired.empty());
   absl::StatusOr<HeartbeatResult> polled;
   auto started = std::chrono::steady_clock::now();
-  std::thread poller([&] { polled = core->Heartbeat("n1", first->generation, {}, Seconds(30)); });
-  absl::StatusOr<std::string> id = core->SubmitJob(Spec());
+  std::thread poller([&] { polled = Beat(core.get(), "n1", first->generation, {}, Seconds(30)); });
+  absl::StatusOr<std::string> id = Submit(core.get(), Spec());
   poller.join();
   ASSERT_TRUE(id.ok()) << id.status();
   ASSERT_TRUE(polled.ok()) << polled.status();
@@ -66,8 +86,8 @@ TEST_F(CoordinatorCoreTest, HeartbeatAnswersEarlyWhenDesiredSetChanges) {
 TEST_F(CoordinatorCoreTest, ReopenKeepsJobsAndAsksNodesToRegisterAgain) {
   {
     auto core = Open();
-    ASSERT_TRUE(core->RegisterNode(Node(), {}).ok());
-    ASSERT_EQ(*core->SubmitJob(Spec()), "1");
+    ASSERT_TRUE(RegisterAndWait(core.get(), Node(), {}).ok());
+    ASSERT_EQ(*Submit(core.get(), Spec()), "1");
   }
   auto core = Open();
   absl::StatusOr<JobRecord> job = core->GetJob("1");
@@ -78,10 +98,10 @@ TEST_F(CoordinatorCoreTest, ReopenKeepsJobsAndAsksNodesToRegisterAgain) {
   ASSERT_EQ(nodes.size(), 1u);
   EXPECT_EQ(nodes[0].record.state, NodeState::kUnknown);
   EXPECT_EQ(nodes[0].gpus_allocated, 2);
-  auto hb = core->Heartbeat("n1", 5, {}, Seconds(30));
+  auto hb = Beat(core.get(), "n1", 5, {}, Seconds(30));
   ASSERT_TRUE(hb.ok());
   EXPECT_TRUE(hb->reregister);
-  EXPECT_EQ(*core->SubmitJob(Spec()), "2");  // ids continue after the restart
+  EXPECT_EQ(*Submit(core.get(), Spec()), "2");  // ids continue after the restart
   EXPECT_EQ(core->GetJob("nope").status().code(), absl::StatusCode::kNotFound);
 }
 
@@ -101,17 +121,17 @@ TEST_F(CoordinatorCoreTest, ReopenRebuildsSchedulerWithPreemptingJobQueueOrderAn
   {
     auto core = Open();
     ASSERT_TRUE(core->SetQuota("t", 3).ok());
-    ASSERT_TRUE(core->RegisterNode(Node(), {}).ok());
+    ASSERT_TRUE(RegisterAndWait(core.get(), Node(), {}).ok());
     JobSpec a = Spec();
     a.tenant = "t";
     a.preemptible = true;
     a.grace_period_s = 50;
-    ASSERT_EQ(*core->SubmitJob(a), "1");
-    ASSERT_EQ(*core->SubmitJob(Spec()), "2");
+    ASSERT_EQ(*Submit(core.get(), a), "1");
+    ASSERT_EQ(*Submit(core.get(), Spec()), "2");
     JobSpec c = Spec();
     c.gpus_per_node = 1;
-    ASSERT_EQ(*core->SubmitJob(c), "3");
-    ASSERT_TRUE(core->Heartbeat("n1", 0, running(1, RankPhase::kRunning), Duration::zero()).ok());
+    ASSERT_EQ(*Submit(core.get(), c), "3");
+    ASSERT_TRUE(Beat(core.get(), "n1", 0, running(1, RankPhase::kRunning), Duration::zero()).ok());
     ASSERT_EQ(core->GetJob("1")->state, JobState::kRunning);
     ASSERT_TRUE(core->PreemptJob("1", Duration::zero()).ok());  // the job's own 50 s
   }
@@ -124,8 +144,8 @@ TEST_F(CoordinatorCoreTest, ReopenRebuildsSchedulerWithPreemptingJobQueueOrderAn
   ASSERT_EQ(quotas.size(), 1u);
   EXPECT_EQ(quotas[0].gpus, 3);
   EXPECT_EQ(quotas[0].gpus_in_use, 2);  // held by the PREEMPTING attempt
-  ASSERT_TRUE(core->RegisterNode(Node(), running(1, RankPhase::kRunning)).ok());
-  auto hb = core->Heartbeat("n1", 0, running(1, RankPhase::kExited), Duration::zero());
+  ASSERT_TRUE(RegisterAndWait(core.get(), Node(), running(1, RankPhase::kRunning)).ok());
+  auto hb = Beat(core.get(), "n1", 0, running(1, RankPhase::kExited), Duration::zero());
   ASSERT_TRUE(hb.ok());
   a = *core->GetJob("1");
   // Requeued without a restart, and first again in submission order.
@@ -136,6 +156,77 @@ TEST_F(CoordinatorCoreTest, ReopenRebuildsSchedulerWithPreemptingJobQueueOrderAn
   absl::StatusOr<WhyResult> why = core->Why("3");
   ASSERT_TRUE(why.ok());
   EXPECT_EQ(why->reasons.back(), "position 2 of 2 in the queue");
+}
+
+TEST_F(CoordinatorCoreTest, DeferredSchedulingDeliversPlacementThroughTheLongPoll) {
+  StateOptions options;
+  options.schedule_inline = false;  // as athanor-coordinator runs
+  auto core = CoordinatorCore::Create(options, path_, &clock_, Seconds(3600));
+  ASSERT_TRUE(core.ok()) << core.status();
+  ASSERT_TRUE(RegisterAndWait(core->get(), Node()).ok());
+  auto first = Beat(core->get(), "n1", 0, {}, Duration::zero());
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_TRUE(first->desired.empty());
+  absl::StatusOr<SubmitResult> id = SubmitAndWait(core->get(), Spec(), "retry-me");
+  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_EQ(id->job_id, "1");
+  // The pass runs on the core's loop; the parked poll is answered once the
+  // placement is durable.
+  auto polled = Beat(core->get(), "n1", first->generation, {}, Seconds(30));
+  ASSERT_TRUE(polled.ok()) << polled.status();
+  ASSERT_EQ(polled->desired.size(), 2u);
+  EXPECT_EQ(polled->desired[0].job_id, "1");
+  EXPECT_GT(polled->generation, first->generation);
+  absl::StatusOr<SubmitResult> again = SubmitAndWait(core->get(), Spec(), "retry-me");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->job_id, "1");
+  EXPECT_TRUE(again->duplicate);
+  core->reset();
+  // The key is durable with the job.
+  auto reopened = Open();
+  absl::StatusOr<SubmitResult> after = SubmitAndWait(reopened.get(), Spec(), "retry-me");
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->job_id, "1");
+  EXPECT_TRUE(after->duplicate);
+  EXPECT_EQ(reopened->ListJobs(true, "").size(), 1u);
+}
+
+TEST_F(CoordinatorCoreTest, CancelledPollIsAnsweredCancelled) {
+  auto core = Open();
+  ASSERT_TRUE(RegisterAndWait(core.get(), Node()).ok());
+  auto first = Beat(core.get(), "n1", 0, {}, Duration::zero());
+  ASSERT_TRUE(first.ok());
+  absl::Notification answered;
+  HeartbeatResult result;
+  const LongPolls::Id id = core->NewPollId();
+  HeartbeatRequest req;
+  req.node = "n1";
+  req.known_generation = first->generation;
+  req.max_wait = Seconds(3600);
+  core->Heartbeat(id, req, [&](HeartbeatResult r) {
+    result = std::move(r);
+    answered.Notify();
+  });
+  EXPECT_FALSE(answered.HasBeenNotified());  // parked: nothing changed
+  core->CancelHeartbeat(id);
+  answered.WaitForNotification();
+  EXPECT_EQ(result.status.code(), absl::StatusCode::kCancelled);
+  core->CancelHeartbeat(id);  // a second cancel finds nothing to answer
+}
+
+TEST_F(CoordinatorCoreTest, ShutdownAnswersParkedPolls) {
+  auto core = Open();
+  ASSERT_TRUE(RegisterAndWait(core.get(), Node()).ok());
+  auto first = Beat(core.get(), "n1", 0, {}, Duration::zero());
+  ASSERT_TRUE(first.ok());
+  absl::StatusOr<HeartbeatResult> parked;
+  std::thread poller([&] { parked = Beat(core.get(), "n1", first->generation, {}, Seconds(3600)); });
+  // Wait for the poll to park (an event, not a sleep): Shutdown answers it,
+  // and a poll arriving after Shutdown is answered at once, so either way
+  // the thread ends with Unavailable.
+  core->Shutdown();
+  poller.join();
+  EXPECT_EQ(parked.status().code(), absl::StatusCode::kUnavailable);
 }
 
 }  // namespace

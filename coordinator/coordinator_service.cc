@@ -13,21 +13,26 @@
 namespace athanor::coord {
 namespace {
 
-constexpr int64_t kMaxLogBytes = 1 << 20;
+constexpr int64_t kMaxLogBytes = 1 << 20;  // per rank: its log's tail
+// Per GetLogs reply, under gRPC's 4 MiB default message limit: a page takes
+// another rank only while that rank's largest possible entry (its log, node
+// name and error) still fits.
+constexpr int64_t kMaxLogPageBytes = 3 << 20;
+constexpr int64_t kMaxRankLogEntryBytes = kMaxLogBytes + 3 * static_cast<int64_t>(kMaxStringBytes);
 
 grpc::Status CheckId(const std::string& id) {
   return ToGrpc(ValidateName("job_id", id));
 }
 
 // The caller's identity from the x-athanor-user metadata ("" when absent).
-std::string Caller(const grpc::ServerContext* ctx) {
+std::string Caller(const grpc::ServerContextBase* ctx) {
   auto it = ctx->client_metadata().find("x-athanor-user");
   if (it == ctx->client_metadata().end()) return "";
   std::string user(it->second.data(), it->second.size());
   return user.size() > 256 ? user.substr(0, 256) : user;
 }
 
-std::string Who(const grpc::ServerContext* ctx) {
+std::string Who(const grpc::ServerContextBase* ctx) {
   std::string user = Caller(ctx);
   return user.empty() ? "(anonymous)" : user;
 }
@@ -42,17 +47,27 @@ rpc::JobState WireState(JobState s) {
 
 }  // namespace
 
-grpc::Status CoordinatorService::SubmitJob(grpc::ServerContext* ctx,
-                                           const rpc::SubmitJobRequest* req,
-                                           rpc::SubmitJobResponse* resp) {
+grpc::ServerUnaryReactor* CoordinatorService::SubmitJob(grpc::CallbackServerContext* ctx,
+                                                       const rpc::SubmitJobRequest* req,
+                                                       rpc::SubmitJobResponse* resp) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   JobSpec spec = FromProto(req->spec());
   if (spec.tenant.empty()) spec.tenant = Caller(ctx);
-  absl::StatusOr<std::string> id = core_->SubmitJob(spec);
-  ATHANOR_LOG(INFO) << "user " << Who(ctx) << ": submit (tenant '" << spec.tenant << "') -> "
-                    << (id.ok() ? "job " + *id : id.status().ToString());
-  if (!id.ok()) return ToGrpc(id.status());
-  resp->set_job_id(*id);
-  return grpc::Status::OK;
+  // Answered from the committer thread once the job is durable.
+  core_->SubmitJob(spec, req->idempotency_key(),
+                   [reactor, resp, who = Who(ctx), tenant = spec.tenant](
+                       absl::StatusOr<SubmitResult> r) {
+                     ATHANOR_LOG(INFO) << "user " << who << ": submit (tenant '" << tenant << "') -> "
+                                       << (r.ok() ? absl::StrCat("job ", r->job_id,
+                                                                 r->duplicate ? " (a retry)" : "")
+                                                  : r.status().ToString());
+                     if (r.ok()) {
+                       resp->set_job_id(r->job_id);
+                       resp->set_duplicate(r->duplicate);
+                     }
+                     reactor->Finish(r.ok() ? grpc::Status::OK : ToGrpc(r.status()));
+                   });
+  return reactor;
 }
 
 grpc::Status CoordinatorService::GetJob(grpc::ServerContext*, const rpc::GetJobRequest* req,
@@ -108,39 +123,64 @@ std::shared_ptr<rpc::AgentControl::Stub> CoordinatorService::AgentStub(const std
 grpc::Status CoordinatorService::GetLogs(grpc::ServerContext*, const rpc::GetLogsRequest* req,
                                          rpc::GetLogsResponse* resp) {
   if (grpc::Status s = CheckId(req->job_id()); !s.ok()) return s;
-  if (req->attempt() < 0) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "attempt: must be >= 0");
+  if (req->attempt() < 0 || req->page_start() < 0) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "attempt and page_start: must be >= 0");
   }
   absl::StatusOr<JobRecord> job = core_->GetJob(req->job_id());
   if (!job.ok()) return ToGrpc(job.status());
   absl::StatusOr<std::vector<LogTarget>> targets =
       core_->LogTargets(req->job_id(), req->rank(), req->attempt());
   if (!targets.ok()) return ToGrpc(targets.status());
-  for (const LogTarget& t : *targets) {
-    rpc::RankLog* log = resp->add_logs();
-    log->set_rank(t.rank);
-    log->set_node(t.node);
-    if (t.agent_address.empty()) {
-      log->set_error(absl::StrCat("node '", t.node, "' is not known"));
-      continue;
+  const size_t start = static_cast<size_t>(req->page_start());
+  if (start > 0 && start >= targets->size()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        absl::StrCat("page_start: ", start, " is past the ", targets->size(),
+                                     " rank(s) selected"));
+  }
+  if (!targets->empty()) resp->set_attempt(targets->front().attempt);
+  int64_t page_bytes = 0;
+  for (size_t i = start; i < targets->size(); ++i) {
+    if (i > start && page_bytes + kMaxRankLogEntryBytes > kMaxLogPageBytes) {
+      resp->set_next_page_start(static_cast<int32_t>(i));
+      break;
     }
-    rpc::ReadLogRequest read;
-    read.set_job_id(job->id);
-    read.set_attempt(t.attempt);
-    read.set_rank(t.rank);
-    read.set_max_bytes(kMaxLogBytes);
-    rpc::ReadLogResponse data;
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-    grpc::Status s = AgentStub(t.agent_address)->ReadLog(&ctx, read, &data);
-    if (!s.ok()) {
-      log->set_error(absl::StrCat("agent ", t.agent_address, " (node ", t.node, "): ",
-                                  s.error_message()));
-      continue;
-    }
-    log->set_data(std::move(*data.mutable_data()));
+    ReadRankLog(job->id, (*targets)[i], resp->add_logs());
+    const rpc::RankLog& log = resp->logs(resp->logs_size() - 1);
+    page_bytes += static_cast<int64_t>(log.data().size() + log.node().size() + log.error().size());
   }
   return grpc::Status::OK;
+}
+
+void CoordinatorService::ReadRankLog(const std::string& job_id, const LogTarget& t,
+                                     rpc::RankLog* log) {
+  log->set_rank(t.rank);
+  log->set_node(t.node.substr(0, kMaxStringBytes));
+  if (t.agent_address.empty()) {
+    log->set_error(absl::StrCat("node '", t.node.substr(0, 256), "' is not known"));
+    return;
+  }
+  rpc::ReadLogRequest read;
+  read.set_job_id(job_id);
+  read.set_attempt(t.attempt);
+  read.set_rank(t.rank);
+  read.set_max_bytes(kMaxLogBytes);
+  rpc::ReadLogResponse data;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  grpc::Status s = AgentStub(t.agent_address)->ReadLog(&ctx, read, &data);
+  if (!s.ok()) {
+    log->set_error(absl::StrCat("agent ", t.agent_address.substr(0, 256), " (node ",
+                                t.node.substr(0, 256), "): ",
+                                s.error_message().substr(0, 1024)));
+    return;
+  }
+  // An agent sends at most what was asked; keep the tail should one send more.
+  std::string* bytes = data.mutable_data();
+  if (bytes->size() > static_cast<size_t>(kMaxLogBytes)) {
+    bytes->erase(0, bytes->size() - static_cast<size_t>(kMaxLogBytes));
+  }
+  log->set_data(std::move(*bytes));
 }
 
 grpc::Status CoordinatorService::PreemptJob(grpc::ServerContext* ctx,

@@ -1,6 +1,7 @@
 // The Coordinator gRPC service (CLI and admin API): a thin edge that checks
 // request fields, converts to plain records and calls CoordinatorCore.
-// GetLogs fans out to the agents' AgentControl.ReadLog (5 s deadline each).
+// GetLogs fans out to the agents' AgentControl.ReadLog (5 s deadline each)
+// and pages its replies to stay under gRPC's 4 MiB message limit.
 // Every call's identity is the `x-athanor-user` metadata (the CLI sends
 // $USER); it is logged for each mutating call, and a submitted job's tenant
 // defaults to it. Thread-safe (gRPC calls it from many threads). The core is
@@ -18,12 +19,16 @@
 
 namespace athanor::coord {
 
-class CoordinatorService final : public rpc::Coordinator::Service {
+// SubmitJob is served through gRPC's callback API: it is answered when the
+// group commit makes the job durable, without a thread waiting for it.
+class CoordinatorService final
+    : public rpc::Coordinator::WithCallbackMethod_SubmitJob<rpc::Coordinator::Service> {
  public:
   explicit CoordinatorService(CoordinatorCore* core) : core_(core) {}
 
-  grpc::Status SubmitJob(grpc::ServerContext*, const rpc::SubmitJobRequest* req,
-                         rpc::SubmitJobResponse* resp) override;
+  grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* ctx,
+                                      const rpc::SubmitJobRequest* req,
+                                      rpc::SubmitJobResponse* resp) override;
   grpc::Status GetJob(grpc::ServerContext*, const rpc::GetJobRequest* req, rpc::Job* resp) override;
   grpc::Status ListJobs(grpc::ServerContext*, const rpc::ListJobsRequest* req,
                         rpc::ListJobsResponse* resp) override;
@@ -50,6 +55,8 @@ class CoordinatorService final : public rpc::Coordinator::Service {
 
  private:
   std::shared_ptr<rpc::AgentControl::Stub> AgentStub(const std::string& address);
+  // GetLogs: one rank's log tail (at most 1 MiB) from its agent, or the error.
+  void ReadRankLog(const std::string& job_id, const LogTarget& target, rpc::RankLog* log);
 
   CoordinatorCore* const core_;
   absl::Mutex mu_;

@@ -77,6 +77,8 @@ absl::Status JobStore::Commit(const Changes& changes) {
   RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
   auto fail = [&](const std::string& what) {
     absl::Status s = SqliteError(db_, what);
+    // The write's own error is what the caller needs; a failed ROLLBACK
+    // leaves SQLite rolling back on its own (the transaction never commits).
     Exec("ROLLBACK").IgnoreError();
     return s;
   };
@@ -113,7 +115,7 @@ absl::Status JobStore::Commit(const Changes& changes) {
     }
   }
   if (absl::Status s = Exec("COMMIT"); !s.ok()) {
-    Exec("ROLLBACK").IgnoreError();
+    Exec("ROLLBACK").IgnoreError();  // as above: the COMMIT error is the one to report
     return s;
   }
   return absl::OkStatus();

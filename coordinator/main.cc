@@ -12,6 +12,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/numbers.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/strings/str_split.h"
 #include "checkpoint/builtin_stores.h"
 #include "common/logging.h"
@@ -23,6 +24,8 @@
 
 namespace athanor::coord {
 namespace {
+
+constexpr int kMaxRpcThreads = 16;
 
 int Run(int argc, char** argv) {
   std::string listen, state_path, advertise, port_range, log_level;
@@ -106,6 +109,11 @@ int Run(int argc, char** argv) {
   options.heartbeat_timeout = Seconds(heartbeat_timeout_s);
   options.kill_after_ms = kill_after_ms;
   options.coordinator_address = advertise.empty() ? listen : advertise;
+  options.schedule_inline = false;  // passes from the core's loop, shared by a burst of changes
+
+  // Lock-order checking records a graph edge on every contended lock: a
+  // debugging aid, not for the hot path of a production process.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
 
   // Signals are taken by a dedicated thread via sigwait.
   sigset_t signals;
@@ -125,6 +133,11 @@ int Run(int argc, char** argv) {
   CoordinatorService coordinator_service(core->get());
   AgentService agent_service(core->get(), Millis(heartbeat_interval_ms));
   grpc::ServerBuilder builder;
+  // The CLI's synchronous calls get a bounded pool; agents' calls and
+  // submissions take no thread while they wait (callback API).
+  grpc::ResourceQuota quota("athanor-coordinator");
+  quota.SetMaxThreads(kMaxRpcThreads);
+  builder.SetResourceQuota(quota);
   builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
   builder.RegisterService(&coordinator_service);
   builder.RegisterService(&agent_service);

@@ -59,9 +59,9 @@ class PreemptionTest : public ::testing::Test {
       ASSERT_TRUE(state_->Heartbeat(node, state_->generation(), reports));
     }
   }
-  const JobRecord& Job(const std::string& id) { return *state_->FindJob(id); }
+  const JobRecord& Job(const std::string& id) { return *state_->jobs().Find(id); }
   int32_t InUse(const std::string& tenant) {
-    for (const QuotaRow& q : state_->Quotas()) {
+    for (const QuotaRow& q : state_->accounts().Quotas()) {
       if (q.tenant == tenant) return q.gpus_in_use;
     }
     return -1;
@@ -77,13 +77,13 @@ TEST_F(PreemptionTest, VictimGetsGraceAsKillDelayAndRequeuesWithoutRestart) {
   low.preemptible = true;
   low.grace_period_s = 30;
   low.max_restarts = 0;
-  std::string l = *state_->SubmitJob(low);
+  std::string l = state_->SubmitJob(low)->job_id;
   ReportAll(l, RankPhase::kRunning);
   ASSERT_EQ(Job(l).state, JobState::kRunning);
   clock_.Advance(Seconds(5));
   JobSpec high = Spec(1, 2);
   high.priority = 10;
-  std::string h = *state_->SubmitJob(high);
+  std::string h = state_->SubmitJob(high)->job_id;
   EXPECT_EQ(Job(l).state, JobState::kPreempting);
   EXPECT_EQ(Job(h).state, JobState::kPending);
   for (const char* node : {"n1", "n2"}) {
@@ -135,7 +135,7 @@ TEST_F(PreemptionTest, VictimGetsGraceAsKillDelayAndRequeuesWithoutRestart) {
   }
   EXPECT_EQ(Job(h).attempt_nodes.size(), 1u);
   // GPU-seconds: the victim's 4 GPUs for 35 s, then the winner's 2 for 10 s.
-  std::vector<UsageRow> usage = state_->Usage("t", 0);
+  std::vector<UsageRow> usage = state_->accounts().Usage(state_->jobs().all(), "t", 0);
   ASSERT_EQ(usage.size(), 3u);
   EXPECT_EQ(usage[0].job_id, "");
   EXPECT_DOUBLE_EQ(usage[0].gpu_seconds, 160.0);
@@ -146,19 +146,19 @@ TEST_F(PreemptionTest, VictimGetsGraceAsKillDelayAndRequeuesWithoutRestart) {
   EXPECT_EQ(usage[2].job_id, h);
   EXPECT_DOUBLE_EQ(usage[2].gpu_seconds, 20.0);
   // --since: only GPU time after it (the last 12 s: 4 GPUs x 2 s + 2 x 10 s).
-  EXPECT_DOUBLE_EQ(state_->Usage("t", clock_.UnixSeconds() - 12)[0].gpu_seconds, 28.0);
+  EXPECT_DOUBLE_EQ(state_->accounts().Usage(state_->jobs().all(), "t", clock_.UnixSeconds() - 12)[0].gpu_seconds, 28.0);
 }
 
 TEST_F(PreemptionTest, QuotaStaysExactThroughPreemptRequeueAndReadmit) {
   StateOptions o;
   o.quotas["t"] = 4;
   Init(o);
-  std::string a = *state_->SubmitJob(Spec(2, 2));
+  std::string a = state_->SubmitJob(Spec(2, 2))->job_id;
   ReportAll(a, RankPhase::kRunning);
   EXPECT_EQ(InUse("t"), 4);
-  std::string b = *state_->SubmitJob(Spec(1, 1));
+  std::string b = state_->SubmitJob(Spec(1, 1))->job_id;
   EXPECT_EQ(Job(b).state, JobState::kPending);
-  ASSERT_TRUE(state_->PreemptJob(a, Seconds(10)).ok());
+  ASSERT_TRUE(state_->jobs().Preempt(a, Seconds(10)).ok());
   EXPECT_EQ(Job(a).state, JobState::kPreempting);
   EXPECT_EQ(InUse("t"), 4);  // held until the ranks are gone
   EXPECT_EQ(state_->Why(b)->reasons[0], "quota: tenant t uses 4 of 4 GPUs; the job needs 1");
@@ -175,7 +175,7 @@ TEST_F(PreemptionTest, QuotaStaysExactThroughPreemptRequeueAndReadmit) {
   EXPECT_EQ(Job(b).state, JobState::kStarting);
   EXPECT_EQ(InUse("t"), 1);
   ASSERT_TRUE(state_->SetQuota("t", -1).ok());
-  EXPECT_TRUE(state_->Quotas().empty());
+  EXPECT_TRUE(state_->accounts().Quotas().empty());
   Changes c = state_->TakeChanges();
   ASSERT_EQ(c.quotas.size(), 1u);
   EXPECT_EQ(c.quotas.at("t"), -1);
@@ -189,8 +189,8 @@ TEST_F(PreemptionTest, IdleAllocationIsWarnedThenReclaimedBusyOneIsNot) {
   idle.interactive = true;
   idle.idle_timeout_s = 10;
   JobSpec busy = idle;
-  std::string i = *state_->SubmitJob(idle);
-  std::string b = *state_->SubmitJob(busy);
+  std::string i = state_->SubmitJob(idle)->job_id;
+  std::string b = state_->SubmitJob(busy)->job_id;
   double busy_cpu = 0;
   auto step = [&](double seconds) {
     clock_.Advance(Seconds(seconds));
@@ -234,8 +234,8 @@ TEST_F(PreemptionTest, GpuUtilisationDecidesIdlenessWhereMeasured) {
   JobSpec spec = Spec(1, 1);
   spec.interactive = true;
   spec.idle_timeout_s = 5;
-  std::string cpu_busy = *state_->SubmitJob(spec);  // CPU busy, GPU idle: reclaimed
-  std::string gpu_busy = *state_->SubmitJob(spec);  // CPU idle, GPU at 40 %: kept
+  std::string cpu_busy = state_->SubmitJob(spec)->job_id;  // CPU busy, GPU idle: reclaimed
+  std::string gpu_busy = state_->SubmitJob(spec)->job_id;  // CPU idle, GPU at 40 %: kept
   double cpu = 0;
   auto report = [&](const std::string& job, double cpu_s, double gpu) {
     for (const char* node : {"n1", "n2"}) {

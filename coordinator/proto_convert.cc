@@ -32,6 +32,7 @@ NodeRecord FromProto(const rpc::RegisterNodeRequest& p) {
   n.name = p.name();
   n.agent_address = p.agent_address();
   n.host = p.host();
+  n.unsandboxed = p.unsandboxed();
   const rpc::NodeInventory& inv = p.inventory();
   n.inventory.gpus = inv.gpus();
   n.inventory.gpu_model = inv.gpu_model();
@@ -172,6 +173,7 @@ void ToProto(const NodeView& view, rpc::Node* out) {
   out->set_gpus_allocated(view.gpus_allocated);
   for (const std::string& j : view.jobs) out->add_jobs(j);
   out->set_reason(n.reason);
+  out->set_unsandboxed(n.unsandboxed);
 }
 
 void ToProto(const DesiredRank& d, rpc::RankSpec* out) {
@@ -186,6 +188,9 @@ void ToProto(const DesiredRank& d, rpc::RankSpec* out) {
   out->set_notice(d.notice);
   out->set_archive_workdir(d.archive_workdir);
   out->set_archive_uri(d.archive_uri);
+  out->set_tenant(d.tenant);
+  out->set_memory_mb(d.memory_mb);
+  out->set_cpus(d.cpus);
 }
 
 }  // namespace athanor::coord

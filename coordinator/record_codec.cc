@@ -76,7 +76,8 @@ std::string EncodeJob(const JobRecord& job) {
                      {"started", r.started},
                      {"exited", r.exited},
                      {"exit_code", r.exit_code},
-                     {"signal", r.signal}});
+                     {"signal", r.signal},
+                     {"message", r.message}});
   }
   json usage = json::array();
   for (const UsageInterval& u : job.usage) usage.push_back({u.start, u.end, u.gpus});
@@ -106,7 +107,8 @@ std::string EncodeJob(const JobRecord& job) {
          {"usage", usage},
          {"attempt_nodes", job.attempt_nodes},
          {"last_active_unix", job.last_active_unix},
-         {"idle_warned", job.idle_warned}};
+         {"idle_warned", job.idle_warned},
+         {"idempotency_key", job.idempotency_key}};
   // Replace invalid UTF-8 rather than throw: user strings are arbitrary bytes.
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
@@ -141,6 +143,7 @@ absl::StatusOr<JobRecord> DecodeJob(const std::string& text) {
       Get(r, "exited", &s.exited);
       Get(r, "exit_code", &s.exit_code);
       Get(r, "signal", &s.signal);
+      Get(r, "message", &s.message);
       job.ranks.push_back(s);
     }
     Get(j, "reason", &job.reason);
@@ -149,6 +152,7 @@ absl::StatusOr<JobRecord> DecodeJob(const std::string& text) {
     Get(j, "end_time_unix", &job.end_time_unix);
     Get(j, "restarts", &job.restarts);
     Get(j, "committed_step", &job.committed_step);
+    Get(j, "idempotency_key", &job.idempotency_key);
     Get(j, "master_addr", &job.master_addr);
     Get(j, "master_port", &job.master_port);
     Get(j, "allocated", &job.allocated);
@@ -187,7 +191,8 @@ std::string EncodeNode(const NodeRecord& n) {
          {"state", static_cast<int>(n.state)},
          {"last_heartbeat_unix", n.last_heartbeat_unix},
          {"reason", n.reason},
-         {"drain", n.drain}};
+         {"drain", n.drain},
+         {"unsandboxed", n.unsandboxed}};
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -211,6 +216,7 @@ absl::StatusOr<NodeRecord> DecodeNode(const std::string& text) {
     Get(j, "last_heartbeat_unix", &n.last_heartbeat_unix);
     Get(j, "reason", &n.reason);
     Get(j, "drain", &n.drain);
+    Get(j, "unsandboxed", &n.unsandboxed);
     return n;
   } catch (const json::exception& e) {
     return absl::DataLossError(absl::StrCat("node record: ", e.what()));

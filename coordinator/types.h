@@ -63,12 +63,14 @@ struct RankStatus {
   bool exited = false;
   int32_t exit_code = 0;  // exit status, or 128+signal
   int32_t signal = 0;
+  std::string message;  // the agent's word on the exit (e.g. "out of memory")
 };
 
 struct JobRecord {
   std::string id;
   int64_t seq = 0;  // submission order; ids are its decimal form
   JobSpec spec;
+  std::string idempotency_key;  // of the submission that created it; may be empty
   JobState state = JobState::kPending;
   int32_t attempt = 0;
   std::vector<RankPlacement> allocation;  // of the current (or last) attempt
@@ -122,6 +124,7 @@ struct NodeRecord {
   int64_t last_heartbeat_unix = 0;
   std::string reason;
   bool drain = false;  // drained by an admin or a failed health check: no new work
+  bool unsandboxed = false;  // the agent runs ranks without a sandbox (--no-sandbox)
 };
 
 enum class RankPhase { kRunning, kExited, kFailedToStart };
@@ -152,6 +155,11 @@ struct DesiredRank {
   std::string notice;        // appended once to the rank's log (e.g. an idle warning)
   bool archive_workdir = false;  // upload the rank's work dir when it is removed
   std::string archive_uri;       // where to (empty: the agent's --archive-uri)
+  // For the rank's sandbox: the job's tenant and per-node requests (0: the
+  // job's share of the node by GPUs).
+  std::string tenant;
+  int64_t memory_mb = 0;
+  int32_t cpus = 0;
 };
 
 // GPU-seconds of `job`'s attempts from `since_unix` up to `now_unix` (an

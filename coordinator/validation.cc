@@ -52,11 +52,15 @@ absl::Status ValidateJobSpec(const JobSpec& spec) {
   if (spec.max_restarts < 0) {
     return Invalid("spec.max_restarts", absl::StrCat("must be >= 0, got ", spec.max_restarts));
   }
-  if (spec.time_limit_s < 0) {
-    return Invalid("spec.time_limit_s", absl::StrCat("must be >= 0, got ", spec.time_limit_s));
-  }
-  if (spec.grace_period_s < 0) {
-    return Invalid("spec.grace_period_s", absl::StrCat("must be >= 0, got ", spec.grace_period_s));
+  // Time fields become nanosecond Durations inside the scheduler: a cap keeps
+  // the conversion defined (int64 nanoseconds end after about 292 years).
+  for (const auto& [field, value] :
+       {std::pair<const char*, int64_t>{"spec.time_limit_s", spec.time_limit_s},
+        {"spec.grace_period_s", spec.grace_period_s},
+        {"spec.idle_timeout_s", spec.idle_timeout_s}}) {
+    if (value < 0 || value > kMaxSeconds) {
+      return Invalid(field, absl::StrCat("must be in 0..", kMaxSeconds, " (10 years), got ", value));
+    }
   }
   if (spec.command.empty() || spec.command[0].empty()) {
     return Invalid("spec.command", "must not be empty");
@@ -76,6 +80,17 @@ absl::Status ValidateJobSpec(const JobSpec& spec) {
   if (total > kMaxCommandEnvBytes) {
     return Invalid("spec.command/spec.env", absl::StrCat("total ", total, " bytes; at most ",
                                                          kMaxCommandEnvBytes, " allowed"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateIdempotencyKey(const std::string& key) {
+  if (key.size() > kMaxIdempotencyKeyBytes) {
+    return Invalid("idempotency_key", absl::StrCat("is ", key.size(), " bytes; at most ",
+                                                   kMaxIdempotencyKeyBytes, " allowed"));
+  }
+  for (unsigned char c : key) {
+    if (c < 0x21 || c > 0x7e) return Invalid("idempotency_key", "may hold only printable ASCII");
   }
   return absl::OkStatus();
 }

@@ -58,10 +58,9 @@ int RunAlloc(CliContext& ctx, const std::vector<std::string>& args) {
   } else {
     for (const std::string& a : cmd.after_dashes) spec->add_command(a);
   }
-  grpc::ClientContext c;
-  PrepareCall(ctx, &c);
+  req.set_idempotency_key(NewIdempotencyKey());
   rpc::SubmitJobResponse resp;
-  grpc::Status s = ctx.stub->SubmitJob(&c, req, &resp);
+  grpc::Status s = SubmitWithRetry(ctx, req, &resp);
   if (!s.ok()) return RpcError("alloc", ctx, s);
   std::cout << (json ? ToJson(resp) : resp.job_id() + "\n");
   return kExitOk;

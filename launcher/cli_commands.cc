@@ -36,7 +36,7 @@ po::positional_options_description JobIdPositional() {
 
 int RunSubmit(CliContext& ctx, const std::vector<std::string>& args) {
   std::string name, tenant, checkpoint_uri, gpu_model, min_gpu_memory, memory_per_node;
-  std::string time_limit, grace;
+  std::string time_limit, grace, idempotency_key;
   int32_t nodes = 1, gpus_per_node = 1, priority = 0, max_restarts = 0, cpus_per_node = 0;
   std::vector<std::string> env;
   bool json = false, preemptible = false;
@@ -57,6 +57,9 @@ int RunSubmit(CliContext& ctx, const std::vector<std::string>& args) {
       ("max-restarts", po::value(&max_restarts), "requeue a failed attempt this many times")
       ("checkpoint-uri", po::value(&checkpoint_uri), "ATHANOR_CHECKPOINT_URI for the ranks")
       ("env", po::value(&env)->composing(), "K=V set for every rank (repeatable)")
+      ("idempotency-key", po::value(&idempotency_key),
+       "makes retries safe: a second submit with the same key returns the first job "
+       "(default: a fresh random key; lost replies are retried with it)")
       ("json", po::bool_switch(&json), "print {\"job_id\": ...}");
   ParsedCommandLine cmd;
   if (int rc = Parse(args, desc,
@@ -108,10 +111,9 @@ int RunSubmit(CliContext& ctx, const std::vector<std::string>& args) {
     }
   }
   for (const auto& [k, v] : env_map) (*spec->mutable_env())[k] = v;
-  grpc::ClientContext c;
-  PrepareCall(ctx, &c);
+  req.set_idempotency_key(idempotency_key.empty() ? NewIdempotencyKey() : idempotency_key);
   rpc::SubmitJobResponse resp;
-  grpc::Status s = ctx.stub->SubmitJob(&c, req, &resp);
+  grpc::Status s = SubmitWithRetry(ctx, req, &resp);
   if (!s.ok()) return RpcError("submit", ctx, s);
   std::cout << (json ? ToJson(resp) : resp.job_id() + "\n");
   return kExitOk;
@@ -275,7 +277,7 @@ int RunLogs(CliContext& ctx, const std::vector<std::string>& args) {
       ("job-id", po::value(&id)->required(), "the job")
       ("rank", po::value(&rank), "only this rank (default: all)")
       ("attempt", po::value(&attempt), "attempt number, 1 for the first (default: the newest)")
-      ("json", po::bool_switch(&json), "print the GetLogsResponse as JSON");
+      ("json", po::bool_switch(&json), "print every page as one GetLogsResponse in JSON");
   ParsedCommandLine cmd;
   po::positional_options_description pos = JobIdPositional();
   if (int rc = Parse(args, desc,
@@ -285,28 +287,37 @@ int RunLogs(CliContext& ctx, const std::vector<std::string>& args) {
       rc >= 0) {
     return rc;
   }
+  // Pages until the coordinator says the last one came; every page after the
+  // first names the attempt the first came from, so they all match.
   rpc::GetLogsRequest req;
   req.set_job_id(id);
   req.set_rank(rank);
   req.set_attempt(attempt);
-  rpc::GetLogsResponse resp;
-  grpc::ClientContext c;
-  PrepareCall(ctx, &c, 30);
-  grpc::Status s = ctx.stub->GetLogs(&c, req, &resp);
-  if (!s.ok()) return RpcError("logs", ctx, s);
-  if (json) {
-    std::cout << ToJson(resp);
-    return kExitOk;
-  }
+  rpc::GetLogsResponse all;
   int rc = kExitOk;
-  for (const rpc::RankLog& log : resp.logs()) {
-    if (!log.error().empty()) {
-      std::cerr << "athanor logs: rank " << log.rank() << ": " << log.error() << "\n";
-      rc = kExitRpcError;
-      continue;
+  for (;;) {
+    rpc::GetLogsResponse page;
+    grpc::ClientContext c;
+    PrepareCall(ctx, &c, 30);
+    grpc::Status s = ctx.stub->GetLogs(&c, req, &page);
+    if (!s.ok()) return RpcError("logs", ctx, s);
+    for (rpc::RankLog& log : *page.mutable_logs()) {
+      if (json) {
+        *all.add_logs() = std::move(log);
+      } else if (!log.error().empty()) {
+        std::cerr << "athanor logs: rank " << log.rank() << ": " << log.error() << "\n";
+        rc = kExitRpcError;
+      } else {
+        std::cout << PrefixLines(log.rank(), log.data());
+      }
     }
-    std::cout << PrefixLines(log.rank(), log.data());
+    all.set_attempt(page.attempt());
+    // A coordinator that does not page answers 0; one that does never goes back.
+    if (page.next_page_start() <= req.page_start()) break;
+    req.set_page_start(page.next_page_start());
+    req.set_attempt(page.attempt());
   }
+  if (json) std::cout << ToJson(all);
   return rc;
 }
 

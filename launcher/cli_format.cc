@@ -108,7 +108,9 @@ std::string FormatNodes(const rpc::ListNodesResponse& nodes) {
     std::vector<std::string> labels;
     for (const auto& [k, v] : inv.labels()) labels.push_back(absl::StrCat(k, "=", v));
     std::sort(labels.begin(), labels.end());
-    rows.push_back({n.name(), StateName(n.state()), absl::StrCat(inv.gpus()),
+    std::string state = StateName(n.state());
+    if (n.unsandboxed()) absl::StrAppend(&state, " (unsandboxed)");
+    rows.push_back({n.name(), state, absl::StrCat(inv.gpus()),
                     absl::StrCat(n.gpus_allocated()), inv.gpu_model().empty() ? "-" : inv.gpu_model(),
                     inv.gpu_memory_mb() > 0 ? absl::StrCat(inv.gpu_memory_mb(), "M") : "-",
                     absl::StrCat(inv.cpus()),

@@ -4,6 +4,8 @@
 
 #include <chrono>
 #include <iostream>
+#include <random>
+#include <thread>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -37,6 +39,34 @@ int RpcError(const std::string& what, const CliContext& ctx, const grpc::Status&
 void PrepareCall(const CliContext& ctx, grpc::ClientContext* c, int deadline_s) {
   c->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(deadline_s));
   if (!ctx.user.empty()) c->AddMetadata("x-athanor-user", ctx.user);
+}
+
+std::string NewIdempotencyKey() {
+  std::random_device rd;  // /dev/urandom on Linux
+  std::string key;
+  for (int i = 0; i < 4; ++i) absl::StrAppend(&key, absl::Hex(rd(), absl::kZeroPad8));
+  return key;
+}
+
+grpc::Status SubmitWithRetry(const CliContext& ctx, const rpc::SubmitJobRequest& req,
+                             rpc::SubmitJobResponse* resp, int attempts) {
+  grpc::Status s;
+  for (int i = 0; i < attempts; ++i) {
+    if (i > 0) {
+      std::cerr << "athanor: coordinator did not answer (" << s.error_message()
+                << "); retrying the submission with the same key\n";
+      std::this_thread::sleep_for(std::chrono::milliseconds(200 << i));  // backoff
+    }
+    grpc::ClientContext c;
+    PrepareCall(ctx, &c);
+    resp->Clear();
+    s = ctx.stub->SubmitJob(&c, req, resp);
+    if (s.error_code() != grpc::StatusCode::UNAVAILABLE &&
+        s.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
+      break;
+    }
+  }
+  return s;
 }
 
 grpc::Status FetchJob(const CliContext& ctx, const std::string& id, rpc::Job* job, int deadline_s) {

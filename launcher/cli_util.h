@@ -27,6 +27,16 @@ int RpcError(const std::string& what, const CliContext& ctx, const grpc::Status&
 // Sets the deadline and the x-athanor-user metadata (ctx.user).
 void PrepareCall(const CliContext& ctx, grpc::ClientContext* c, int deadline_s = 10);
 
+// A fresh random idempotency key (32 hex digits) for a submission.
+std::string NewIdempotencyKey();
+
+// SubmitJob that survives a lost reply: while the coordinator is unreachable
+// or does not answer in time, retries the same request (the same idempotency
+// key) with backoff, for up to `attempts` tries. A retry of a submission that
+// had been accepted returns the first job.
+grpc::Status SubmitWithRetry(const CliContext& ctx, const rpc::SubmitJobRequest& req,
+                             rpc::SubmitJobResponse* resp, int attempts = 5);
+
 // GetJob for `id` into *job, with PrepareCall's deadline and identity.
 grpc::Status FetchJob(const CliContext& ctx, const std::string& id, rpc::Job* job,
                       int deadline_s = 10);

@@ -2,8 +2,10 @@
 
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <fstream>
@@ -68,10 +70,14 @@ std::string ReadFile(const std::string& path) {
 }
 
 LocalCluster::LocalCluster(std::vector<std::string> coordinator_flags)
-    : coordinator_flags_(std::move(coordinator_flags)) {
+    : coordinator_flags_(std::move(coordinator_flags)), sandboxed_(geteuid() == 0) {
   ArmWatchdog();
   char dir[] = "/tmp/athanor_cluster_test.XXXXXX";
   dir_ = mkdtemp(dir);
+  chmod(dir_.c_str(), 01777);  // sandboxed ranks (tenant uids) write test outputs here
+  // One cluster key: sandboxed attempts rendezvous with their own secrets.
+  std::ofstream(dir_ + "/cluster.key") << "harness-cluster-key-" << getpid();
+  chmod((dir_ + "/cluster.key").c_str(), 0600);  // root's: ranks share dir_
   const char* bin = getenv("ATHANOR_BIN_DIR");
   bin_dir_ = bin != nullptr ? bin : "";
   int port = PickFreePort().value();
@@ -132,6 +138,14 @@ void LocalCluster::StartAgent(const std::string& name, int gpus, const std::stri
   o.argv = {Bin("athanor-agent"), "--coordinator", address_, "--name", name, "--gpus",
             std::to_string(gpus), "--work-dir", dir_ + "/" + name, "--listen", host + ":0",
             "--host", host};
+  if (sandboxed_) {
+    if (share_dir_) o.argv.insert(o.argv.end(), {"--sandbox-shared-dir", dir_});
+    if (std::find(extra_flags.begin(), extra_flags.end(), "--rendezvous-key-file") == extra_flags.end()) {
+      o.argv.insert(o.argv.end(), {"--rendezvous-key-file", dir_ + "/cluster.key"});
+    }
+  } else {
+    o.argv.push_back("--no-sandbox");
+  }
   o.argv.insert(o.argv.end(), extra_flags.begin(), extra_flags.end());
   o.stdout_path = dir_ + "/agent-" + name + ".log";
   o.stderr_path = "=stdout";
@@ -142,6 +156,11 @@ void LocalCluster::StartAgent(const std::string& name, int gpus, const std::stri
 }
 
 void LocalCluster::KillAgent(const std::string& name) { Stop(agents_[name], SIGKILL); }
+
+pid_t LocalCluster::agent_pid(const std::string& name) const {
+  auto it = agents_.find(name);
+  return it == agents_.end() || !it->second ? 0 : it->second->pid();
+}
 
 CliResult LocalCluster::Cli(const std::vector<std::string>& args) {
   SubprocessOptions o;

@@ -38,6 +38,16 @@ class LocalCluster {
   void StartAgent(const std::string& name, int gpus, const std::string& host = "127.0.0.1",
                   const std::vector<std::string>& extra_flags = {});
   void KillAgent(const std::string& name);  // SIGKILL
+  // Agents started from now on run ranks unsandboxed (--no-sandbox). As root
+  // they are sandboxed by default, with the cluster's temp dir shared
+  // writable into every sandbox and one cluster key for rendezvous secrets;
+  // as any other user they cannot be sandboxed.
+  void DisableSandbox() { sandboxed_ = false; }
+  bool sandboxed() const { return sandboxed_; }
+  // Agents started from now on do not share the temp dir with their ranks.
+  void KeepDirFromRanks() { share_dir_ = false; }
+  // The agent's pid (0 when it is not running).
+  pid_t agent_pid(const std::string& name) const;
 
   // Runs `athanor --coordinator ADDR args...` to completion.
   CliResult Cli(const std::vector<std::string>& args);
@@ -65,6 +75,8 @@ class LocalCluster {
   std::string bin_dir_;
   std::string address_;
   std::vector<std::string> coordinator_flags_;
+  bool sandboxed_;
+  bool share_dir_ = true;
   std::unique_ptr<Subprocess> coordinator_;
   std::map<std::string, std::unique_ptr<Subprocess>> agents_;
   std::unique_ptr<rpc::Coordinator::Stub> stub_;

@@ -101,6 +101,7 @@ TEST_F(ClusterTest, TwoNodeJobSeesEnvContractAndSucceeds) {
 }
 
 TEST_F(ClusterTest, FailingRankFailsJobAndStopsTheOthers) {
+  cluster_.DisableSandbox();  // checks host pids that ranks print (tests/sandbox does it sandboxed)
   StartCluster();
   std::string id = Submit({"submit", "--nodes", "2", "--gpus-per-node", "2", "--", "sh", "-c",
                            "echo pid=$$; if [ \"$RANK\" = 1 ]; then exit 3; fi; exec sleep 300"});
@@ -329,6 +330,7 @@ bool ProcessGone(pid_t pid) {
 
 TEST(ClusterAgentRestartTest, RestartedAgentKillsOrphanedRanks) {
   LocalCluster cluster;
+  cluster.DisableSandbox();  // checks the host pid a rank writes (tests/sandbox does it sandboxed)
   cluster.StartCoordinator();
   cluster.StartAgent("node-a", 1);
   ASSERT_TRUE(cluster.WaitForNodesUp(1)) << cluster.CoordinatorLog();

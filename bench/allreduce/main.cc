@@ -5,6 +5,9 @@
 //   mpirun -np 2 athanor-bench-allreduce --backend ucx --min-bytes 8 --max-bytes 256M
 //   athanor-bench-allreduce --nproc 2 ...     (re-runs itself under mpirun when
 //                                              MPI is needed, else forks N ranks)
+//   athanor-bench-allreduce --hosts 2+2 ...   (root: ranks on namespace hosts;
+//                                              flat ring, hierarchical and gloo,
+//                                              see cross_host.h)
 //
 // Times are medians over --batches batches of --iters calls (after --warmup),
 // the slowest rank's median. GB = 1e9; busbw = algbw * 2(n-1)/n.
@@ -17,6 +20,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "bench/allreduce/bench_util.h"
+#include "bench/allreduce/cross_host.h"
 #include "collectives/factory.h"
 #include "collectives/mpi/mpi_communicator.h"
 #include "common/logging.h"
@@ -254,6 +258,8 @@ int main(int argc, char** argv) {
   using namespace athanor;
   BenchOptions o;
   std::string min_bytes = "8", max_bytes = "256M";
+  CrossHostOptions cross;
+  std::string log_level = "info";
   po::options_description desc("athanor-bench-allreduce");
   desc.add_options()
       ("backend", po::value(&o.backend)->default_value(o.backend), "ucx | mpi | nccl")
@@ -268,6 +274,13 @@ int main(int argc, char** argv) {
       ("json", po::value(&o.json), "write one JSON object per size to this file")
       ("baseline", po::value(&o.baseline)->default_value(o.baseline),
        "mpi: also time MPI_Allreduce on the same buffers (needs mpirun); none")
+      ("log-level", po::value(&log_level)->default_value(log_level),
+       "debug also logs which algorithm each size class runs")
+      ("hosts", po::value(&cross.layout),
+       "ranks per namespace host, e.g. 2+2, 3+1, 1+1+2 (root): flat ring, hierarchical and gloo "
+       "side by side")
+      ("runs", po::value(&cross.runs)->default_value(cross.runs),
+       "with --hosts: runs of each algorithm; medians are reported")
       ("nproc", po::value(&o.nproc)->default_value(o.nproc),
        "start this many ranks (under mpirun when MPI is needed) unless already a rank");
   ParsedCommandLine cl;
@@ -283,7 +296,23 @@ int main(int argc, char** argv) {
     return 2;
   }
   o.min_bytes = *lo, o.max_bytes = *hi;
+  LogLevel level;
+  if (!ParseLogLevel(log_level, &level)) {
+    fprintf(stderr, "bad --log-level '%s'\n", log_level.c_str());
+    return 2;
+  }
+  SetMinLogLevel(level);
   bool is_rank = StartedByMpirun() || getenv("RANK") != nullptr;
+  if (!is_rank && !cross.layout.empty()) {
+    if (cross.runs < 1) {
+      fprintf(stderr, "--runs must be at least 1\n");
+      return 2;
+    }
+    cross.min_bytes = o.min_bytes, cross.max_bytes = o.max_bytes;
+    cross.iters = o.iters, cross.batches = o.batches, cross.warmup = o.warmup;
+    cross.check = o.check, cross.json = o.json;
+    return RunCrossHost(cross);
+  }
   if (!is_rank) return Launch(o, argc, argv);
   return RunRank(o);
 }

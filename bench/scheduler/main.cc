@@ -29,14 +29,18 @@ nlohmann::json ToJson(const ReplayResult& r) {
           {"wait_p95_s", r.wait_p95_s},   {"gpu_utilisation", r.gpu_utilisation},
           {"gpu_utilisation_loaded", r.gpu_utilisation_loaded},
           {"passes", r.passes},           {"pass_median_us", r.pass_median_us},
-          {"pass_p99_us", r.pass_p99_us}, {"pass_max_us", r.pass_max_us}};
+          {"pass_p99_us", r.pass_p99_us}, {"pass_max_us", r.pass_max_us},
+          {"pass_cpu_median_us", r.pass_cpu_median_us}, {"pass_cpu_p99_us", r.pass_cpu_p99_us},
+          {"visited_median", r.visited_median}, {"visited_p99", r.visited_p99},
+          {"pending_at_end", r.pending_at_end}};
 }
 
 void PrintRow(const std::string& name, const ReplayResult& r) {
-  std::printf("%-30s %6d %6d %7d %11.0f %9.0f %9.0f %9.0f %6.3f %6.3f %7d %10.1f %10.1f\n",
+  std::printf("%-30s %6d %6d %7d %11.0f %9.0f %9.0f %9.0f %6.3f %6.3f %7d %10.1f %10.1f %9.1f %9.1f %8.0f %8.0f %7d\n",
               name.c_str(), r.jobs, r.unfinished, r.preemptions, r.makespan_s, r.wait_mean_s,
               r.wait_median_s, r.wait_p95_s, r.gpu_utilisation, r.gpu_utilisation_loaded, r.passes,
-              r.pass_median_us, r.pass_p99_us);
+              r.pass_median_us, r.pass_p99_us, r.pass_cpu_median_us, r.pass_cpu_p99_us,
+              r.visited_median, r.visited_p99, r.pending_at_end);
 }
 
 }  // namespace
@@ -122,9 +126,10 @@ int main(int argc, char** argv) {
               "never-scheduled pods; %d fractional pods rounded up to 1 GPU\n",
               trace->nodes.size(), trace->jobs.size(), gangs, trace->skipped_cpu_only,
               trace->skipped_unscheduled, trace->rounded_fractional);
-  std::printf("%-30s %6s %6s %7s %11s %9s %9s %9s %6s %6s %7s %10s %10s\n", "run", "jobs",
-              "unstrt", "preempt", "makespan_s", "wait_mean", "wait_p50", "wait_p95", "util",
-              "utilL", "passes", "pass_p50us", "pass_p99us");
+  std::printf("%-30s %6s %6s %7s %11s %9s %9s %9s %6s %6s %7s %10s %10s %9s %9s %8s %8s %7s\n",
+              "run", "jobs", "unstrt", "preempt", "makespan_s", "wait_mean", "wait_p50", "wait_p95",
+              "util", "utilL", "passes", "pass_p50us", "pass_p99us", "cpu_p50us", "cpu_p99us",
+              "vis_p50", "vis_p99", "pending");
   for (const auto& [label, key, result] : rows) PrintRow(label, result);
   return 0;
 }

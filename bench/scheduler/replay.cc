@@ -1,5 +1,7 @@
 #include "bench/scheduler/replay.h"
 
+#include <time.h>
+
 #include <algorithm>
 #include <chrono>
 #include <fstream>
@@ -38,6 +40,12 @@ absl::StatusOr<std::vector<std::vector<std::string>>> ReadCsv(const std::string&
 int64_t ToInt(const std::string& s) {
   int64_t v = 0;
   return absl::SimpleAtoi(s, &v) ? v : -1;
+}
+
+double ThreadCpuMicros() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) / 1e3;
 }
 
 double Percentile(std::vector<double> v, double p) {
@@ -190,7 +198,7 @@ ReplayResult Replay(const Workload& w, const sched::SchedulerOptions& options, i
   using Event = std::tuple<int64_t, int, std::string>;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events;
   ReplayResult result;
-  std::vector<double> pass_us;
+  std::vector<double> pass_us, pass_cpu_us, visited;
   size_t next = 0;
   int64_t now = w.jobs.empty() ? 0 : w.jobs.front().arrival_s;
   const int64_t first = now, base = now;
@@ -226,9 +234,12 @@ ReplayResult Replay(const Workload& w, const sched::SchedulerOptions& options, i
       run.job = &job;
       run.remaining = job.duration_s;
     }
+    const double cpu_start = ThreadCpuMicros();
     auto start = std::chrono::steady_clock::now();
     std::vector<sched::Decision> decisions = scheduler.Schedule();
     pass_us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
+    pass_cpu_us.push_back(ThreadCpuMicros() - cpu_start);
+    visited.push_back(static_cast<double>(scheduler.last_pass_visited()));
     for (const sched::Decision& d : decisions) {
       Run& run = runs[d.job];
       if (d.kind == sched::Decision::Kind::kStart) {
@@ -273,6 +284,11 @@ ReplayResult Replay(const Workload& w, const sched::SchedulerOptions& options, i
   result.pass_median_us = Percentile(pass_us, 0.5);
   result.pass_p99_us = Percentile(pass_us, 0.99);
   result.pass_max_us = pass_us.empty() ? 0 : *std::max_element(pass_us.begin(), pass_us.end());
+  result.pass_cpu_median_us = Percentile(pass_cpu_us, 0.5);
+  result.pass_cpu_p99_us = Percentile(pass_cpu_us, 0.99);
+  result.visited_median = Percentile(visited, 0.5);
+  result.visited_p99 = Percentile(visited, 0.99);
+  result.pending_at_end = static_cast<int>(scheduler.pending());
   return result;
 }
 

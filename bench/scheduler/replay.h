@@ -59,6 +59,11 @@ struct ReplayResult {
   double gpu_utilisation_loaded = 0;
   int passes = 0;
   double pass_median_us = 0, pass_p99_us = 0, pass_max_us = 0;
+  // The same on the pass's thread CPU clock: what a pass costs, without the
+  // time other processes of a shared machine take from it.
+  double pass_cpu_median_us = 0, pass_cpu_p99_us = 0;
+  double visited_median = 0, visited_p99 = 0;  // pending jobs a pass looked at
+  int pending_at_end = 0;
 };
 
 // Replays the workload; stops after `max_passes` passes if > 0.

@@ -53,7 +53,7 @@ DecodeResult Decode(std::string* buf, Frame* frame, std::string* error) {
 }
 
 bool IsRequestOp(char op) {
-  return op == kSet || op == kGet || op == kAdd || op == kCheck || op == kCancel;
+  return op == kSet || op == kGet || op == kAdd || op == kCheck || op == kCancel || op == kHello;
 }
 
 absl::Status ApplyAdd(absl::string_view key, const std::string* current, absl::string_view delta,

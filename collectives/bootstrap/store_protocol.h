@@ -18,7 +18,7 @@
 
 namespace athanor::store_protocol {
 
-constexpr char kSet = 'S', kGet = 'G', kAdd = 'A', kCheck = 'C', kCancel = 'X';
+constexpr char kSet = 'S', kGet = 'G', kAdd = 'A', kCheck = 'C', kCancel = 'X', kHello = 'H';
 constexpr char kReply = 'R', kCancelled = 'Z', kError = 'E';
 
 constexpr size_t kHeaderBytes = 9;  // op + two u32 lengths

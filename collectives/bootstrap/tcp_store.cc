@@ -9,8 +9,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <map>
+#include <set>
 #include <optional>
 #include <thread>
 
@@ -25,8 +27,19 @@ namespace {
 
 namespace proto = store_protocol;
 using proto::kAdd, proto::kCancel, proto::kCancelled, proto::kCheck, proto::kError, proto::kGet,
-    proto::kReply, proto::kSet;
+    proto::kHello, proto::kReply, proto::kSet;
 using proto::Encode;
+
+// Bytes an unauthenticated client may send before its hello is complete.
+constexpr size_t kMaxHelloBytes = proto::kHeaderBytes + 1024;
+
+// Compares in time independent of where the strings differ.
+bool SameSecret(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
 
 bool WriteAll(int fd, const std::string& data) {
   size_t off = 0;
@@ -66,8 +79,14 @@ absl::StatusOr<sockaddr_in> Resolve(const std::string& host, int port) {
 
 }  // namespace
 
+std::string RendezvousSecretFromEnv() {
+  const char* s = std::getenv("ATHANOR_RENDEZVOUS_SECRET");
+  return s != nullptr ? s : "";
+}
+
 absl::StatusOr<std::unique_ptr<TcpStoreServer>> TcpStoreServer::Start(const std::string& host,
-                                                                      int port) {
+                                                                      int port,
+                                                                      const std::string& secret) {
   ASSIGN_OR_RETURN(sockaddr_in addr, Resolve(host, port));
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return ErrnoStatus("socket");
@@ -86,13 +105,15 @@ absl::StatusOr<std::unique_ptr<TcpStoreServer>> TcpStoreServer::Start(const std:
     return ErrnoStatus("pipe");
   }
   auto server = std::unique_ptr<TcpStoreServer>(
-      new TcpStoreServer(fd, ntohs(addr.sin_port), pipefd[0], pipefd[1]));
+      new TcpStoreServer(fd, ntohs(addr.sin_port), pipefd[0], pipefd[1], secret));
   server->thread_ = std::thread([s = server.get()] { s->Run(); });
   return server;
 }
 
-TcpStoreServer::TcpStoreServer(int listen_fd, int port, int wake_read, int wake_write)
-    : listen_fd_(listen_fd), port_(port), wake_read_(wake_read), wake_write_(wake_write) {}
+TcpStoreServer::TcpStoreServer(int listen_fd, int port, int wake_read, int wake_write,
+                               std::string secret)
+    : listen_fd_(listen_fd), port_(port), wake_read_(wake_read), wake_write_(wake_write),
+      secret_(std::move(secret)) {}
 
 void TcpStoreServer::Drain(std::chrono::milliseconds grace) {
   if (!thread_.joinable()) return;
@@ -116,11 +137,12 @@ namespace {
 using KeyValues = std::map<std::string, std::string>;
 using Waiters = std::multimap<std::string, int>;  // key -> fds waiting in Get
 
-void Disconnect(int fd, std::map<int, std::string>* inbox, Waiters* waiting) {
+void Disconnect(int fd, std::map<int, std::string>* inbox, Waiters* waiting, std::set<int>* admitted) {
   for (auto it = waiting->begin(); it != waiting->end();) {
     it = it->second == fd ? waiting->erase(it) : std::next(it);
   }
   inbox->erase(fd);
+  admitted->erase(fd);
   close(fd);
 }
 
@@ -170,6 +192,9 @@ bool Handle(int fd, const proto::Frame& f, KeyValues* data, Waiters* waiting, st
     case kCheck:
       WriteAll(fd, Encode(kReply, "", data->count(f.key) ? "1" : "0"));
       return true;
+    case kHello:  // already admitted (or no secret): nothing to check
+      WriteAll(fd, Encode(kReply, "", ""));
+      return true;
   }
   *error = "unknown op";
   return false;
@@ -181,6 +206,7 @@ void TcpStoreServer::Run() {
   KeyValues data;
   std::map<int, std::string> inbox;  // client fd -> unparsed bytes
   Waiters waiting;
+  std::set<int> admitted;  // fds that presented the secret
   bool draining = false;
   std::chrono::steady_clock::time_point drain_end;
   for (;;) {
@@ -217,16 +243,31 @@ void TcpStoreServer::Run() {
       char buf[4096];
       ssize_t n = recv(fd, buf, sizeof(buf), 0);
       if (n <= 0) {
-        Disconnect(fd, &inbox, &waiting);
+        Disconnect(fd, &inbox, &waiting, &admitted);
         continue;
       }
       std::string& in = inbox[fd];
       in.append(buf, n);
+      if (!secret_.empty() && !admitted.count(fd) && in.size() > kMaxHelloBytes) {
+        Disconnect(fd, &inbox, &waiting, &admitted);  // no hello this long: not one of ours
+        continue;
+      }
       proto::Frame frame;
       std::string error;
       for (;;) {
         proto::DecodeResult r = proto::Decode(&in, &frame, &error);
         if (r == proto::DecodeResult::kIncomplete) break;
+        if (r == proto::DecodeResult::kFrame && !secret_.empty() && !admitted.count(fd)) {
+          // The first frame of a client must present the secret; anything
+          // else is a stranger, dropped without an answer.
+          if (frame.op != kHello || !SameSecret(frame.value, secret_)) {
+            Disconnect(fd, &inbox, &waiting, &admitted);
+            break;
+          }
+          admitted.insert(fd);
+          WriteAll(fd, Encode(kReply, "", ""));
+          continue;
+        }
         if (r == proto::DecodeResult::kFrame && !proto::IsRequestOp(frame.op)) {
           r = proto::DecodeResult::kInvalid;
           error = absl::StrCat("unknown op 0x", absl::Hex(static_cast<unsigned char>(frame.op)));
@@ -236,7 +277,7 @@ void TcpStoreServer::Run() {
         }
         if (r == proto::DecodeResult::kInvalid) {
           ATHANOR_LOG(WARNING) << "TCP store: disconnecting a peer that broke the protocol: " << error;
-          Disconnect(fd, &inbox, &waiting);
+          Disconnect(fd, &inbox, &waiting, &admitted);
           break;
         }
       }
@@ -246,7 +287,7 @@ void TcpStoreServer::Run() {
 }
 
 absl::StatusOr<std::unique_ptr<TcpStoreClient>> TcpStoreClient::Connect(
-    const std::string& host, int port, std::chrono::milliseconds timeout) {
+    const std::string& host, int port, std::chrono::milliseconds timeout, const std::string& secret) {
   ASSIGN_OR_RETURN(sockaddr_in addr, Resolve(host, port));
   auto deadline = std::chrono::steady_clock::now() + timeout;
   auto backoff = std::chrono::milliseconds(5);
@@ -256,7 +297,16 @@ absl::StatusOr<std::unique_ptr<TcpStoreClient>> TcpStoreClient::Connect(
     if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
       int one = 1;
       setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-      return std::unique_ptr<TcpStoreClient>(new TcpStoreClient(fd, host, port));
+      std::unique_ptr<TcpStoreClient> client(new TcpStoreClient(fd, host, port));
+      if (!secret.empty()) {
+        absl::StatusOr<std::string> hello = client->Call(kHello, "", secret, timeout);
+        if (!hello.ok()) {
+          return absl::PermissionDeniedError(absl::StrCat(
+              "TCP store at ", host, ":", port, " refused this client (rendezvous secret not accepted: ",
+              hello.status().message(), ")"));
+        }
+      }
+      return client;
     }
     int err = errno;
     close(fd);

@@ -5,6 +5,14 @@
 // Set, Get (waits until the key exists, up to a deadline), Add (atomic int64
 // add, returns the new value), Check (non-blocking existence).
 //
+// Rendezvous secret: a server given a non-empty secret requires every client
+// to present it in its first message (op 'H'); a client that sends anything
+// else, or another secret, is disconnected before any key is read or set.
+// A client given a secret presents it on connecting and fails with
+// PermissionDenied when the server hangs up on it. By default both take the
+// secret from ATHANOR_RENDEZVOUS_SECRET (the agent sets it per attempt; see
+// docs/security.md); without it they behave as before.
+//
 // Threading: both classes are thread-safe (the client serialises calls with a
 // mutex). Errors: Unavailable when the server cannot be reached or the
 // connection breaks; DeadlineExceeded when a Get or the connect outlives its
@@ -29,10 +37,14 @@
 
 namespace athanor {
 
+// ATHANOR_RENDEZVOUS_SECRET, or "" when unset.
+std::string RendezvousSecretFromEnv();
+
 class TcpStoreServer {
  public:
   // Listens on host:port (port 0 picks one; see port()).
-  static absl::StatusOr<std::unique_ptr<TcpStoreServer>> Start(const std::string& host, int port);
+  static absl::StatusOr<std::unique_ptr<TcpStoreServer>> Start(
+      const std::string& host, int port, const std::string& secret = RendezvousSecretFromEnv());
   ~TcpStoreServer();  // stops the thread and closes every connection
   int port() const { return port_; }
   // Stops accepting connections and blocks until every client has hung up
@@ -41,12 +53,13 @@ class TcpStoreServer {
   void Drain(std::chrono::milliseconds grace);
 
  private:
-  TcpStoreServer(int listen_fd, int port, int wake_read, int wake_write);
+  TcpStoreServer(int listen_fd, int port, int wake_read, int wake_write, std::string secret);
   void Run();
 
   const int listen_fd_;
   const int port_;
   const int wake_read_, wake_write_;
+  const std::string secret_;  // empty: every client is served
   std::atomic<int64_t> grace_ms_{0};  // set by Drain() before the wake-up byte
   std::thread thread_;
 };
@@ -54,9 +67,9 @@ class TcpStoreServer {
 class TcpStoreClient {
  public:
   // Connects, retrying until `timeout` passes (the server may start later).
-  static absl::StatusOr<std::unique_ptr<TcpStoreClient>> Connect(const std::string& host,
-                                                                 int port,
-                                                                 std::chrono::milliseconds timeout);
+  static absl::StatusOr<std::unique_ptr<TcpStoreClient>> Connect(
+      const std::string& host, int port, std::chrono::milliseconds timeout,
+      const std::string& secret = RendezvousSecretFromEnv());
   ~TcpStoreClient();
 
   absl::Status Set(const std::string& key, const std::string& value);

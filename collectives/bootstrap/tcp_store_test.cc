@@ -64,6 +64,39 @@ TEST(TcpStore, ConnectTimesOutWhenNobodyListens) {
   EXPECT_THAT(c.status().message(), HasSubstr("127.0.0.1:1 not reachable"));
 }
 
+TEST(TcpStore, SecretAdmitsOnlyClientsThatPresentIt) {
+  const std::string secret = "0123456789abcdef0123456789abcdef";
+  auto server = TcpStoreServer::Start("127.0.0.1", 0, secret);
+  ASSERT_TRUE(server.ok());
+  const int port = (*server)->port();
+  auto good = TcpStoreClient::Connect("127.0.0.1", port, std::chrono::seconds(5), secret);
+  ASSERT_TRUE(good.ok()) << good.status();
+  ASSERT_TRUE((*good)->Set("k", "v").ok());
+  // Another secret: refused at connect, and the key is untouched.
+  auto wrong = TcpStoreClient::Connect("127.0.0.1", port, std::chrono::seconds(5),
+                                       "0123456789abcdef0123456789abcdeX");
+  EXPECT_EQ(wrong.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(wrong.status().message(), HasSubstr("refused this client"));
+  // No secret: its first request gets the connection closed, not an answer.
+  auto none = TcpStoreClient::Connect("127.0.0.1", port, std::chrono::seconds(5), "");
+  ASSERT_TRUE(none.ok());
+  absl::Status set = (*none)->Set("k", "overwritten");
+  EXPECT_EQ(set.code(), absl::StatusCode::kUnavailable) << set;
+  EXPECT_EQ((*none)->Get("k", std::chrono::seconds(1)).status().code(), absl::StatusCode::kUnavailable);
+  auto value = (*good)->Get("k", std::chrono::seconds(5));
+  ASSERT_TRUE(value.ok());
+  EXPECT_EQ(*value, "v");
+}
+
+TEST(TcpStore, ServerWithoutSecretServesClientsWithOne) {
+  auto server = TcpStoreServer::Start("127.0.0.1", 0, "");
+  ASSERT_TRUE(server.ok());
+  auto c = TcpStoreClient::Connect("127.0.0.1", (*server)->port(), std::chrono::seconds(5), "s3cret-s3cret-s3cret");
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_TRUE((*c)->Set("a", "b").ok());
+  EXPECT_EQ(*(*c)->Get("a", std::chrono::seconds(5)), "b");
+}
+
 }  // namespace
 }  // namespace athanor
 

@@ -119,6 +119,21 @@ absl::Status RunConformance(Communicator* comm, const ConformanceOptions& option
   return absl::OkStatus();
 }
 
+absl::Status RunAllReduceConformance(Communicator* comm, const ConformanceOptions& options) {
+  for (size_t count : options.counts) {
+    for (DataType t : kTypes) {
+      for (bool in_place : {false, true}) {
+        for (ReduceOp op : kOps) RETURN_IF_ERROR(AllReduceCase(comm, t, op, count, in_place));
+      }
+    }
+  }
+  for (size_t count : options.big_counts) {
+    RETURN_IF_ERROR(AllReduceCase(comm, DataType::kF32, ReduceOp::kSum, count, true));
+    RETURN_IF_ERROR(AllReduceCase(comm, DataType::kBF16, ReduceOp::kAvg, count, false));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status RunConcurrentTags(Communicator* comm) {
   const int n = comm->world_size(), r = comm->rank();
   // Small and large counts: backends may take different paths by size.

@@ -26,6 +26,10 @@ struct ConformanceOptions {
 
 absl::Status RunConformance(Communicator* comm, const ConformanceOptions& options = {});
 
+// The all-reduce cases of RunConformance alone (every dtype, op, count and
+// placement, then the big counts), for an all-reduce engine tested on its own.
+absl::Status RunAllReduceConformance(Communicator* comm, const ConformanceOptions& options = {});
+
 // Several all-reduces in flight at once with distinct tags, issued in a
 // rank-dependent order and waited in another: results must not mix.
 absl::Status RunConcurrentTags(Communicator* comm);

@@ -10,7 +10,9 @@
 //       after one 16 MiB all-reduce rank D SIGKILLs itself; every other rank
 //       keeps all-reducing (20 s deadline each) and prints
 //       "rank R: <status>"; it exits 0 when that status is Unavailable and
-//       names rank D, else 1.
+//       names rank D, else 1. Survivors leave only once every survivor has
+//       reported (counted in the bootstrap store that rank 0 serves), so one
+//       survivor's exit cannot be taken by the others for the death.
 #include <signal.h>
 #include <unistd.h>
 
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "collectives/bootstrap/tcp_store.h"
 #include "collectives/factory.h"
 #include "collectives/testing/conformance.h"
 #include "common/logging.h"
@@ -68,6 +71,15 @@ int Run(const std::string& backend, int die_rank) {
   }
   printf("rank %d: %s\n", co.rank, s.ToString().c_str());
   fflush(stdout);
+  if (co.rank != die_rank) {
+    auto store = TcpStoreClient::Connect(co.master_addr, co.master_port, std::chrono::seconds(10));
+    if (store.ok()) {
+      auto n = (*store)->Add("die/reported", 1);
+      if (n.ok() && *n == co.world_size - 1) (void)(*store)->Set("die/all", "1");
+      // Bounded: a survivor that never reports fails its own check anyway.
+      (void)(*store)->Get("die/all", std::chrono::seconds(30));
+    }
+  }
   const bool named = absl::IsUnavailable(s) &&
                      s.message().find(absl::StrCat("rank ", die_rank)) != absl::string_view::npos;
   // The communicator's destructor waits for peers that are gone: skip it.

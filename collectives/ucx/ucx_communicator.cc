@@ -1,5 +1,6 @@
 #include "collectives/ucx/ucx_communicator.h"
 
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -17,6 +18,16 @@
 
 namespace athanor {
 namespace ucx_internal {
+namespace {
+
+// The inode of this process's pid namespace ("" where /proc does not say).
+std::string PidNamespace() {
+  struct stat st {};
+  if (stat("/proc/self/ns/pid", &st) != 0) return "";
+  return std::to_string(st.st_ino);
+}
+
+}  // namespace
 
 absl::Status UcxCommunicator::Init() {
   const auto& o = options_;
@@ -25,29 +36,43 @@ absl::Status UcxCommunicator::Init() {
   }
   ASSIGN_OR_RETURN(store_, TcpStoreClient::Connect(o.master_addr, o.master_port, o.timeout));
 
+  // Where every rank lives: "<host identity> <pid namespace> <pid>".
+  const std::string pid_ns = PidNamespace();
   ASSIGN_OR_RETURN(std::vector<std::string> hosts,
                    AllGatherThroughStore(store_.get(), "ucx/host", o.rank, o.world_size,
-                                         absl::StrCat(LocalHostname(), " ", getpid()), o.timeout));
-  bool all_local = true;
-  for (const std::string& h : hosts) all_local &= h.substr(0, h.find(' ')) == LocalHostname();
-  // Larger shared-memory FIFO cells: messages up to ~256 B go in one cell
-  // (eager short) instead of a bounce buffer, ~0.2 us less per small call.
-  // UCX reads transport settings from the environment only (not through
-  // ucp_config_modify); a value already set wins.
-  setenv("UCX_SYSV_FIFO_ELEM_SIZE", "320", /*overwrite=*/0);
-  setenv("UCX_POSIX_FIFO_ELEM_SIZE", "320", /*overwrite=*/0);
+                                         absl::StrCat(HostIdentity(), " ", pid_ns, " ", getpid()),
+                                         o.timeout));
+  std::vector<std::string> identities;
+  for (const std::string& h : hosts) identities.push_back(h.substr(0, h.find(' ')));
+  topology_ = MakeTopology(identities);
+  const bool all_local = topology_.num_hosts() == 1;
   ucp_config_t* config = nullptr;
   ucs_status_t s = ucp_config_read(nullptr, nullptr, &config);
   if (s != UCS_OK) return UcsError("ucp_config_read", s);
-  // UCX's own variables win over our default.
+  // Settings go through the config object, never the process environment
+  // (setenv races with every other thread's getenv). UCX's own variables
+  // win over our defaults.
+  // Larger shared-memory FIFO cells: messages up to ~256 B go in one cell
+  // (eager short) instead of a bounce buffer, ~0.2 us less per small call.
+  // UCX applies names it does not know at the UCP level to every transport
+  // that has them ("MM_" covers both sysv and posix).
+  if (std::getenv("UCX_SYSV_FIFO_ELEM_SIZE") == nullptr &&
+      std::getenv("UCX_POSIX_FIFO_ELEM_SIZE") == nullptr &&
+      std::getenv("UCX_MM_FIFO_ELEM_SIZE") == nullptr) {
+    s = ucp_config_modify(config, "MM_FIFO_ELEM_SIZE", "320");
+    if (s != UCS_OK) ATHANOR_LOG(DEBUG) << "ucx: MM_FIFO_ELEM_SIZE: " << ucs_status_string(s);
+  }
   if (!tuning_.keepalive_interval.empty() && std::getenv("UCX_KEEPALIVE_INTERVAL") == nullptr) {
     ucp_config_modify(config, "KEEPALIVE_INTERVAL", tuning_.keepalive_interval.c_str());
   }
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
   params.features = UCP_FEATURE_TAG;
-  // Memory keys for the shared-memory all-reduce (ucx_shm.cc).
-  if (all_local && tuning_.shared_memory && o.world_size > 1) params.features |= UCP_FEATURE_RMA;
+  // Memory keys for the shared-memory and hierarchical all-reduces (ucx_shm.cc).
+  if (tuning_.shared_memory && o.world_size > 1 &&
+      (all_local || (tuning_.hierarchical && topology_.max_local > 1))) {
+    params.features |= UCP_FEATURE_RMA;
+  }
   // The progress thread sleeps on the worker's event fd.
   if (tuning_.progress_thread && o.world_size > 1) params.features |= UCP_FEATURE_WAKEUP;
   params.mt_workers_shared = 0;
@@ -77,9 +102,11 @@ absl::Status UcxCommunicator::Init() {
     // this host we keep shared memory and watch the peer's process instead.
     bool local = false;
     if (tuning_.watch_local_peers) {
-      std::vector<std::string> host_pid = absl::StrSplit(hosts[peer], ' ');
-      int pid = host_pid.size() == 2 ? std::atoi(host_pid[1].c_str()) : 0;
-      local = host_pid[0] == LocalHostname() && pid > 0;
+      // Same host and same pid namespace: its pid means the same process here.
+      std::vector<std::string> fields = absl::StrSplit(hosts[peer], ' ');
+      int pid = fields.size() == 3 ? std::atoi(fields[2].c_str()) : 0;
+      local = fields.size() == 3 && topology_.host_of[peer] == topology_.host_of[o.rank] &&
+              fields[1] == pid_ns && pid > 0;
       if (local && pid != getpid()) {
         int fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
         if (fd >= 0) {
@@ -103,7 +130,7 @@ absl::Status UcxCommunicator::Init() {
   oversubscribed_ = peer_watch_.size() + 1 > std::max(1u, std::thread::hardware_concurrency());
   RETURN_IF_ERROR(Hello());
   LogTransports();
-  if (all_local) RETURN_IF_ERROR(SetUpShared());
+  RETURN_IF_ERROR(SetUpShared());
   if (tuning_.progress_thread && o.world_size > 1) RETURN_IF_ERROR(StartProgressThread());
   started_ = true;
   return absl::OkStatus();
@@ -192,6 +219,14 @@ UcxCommunicator::~UcxCommunicator() {
   }
   if (worker_ != nullptr) {
     std::lock_guard<std::mutex> lock(mu_);
+    if (hier_on_ && shm_->phase_times().ops > 0) {
+      const auto& t = shm_->phase_times();
+      ATHANOR_LOG(DEBUG) << "ucx: rank " << options_.rank << ": " << t.ops
+                         << " hierarchical all-reduces took " << t.wall
+                         << " s: on this host copying and reducing " << t.local
+                         << " s, scaling, copying out and gathering " << t.out
+                         << " s; between hosts (chunks overlapping) " << t.exchange << " s";
+    }
     FailAll(absl::AbortedError("communicator destroyed"));
     for (int i = 0; i < 1000 && !ops_.empty(); ++i) ProgressLocked();
     TearDownShared();
@@ -214,9 +249,10 @@ UcxCommunicator::~UcxCommunicator() {
       if (op->outstanding > 0) new std::shared_ptr<PendingOp>(op);
     }
     ops_.clear();
+    inter_.reset();
     ucp_worker_destroy(worker_);
   }
-  if (shared_memh_ != nullptr) ucp_mem_unmap(context_, shared_memh_);
+  shm_.reset();
   if (context_ != nullptr) ucp_cleanup(context_);
   for (const auto& w : peer_watch_) close(w.pidfd);
   {
@@ -308,17 +344,24 @@ std::unique_ptr<Work> UcxCommunicator::AllReduceAsync(const void* send, void* re
   const int n = options_.world_size;
   const size_t bytes = count * DataTypeSize(type);
   if (count >= static_cast<size_t>(n) && UseShared(bytes)) {
+    LogChoice(bytes, "through shared memory");
+    return SharedAllReduce(send, recv, count, type, op, options);
+  }
+  if (count > 0 && UseHierarchical(bytes)) {
+    LogChoice(bytes, "hierarchically (shared memory on each host, blocks exchanged between hosts)");
     return SharedAllReduce(send, recv, count, type, op, options);
   }
   if (n == 2 && count > 0 && bytes <= tuning_.small_bytes && collectives_internal::InBlockingCall()) {
     if (auto work = PairAllReduce(send, recv, count, type, op, options)) return work;
   }
   if (bytes <= tuning_.small_bytes || count < static_cast<size_t>(n)) {
+    LogChoice(bytes, "recursive doubling over tag messages");
     return Submit(Params(type, op, bytes), std::max<size_t>(bytes, 64), type, op, "all-reduce",
                   options, [&](const ScheduleParams& p) {
                     return RecursiveDoublingAllReduce(p, send, recv, count);
                   });
   }
+  LogChoice(bytes, "the flat ring over tag messages");
   ScheduleParams p = Params(type, op, bytes / n + DataTypeSize(type));
   const char* s = static_cast<const char*>(send);
   const char* d = static_cast<const char*>(recv);
@@ -375,6 +418,9 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateUcxCommunicator(
   if (const char* v = std::getenv("ATHANOR_UCX_SHARED_CHUNK_BYTES")) t.shared_chunk_bytes = std::strtoull(v, nullptr, 10);
   if (const char* v = std::getenv("ATHANOR_UCX_SHARED_SLOTS")) t.shared_slots = std::atoi(v);
   if (const char* v = std::getenv("ATHANOR_UCX_SHARED_ONE_SHOT_BYTES")) t.shared_one_shot_bytes = std::strtoull(v, nullptr, 10);
+  if (const char* v = std::getenv("ATHANOR_UCX_HIERARCHICAL")) t.hierarchical = std::atoi(v) != 0;
+  if (const char* v = std::getenv("ATHANOR_UCX_WAIT_NAP_US")) t.wait_nap_us = std::atoi(v);
+  if (const char* v = std::getenv("ATHANOR_UCX_HIERARCHICAL_MIN_BYTES")) t.hierarchical_min_bytes = std::strtoull(v, nullptr, 10);
   auto comm = std::make_unique<ucx_internal::UcxCommunicator>(options, t);
   absl::Status status = comm->Init();
   if (!status.ok()) {

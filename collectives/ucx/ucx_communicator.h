@@ -2,10 +2,15 @@
 //
 // When every rank lives on this host, all-reduces (above 64 KiB with 2
 // ranks, from 512 B with more) go through shared memory UCX allocates and
-// every peer maps (ucx_shm.cc). Otherwise large all-reduces run ring
+// every peer maps (ShmAllReduce, shm_all_reduce.h). When ranks span hosts
+// (told apart by boot id and network namespace, topology.h) and some host has
+// several, all-reduces of hierarchical_min_bytes and more are hierarchical:
+// shared memory on each host, each block exchanged between hosts over tag
+// messages (hier_exchange.h). Otherwise large all-reduces run ring
 // reduce-scatter + all-gather cut into pipelined segments (several in flight
 // per peer, reduced straight from the receive scratch into the destination);
-// small ones run recursive doubling. UCX picks
+// small ones run recursive doubling. Which one a size runs is logged once per
+// power-of-two size class at debug level. UCX picks
 // the transport itself (shared memory, TCP, verbs; UCX_TLS is respected) and
 // the chosen lanes are logged at start-up. Worker addresses are exchanged
 // through the TCP store served by rank 0 (collectives/bootstrap/tcp_store.h).
@@ -30,8 +35,10 @@
 // Tags: the low 20 bits of CollectiveOptions::tag, plus a per-tag sequence
 // number (8 bits), select the messages of a call, so concurrent calls need
 // tags that differ in their low 20 bits, and one rank may run at most 255
-// calls with one tag ahead of another. On the shared-memory path a rank may
-// have at most 64 all-reduces pending.
+// calls with one tag ahead of another. Tags whose low 20 bits are 0xFFFFE or
+// 0xFFFFF are reserved (the hierarchical op order, the start-up hello). On
+// the shared-memory and hierarchical paths a rank may have at most 64
+// all-reduces pending.
 //
 // Lifetime: the destructor waits (up to the bootstrap timeout) until every
 // healthy rank reaches its destructor, so no endpoint closes under a peer
@@ -86,6 +93,19 @@ struct UcxTuning {
   // every rank reduces all of it once the call runs (no synchronisation
   // beyond the agreed order; also the staging buffer size per entry).
   size_t shared_one_shot_bytes = 16 << 10;
+  // Ranks on several hosts, some host with more than one: all-reduces of
+  // at least hierarchical_min_bytes reduce-scatter through shared memory on
+  // each host, all-reduce each block between hosts over tag messages, and
+  // all-gather through shared memory (shm_all_reduce.h); smaller ones, and
+  // every call with hierarchical off, run the flat ring or recursive
+  // doubling over tag messages.
+  bool hierarchical = true;
+  // A thread in Work::Wait that has spun a while without the op finishing
+  // sleeps this long between polls instead of yielding (0: yield). Where
+  // ranks share cores with the network stack (namespace hosts on one
+  // machine) sleeping leaves the kernel the CPU it needs to move the data.
+  int wait_nap_us = 0;
+  size_t hierarchical_min_bytes = 256 << 10;
   // Test hook: called once per operation when it finishes, with its tag and
   // status, under the communicator's lock (must not call back into it).
   std::function<void(uint64_t tag, const absl::Status& status)> on_done;

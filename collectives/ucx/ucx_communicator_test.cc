@@ -55,6 +55,23 @@ TEST_P(UcxConformance, Processes) {
 
 INSTANTIATE_TEST_SUITE_P(WorldSizes, UcxConformance, ::testing::Values(1, 2, 3, 4, 7));
 
+// UCX settings go through its config object: creating communicators (ranks
+// as threads here) never writes the process environment, which would race
+// with other threads' getenv.
+TEST(UcxCommunicator, LeavesTheEnvironmentAlone) {
+  for (const char* name : {"UCX_SYSV_FIFO_ELEM_SIZE", "UCX_POSIX_FIFO_ELEM_SIZE",
+                           "UCX_MM_FIFO_ELEM_SIZE", "UCX_KEEPALIVE_INTERVAL"}) {
+    unsetenv(name);  // before any rank thread starts
+  }
+  HarnessOptions h;
+  h.world_size = 2;
+  ExpectAllOk(RunRanksAsThreads(h, [](int, Communicator* comm) { return comm->Barrier(); }));
+  for (const char* name : {"UCX_SYSV_FIFO_ELEM_SIZE", "UCX_POSIX_FIFO_ELEM_SIZE",
+                           "UCX_MM_FIFO_ELEM_SIZE", "UCX_KEEPALIVE_INTERVAL"}) {
+    EXPECT_EQ(getenv(name), nullptr) << name << " was set to " << getenv(name);
+  }
+}
+
 TEST(UcxCommunicator, ConcurrentTagsDoNotMix) {
   HarnessOptions h;
   h.world_size = 3;

@@ -23,7 +23,10 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "collectives/bootstrap/tcp_store.h"
+#include "collectives/ucx/hier_exchange.h"
 #include "collectives/ucx/schedule.h"
+#include "collectives/ucx/shm_all_reduce.h"
+#include "collectives/ucx/topology.h"
 #include "collectives/ucx/ucx_communicator.h"
 
 namespace athanor {
@@ -36,22 +39,6 @@ inline absl::Status UcsError(const std::string& what, ucs_status_t s) {
 }
 
 struct PendingOp;
-
-// Progress of one all-reduce on the shared-memory path (ucx_shm.cc).
-struct SharedOpState {
-  const char* send = nullptr;
-  char* recv = nullptr;
-  size_t count = 0;
-  uint64_t key = 0;          // tag and per-tag sequence number, plus one
-  int entry = -1;            // its entry in this rank's announcement table
-  bool one_shot = false;     // staged whole at submission; every rank reduces all of it
-  std::vector<int> peer_entry;  // once running: its entry in each rank's table
-  uint64_t decision = 0;     // once running: its place in the order all ranks run
-  uint64_t first_chunk = 0;  // once running: global number of its first chunk
-  size_t chunks = 0;
-  size_t chunk = 0;   // next chunk of this op
-  int phase = 0;      // of that chunk: 0 copy in, 1 reduce, 2 gather
-};
 
 // Run-time state of one chain of a schedule.
 struct ChainState {
@@ -86,7 +73,7 @@ struct PendingOp {
   absl::Status status;
   char* scratch = nullptr;
   size_t scratch_bytes = 0;
-  std::unique_ptr<SharedOpState> shared;  // set: runs on the shared-memory path
+  std::unique_ptr<ShmOp> shared;  // set: runs on the shared-memory path
 };
 
 inline uint64_t MakeTag(uint64_t tag_base, int sender, size_t chain, int msg) {
@@ -151,21 +138,21 @@ class UcxCommunicator final : public Communicator {
   // no schedule or PendingOp. nullptr: not applicable, use the generic path.
   std::unique_ptr<Work> PairAllReduce(const void* send, void* recv, size_t count, DataType type,
                                       ReduceOp op, const CollectiveOptions& options);
-  // Shared-memory all-reduce for ranks that all live on this host
-  // (ucx_shm.cc), set up when every rank is on this host. SetUpShared maps every peer's segment through UCX
-  // (ucp_mem_map + ucp_rkey_ptr); all ranks agree whether the path is on.
+  // The shared-memory all-reduce (ShmAllReduce, shm_all_reduce.h; glue in
+  // ucx_shm.cc): the whole all-reduce when every rank is on this host, the
+  // hierarchical one (with HierExchange between hosts) when ranks share
+  // hosts but not all one. SetUpShared maps the segments of this host's
+  // ranks; all ranks agree whether the path is on.
   absl::Status SetUpShared();
   void TearDownShared();
   bool UseShared(size_t bytes) const;
+  bool UseHierarchical(size_t bytes) const;
   std::unique_ptr<Work> SharedAllReduce(const void* send, void* recv, size_t count, DataType type,
                                         ReduceOp op, const CollectiveOptions& options);
   // Moves a shared op as far as the peers allow; never blocks.
   void AdvanceShared(PendingOp* op) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Sets shared_current_ to the op every rank runs next, if known yet.
-  bool AdoptSharedChoice() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void FinishShared(PendingOp* op) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Where every rank stands on the shared path, for timeout messages.
-  std::string SharedProgress() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Logs, once per power-of-two size class, which all-reduce algorithm runs.
+  void LogChoice(size_t bytes, const char* algorithm);
   // Returns how many UCX events and finished operations it saw.
   unsigned ProgressLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Polls the local peers' pidfds; sets peer_error_ when one exited.
@@ -234,22 +221,15 @@ class UcxCommunicator final : public Communicator {
   std::vector<char*> all_scratch_ ABSL_GUARDED_BY(mu_);
   char* pair_scratch_ ABSL_GUARDED_BY(mu_) = nullptr;  // PairAllReduce's receive buffer
 
-  // Shared-memory path (ucx_shm.cc); constant after Init() unless noted.
-  // segment_[q]: rank q's segment as mapped here (ours at q == rank).
-  bool shared_on_ = false;
-  ucp_mem_h shared_memh_ = nullptr;
-  std::vector<ucp_rkey_h> shared_rkeys_;
-  std::vector<char*> segment_;
-  size_t shared_chunk_bytes_ = 0;
-  size_t shared_slots_ = 0;
-  size_t shared_stage_bytes_ = 0;  // per announcement entry
-  std::map<uint64_t, uint64_t> shared_tag_seq_ ABSL_GUARDED_BY(mu_);  // next per tag
-  uint64_t shared_submitted_ ABSL_GUARDED_BY(mu_) = 0;  // ops this rank announced
-  uint64_t shared_decision_ ABSL_GUARDED_BY(mu_) = 0;   // ops this rank finished
-  PendingOp* shared_current_ ABSL_GUARDED_BY(mu_) = nullptr;  // running now
-  uint64_t shared_next_chunk_ ABSL_GUARDED_BY(mu_) = 0;  // first chunk of the next op
-  // Entries of finished ops that peers may still read: (entry, decision).
-  std::vector<std::pair<int, uint64_t>> shared_draining_ ABSL_GUARDED_BY(mu_);
+  // Where the ranks live (constant after Init()).
+  Topology topology_;
+  // Shared-memory and hierarchical paths (ucx_shm.cc); constant after
+  // Init(); shm_ and inter_ are used under mu_.
+  bool shared_on_ = false;  // every rank on this host: ShmAllReduce alone
+  bool hier_on_ = false;    // several hosts: ShmAllReduce + HierExchange
+  std::unique_ptr<HierExchange> inter_;
+  std::unique_ptr<ShmAllReduce> shm_;
+  std::atomic<uint64_t> logged_classes_{0};  // bit k: the 2^k-byte class was logged
   std::atomic<int> shared_pending_{0};  // shared ops in ops_
 };
 

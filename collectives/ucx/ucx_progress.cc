@@ -3,6 +3,7 @@
 // of it runs with mu_ held (see ucx_internal.h).
 #include <poll.h>
 #include <sched.h>
+#include <time.h>
 
 #include <cstring>
 
@@ -111,6 +112,7 @@ unsigned UcxCommunicator::ProgressLocked() {
     }
   }
   if (!peer_error_.ok() && error_.ok()) error_ = peer_error_;
+  if (inter_ != nullptr) inter_->Sweep();
   for (auto it = ops_.begin(); it != ops_.end();) {
     PendingOp* op = it->get();
     Advance(op);
@@ -139,7 +141,7 @@ void UcxCommunicator::Advance(PendingOp* op) {
     error_ = absl::DeadlineExceededError(
         absl::StrCat("ucx: ", op->What(), " did not finish within its timeout; rank ",
                      options_.rank, " gives up (a peer may be stuck or never called it)",
-                     op->shared != nullptr ? SharedProgress() : ""));
+                     op->shared != nullptr ? shm_->Progress() : ""));
     return Fail(op, error_);
   }
   if (op->shared != nullptr) return AdvanceShared(op);
@@ -259,7 +261,7 @@ void UcxCommunicator::Fail(PendingOp* op, const absl::Status& status) {
   if (op->finished) return;
   op->finished = true;
   op->status = status;
-  if (op == shared_current_) shared_current_ = nullptr;
+  if (op->shared != nullptr) shm_->Abandon(op->shared.get());
   for (size_t j = op->low_chain; j < op->next_chain; ++j) {
     ChainState& cs = op->chains[j];
     // Sends to a dead peer complete with an error; receives never would.
@@ -289,13 +291,20 @@ absl::Status UcxCommunicator::WaitFor(const std::shared_ptr<PendingOp>& op,
       std::lock_guard<std::mutex> lock(mu_);
       return absl::DeadlineExceededError(
           absl::StrCat("ucx: ", op->What(), " not done after ", timeout.count(), " ms",
-                       op->shared != nullptr ? SharedProgress() : ""));
+                       op->shared != nullptr ? shm_->Progress() : ""));
     }
     // Others may share these cores (more ranks than cores in tests): after a
     // short spin, let them run.
     // More ranks on this host than cores: the peer we wait for may need
     // our core, so yield almost at once.
-    if (idle >= (oversubscribed_ ? 4 : 256)) sched_yield();
+    if (idle >= (oversubscribed_ ? 4 : 256)) {
+      if (tuning_.wait_nap_us > 0) {
+        timespec nap{0, tuning_.wait_nap_us * 1000L};
+        nanosleep(&nap, nullptr);
+      } else {
+        sched_yield();
+      }
+    }
   }
 }
 

@@ -3,7 +3,9 @@
 namespace athanor::sched {
 
 void JobQueue::Add(const JobRequest& job) {
-  if (classes_[job.priority][job.tenant].emplace(job.submit_seq, job.id).second) ++size_;
+  if (classes_[job.priority][job.tenant][ShapeOf(job)].emplace(job.submit_seq, job.id).second) {
+    ++size_;
+  }
 }
 
 void JobQueue::Remove(const JobRequest& job) {
@@ -11,31 +13,36 @@ void JobQueue::Remove(const JobRequest& job) {
   if (cls == classes_.end()) return;
   auto tenant = cls->second.find(job.tenant);
   if (tenant == cls->second.end()) return;
-  if (tenant->second.erase({job.submit_seq, job.id}) > 0) --size_;
+  auto shape = tenant->second.find(ShapeOf(job));
+  if (shape == tenant->second.end()) return;
+  if (shape->second.erase({job.submit_seq, job.id}) > 0) --size_;
+  if (shape->second.empty()) tenant->second.erase(shape);
   if (tenant->second.empty()) cls->second.erase(tenant);
   if (cls->second.empty()) classes_.erase(cls);
 }
 
 int JobQueue::Position(const JobRequest& job) const {
   int ahead = 0;
+  bool found = false;
   for (const auto& [priority, tenants] : classes_) {
     if (priority < job.priority) break;
-    for (const auto& [tenant, queue] : tenants) {
-      if (priority > job.priority) {
-        ahead += static_cast<int>(queue.size());
-        continue;
-      }
-      for (const auto& [seq, id] : queue) {
-        if (seq >= job.submit_seq) break;
-        ++ahead;
+    for (const auto& [tenant, shapes] : tenants) {
+      for (const auto& [shape, queue] : shapes) {
+        if (priority > job.priority) {
+          ahead += static_cast<int>(queue.size());
+          continue;
+        }
+        for (const auto& [seq, id] : queue) {
+          if (seq >= job.submit_seq) {
+            found = found || (seq == job.submit_seq && id == job.id);
+            break;
+          }
+          ++ahead;
+        }
       }
     }
   }
-  const auto cls = classes_.find(job.priority);
-  if (cls == classes_.end()) return 0;
-  const auto tenant = cls->second.find(job.tenant);
-  if (tenant == cls->second.end() || !tenant->second.count({job.submit_seq, job.id})) return 0;
-  return ahead + 1;
+  return found ? ahead + 1 : 0;
 }
 
 }  // namespace athanor::sched

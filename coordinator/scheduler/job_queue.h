@@ -1,7 +1,10 @@
 // JobQueue: pending jobs by priority class (highest first), then tenant, then
-// submit sequence (FIFO). Fair share between tenants of one class is applied
-// by the scheduling pass on top of this layout, since it depends on usage that
-// changes as the pass starts jobs.
+// shape (what placement depends on), then submit sequence (FIFO). Fair share
+// between tenants of one class is applied by the scheduling pass on top of
+// this layout, since it depends on usage that changes as the pass starts
+// jobs. Grouping a tenant's jobs by shape lets a pass skip every job of a
+// shape at once when that shape cannot be placed any more, so a pass costs
+// what it starts, not the length of the queue.
 //
 // Threading: none; confined to the owning Scheduler's caller.
 #pragma once
@@ -19,7 +22,8 @@ namespace athanor::sched {
 
 class JobQueue {
  public:
-  using TenantQueue = std::set<std::pair<uint64_t, JobId>>;  // (submit_seq, id)
+  using ShapeQueue = std::set<std::pair<uint64_t, JobId>>;   // (submit_seq, id)
+  using TenantQueue = std::map<ShapeKey, ShapeQueue>;        // by shape
   using PriorityClass = std::map<std::string, TenantQueue>;  // by tenant
   using Classes = std::map<int, PriorityClass, std::greater<int>>;
 

@@ -30,8 +30,10 @@ struct PendingReason {
   bool finite = false;     // reservation start known
   TimePoint when{};        // reservation start
   std::vector<JobId> victims;  // kWaitingPreemption
+  uint64_t pass = 0;           // the pass that set it (0: none)
 
-  // Cheap reset (the pass sets a reason on every pending job it visits).
+  // Cheap reset (the pass sets a reason on every pending job it visits;
+  // `pass` is kept).
   void Set(Code c) {
     code = c;
     eligible = gpus_in_use = quota = 0;

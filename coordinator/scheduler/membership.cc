@@ -13,6 +13,7 @@ const char* NodeStateName(NodeState state) {
     case NodeState::kDraining: return "DRAINING";
     case NodeState::kDrained: return "DRAINED";
     case NodeState::kDown: return "DOWN";
+    case NodeState::kUnknown: return "UNKNOWN";
   }
   return "?";
 }
@@ -106,6 +107,14 @@ absl::StatusOr<std::vector<JobId>> Membership::SetState(const std::string& name,
   std::vector<JobId> jobs;
   for (const auto& [job, hold] : record.holds) jobs.push_back(job);
   return jobs;
+}
+
+absl::Status Membership::SetNote(const std::string& name, bool drain, std::string reason) {
+  auto index = Find(name);
+  if (!index) return absl::NotFoundError(absl::StrCat("no node ", name));
+  nodes_[*index].drain = drain;
+  nodes_[*index].reason = std::move(reason);
+  return absl::OkStatus();
 }
 
 absl::Status Membership::Heartbeat(const std::string& name, TimePoint now) {

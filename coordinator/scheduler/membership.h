@@ -41,6 +41,11 @@ struct NodeRecord {
   int64_t free_memory_mb = 0;
   std::vector<bool> gpu_used;
   std::map<JobId, NodeHold> holds;  // ordered for deterministic output
+  // Operator state kept with the node: `drain` (by an admin or a failed
+  // health check) outlives DOWN and re-registration; `reason` says why the
+  // node is DRAINING, DRAINED, DOWN or UNKNOWN.
+  bool drain = false;
+  std::string reason;
   int switch_group = -1;  // interned "switch" label value; -1 if absent
   int rack_group = -1;    // interned "rack" label value; -1 if absent
 };
@@ -57,6 +62,8 @@ class Membership {
   // the node goes DOWN). DRAINING with nothing held becomes DRAINED.
   absl::StatusOr<std::vector<JobId>> SetState(const std::string& name, NodeState state);
   absl::Status Heartbeat(const std::string& name, TimePoint now);
+  // Sets the node's drain flag and reason (see NodeRecord).
+  absl::Status SetNote(const std::string& name, bool drain, std::string reason);
   // Marks DOWN every UP/DRAINING/DRAINED node whose last heartbeat is older
   // than `timeout`; returns their names.
   std::vector<std::string> ExpireHeartbeats(TimePoint now, Duration timeout);

@@ -49,12 +49,6 @@ inline Resources PerNodeNeed(const JobRequest& job) {
 Resources FreeOf(const NodeRecord& node);
 Resources HoldOf(const NodeHold& hold);
 
-// What placement depends on, for caches of "this shape does not fit".
-using ShapeKey = std::tuple<int, int, std::string, int64_t, int, int64_t>;
-inline ShapeKey ShapeOf(const JobRequest& job) {
-  return {job.nodes, job.gpus_per_node, job.gpu_model, job.min_gpu_memory_mb, job.cpus_per_node,
-          job.memory_mb_per_node};
-}
 
 // Caps on what a job may take on some nodes (absent nodes: no cap).
 using NodeCaps = std::unordered_map<int, Resources>;

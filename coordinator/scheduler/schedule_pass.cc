@@ -28,6 +28,7 @@ struct Scheduler::PassState {
   bool strict_blocked = false;
   std::optional<Reservation> reservation;
   std::vector<JobId> started;
+  size_t visited = 0;  // pending jobs looked at
   std::map<ShapeKey, int> failed_uncapped;  // -> eligible node count
   std::map<ShapeKey, int> failed_capped;
 
@@ -46,32 +47,51 @@ struct Scheduler::PassState {
 std::vector<Decision> Scheduler::Schedule() {
   PassState pass;
   pass.now = clock_->Now();
+  ++pass_id_;
   std::vector<Decision> out;
+  // A shape that failed without caps cannot start any job this pass (free
+  // resources only shrink): its jobs are skipped unvisited, and Why() works
+  // their reason out when asked. Strict order stops the pass at the head.
+  auto dead = [&pass](const ShapeKey& shape) { return pass.failed_uncapped.count(shape) > 0; };
   for (const auto& [priority, tenants] : queue_.classes()) {
+    struct ShapeCursor {
+      const ShapeKey* shape;
+      JobQueue::ShapeQueue::const_iterator it, end;
+    };
     struct Cursor {
       const std::string* tenant;
-      JobQueue::TenantQueue::const_iterator it, end;
+      std::vector<ShapeCursor> shapes;
       double share;
+      ShapeCursor* front = nullptr;  // the tenant's oldest live job
     };
     std::vector<Cursor> cursors;
-    for (const auto& [tenant, queue] : tenants) {
-      cursors.push_back(Cursor{&tenant, queue.begin(), queue.end(), TenantShare(tenant)});
+    for (const auto& [tenant, shapes] : tenants) {
+      Cursor c{&tenant, {}, TenantShare(tenant)};
+      for (const auto& [shape, queue] : shapes) c.shapes.push_back({&shape, queue.begin(), queue.end()});
+      cursors.push_back(std::move(c));
     }
-    while (true) {
+    while (!pass.strict_blocked) {
       // The tenant furthest below its share goes next; FIFO breaks ties.
       Cursor* next = nullptr;
       double next_ratio = 0;
       for (Cursor& c : cursors) {
-        if (c.it == c.end) continue;
+        c.front = nullptr;
+        for (ShapeCursor& sc : c.shapes) {
+          if (sc.it == sc.end || dead(*sc.shape)) continue;
+          if (c.front == nullptr || sc.it->first < c.front->it->first) c.front = &sc;
+        }
+        if (c.front == nullptr) continue;
         double ratio = accounting_.GpusInUse(*c.tenant) / c.share;
         if (next == nullptr || ratio < next_ratio ||
-            (ratio == next_ratio && c.it->first < next->it->first)) {
+            (ratio == next_ratio && c.front->it->first < next->front->it->first)) {
           next = &c, next_ratio = ratio;
         }
       }
       if (next == nullptr) break;
-      JobRecord& job = jobs_.at(next->it->second);
-      ++next->it;
+      JobRecord& job = jobs_.at(next->front->it->second);
+      ++next->front->it;
+      job.reason.pass = pass_id_;
+      ++pass.visited;
 
       const int quota = TenantQuota(job.req.tenant);
       const int in_use = accounting_.GpusInUse(job.req.tenant);
@@ -79,10 +99,6 @@ std::vector<Decision> Scheduler::Schedule() {
         job.reason.Set(PendingReason::Code::kQuota);
         job.reason.gpus_in_use = in_use;
         job.reason.quota = quota;
-        continue;
-      }
-      if (pass.strict_blocked) {
-        job.reason.Set(PendingReason::Code::kStrictOrder);
         continue;
       }
       if (pass.head_found) {
@@ -100,6 +116,8 @@ std::vector<Decision> Scheduler::Schedule() {
   for (const JobId& id : pass.started) queue_.Remove(jobs_.at(id).req);
   reservation_ = std::move(pass.reservation);
   last_head_ = pass.head;
+  last_pass_strict_blocked_ = pass.strict_blocked;
+  last_pass_visited_ = pass.visited;
   return out;
 }
 

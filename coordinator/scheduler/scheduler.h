@@ -60,6 +60,9 @@ class Scheduler {
   // them and reports each with OnJobExited.
   absl::StatusOr<std::vector<JobId>> SetNodeState(const std::string& name, NodeState state);
   absl::Status Heartbeat(const std::string& name);
+  absl::Status SetNodeNote(const std::string& name, bool drain, std::string reason) {
+    return membership_.SetNote(name, drain, std::move(reason));
+  }
   // Marks nodes silent for longer than `timeout` DOWN; returns their names.
   // SetNodeState(name, kDown) on each (idempotent) lists the jobs to end.
   std::vector<std::string> ExpireHeartbeats(Duration timeout);
@@ -104,6 +107,9 @@ class Scheduler {
   // The reservation made by the last pass, if any.
   const std::optional<Reservation>& reservation() const { return reservation_; }
   size_t pending() const { return queue_.size(); }
+  // Pending jobs the last pass looked at (the rest were of shapes that could
+  // not be placed any more, or behind a strict-order head).
+  size_t last_pass_visited() const { return last_pass_visited_; }
 
  private:
   struct PassState;
@@ -117,6 +123,9 @@ class Scheduler {
   int TenantQuota(const std::string& tenant) const;
   double TenantShare(const std::string& tenant) const;
   std::string DescribeNeed(const JobRequest& job) const;
+  // The reason of a pending job the last pass skipped (its shape could not
+  // be placed, or strict order stopped the pass), worked out now.
+  PendingReason ReasonNow(const JobRecord& job) const;
 
   const Clock* const clock_;
   const SchedulerOptions options_;
@@ -136,6 +145,9 @@ class Scheduler {
   std::map<JobId, const JobRecord*> holders_;
   std::optional<Reservation> reservation_;
   JobId last_head_;  // the head of the last pass, for Why()
+  uint64_t pass_id_ = 0;  // passes so far
+  bool last_pass_strict_blocked_ = false;
+  size_t last_pass_visited_ = 0;
 };
 
 }  // namespace athanor::sched

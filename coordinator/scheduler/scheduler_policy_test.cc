@@ -330,5 +330,31 @@ TEST_F(PolicyTest, RestoreRebuildsARunningJob) {
   EXPECT_DOUBLE_EQ(sched_.accounting().JobGpuSeconds("j", clock_.Now()), 20.0);
 }
 
+TEST_F(PolicyTest, APassSkipsJobsOfAShapeThatCanNoLongerBePlaced) {
+  Add(MakeNode("a", 4));
+  Add(MakeNode("b", 4));
+  StartAlone(MakeJob("big", 1, 4, "t"), {"a:0,1,2,3"});
+  StartAlone(MakeJob("half", 1, 2, "t"), {"b:0,1"});
+  // 1,000 jobs that need a whole free node (none is): the first becomes the
+  // head, the rest of its shape are not even looked at. The 1-GPU jobs queued
+  // behind them still start on b's two free GPUs.
+  for (int i = 0; i < 1000; ++i) Submit(MakeJob(absl::StrCat("w", i), 1, 4, "t"));
+  Submit(MakeJob("s1", 1, 1, "t"));
+  Submit(MakeJob("s2", 1, 1, "t"));
+  Submit(MakeJob("s3", 1, 1, "t"));
+  auto d = sched_.Schedule();
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[0].job, "s1");
+  EXPECT_EQ(d[1].job, "s2");
+  // w0 (head), s1, s2, s3: looked at; w1..w999: skipped.
+  EXPECT_EQ(sched_.last_pass_visited(), 4u);
+  EXPECT_EQ(Reasons("w0")[0], "no node fits: needs 1 node with 4 free GPUs; 0 nodes have them free");
+  // A skipped job's reason is worked out when asked, the same as if visited.
+  EXPECT_EQ(Reasons("w500"),
+            (std::vector<std::string>{"no node fits: needs 1 node with 4 free GPUs; 0 nodes have them free",
+                                      "position 501 of 1001 in the queue"}));
+  EXPECT_EQ(Reasons("s3")[0], "no node fits: needs 1 node with 1 free GPU; 0 nodes have them free");
+}
+
 }  // namespace
 }  // namespace athanor::sched

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/clock.h"
@@ -22,8 +23,10 @@ using JobId = std::string;
 // Lifecycle of a node as the scheduler sees it. Only UP nodes receive new
 // work; DRAINING nodes keep their jobs and become DRAINED when empty; DOWN
 // nodes receive nothing (their jobs' resources stay held until each job is
-// reported exited, so nothing is ever given twice).
-enum class NodeState { kUp, kDraining, kDrained, kDown };
+// reported exited, so nothing is ever given twice). UNKNOWN is DOWN as far as
+// placement goes: a node restored from the coordinator's store whose agent has
+// not registered again yet.
+enum class NodeState { kUp, kDraining, kDrained, kDown, kUnknown };
 const char* NodeStateName(NodeState state);
 
 struct NodeSpec {
@@ -34,6 +37,11 @@ struct NodeSpec {
   int cpus = 0;
   int64_t memory_mb = 0;
   std::map<std::string, std::string> labels;  // "switch", "rack", ...
+  // Where the node's agent and ranks are reached; carried for the coordinator,
+  // never read by placement.
+  std::string agent_address;
+  std::string host;
+  bool unsandboxed = false;
 };
 
 // A job asks for `nodes` distinct nodes, each contributing exactly
@@ -55,6 +63,14 @@ struct JobRequest {
 
   int total_gpus() const { return nodes * gpus_per_node; }
 };
+
+// What placement depends on, for caches of "this shape does not fit" and for
+// grouping pending jobs that place alike.
+using ShapeKey = std::tuple<int, int, std::string, int64_t, int, int64_t>;
+inline ShapeKey ShapeOf(const JobRequest& job) {
+  return {job.nodes, job.gpus_per_node, job.gpu_model, job.min_gpu_memory_mb, job.cpus_per_node,
+          job.memory_mb_per_node};
+}
 
 // The GPUs (device indices) one node gives a job.
 struct NodeAllocation {

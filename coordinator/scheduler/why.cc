@@ -33,6 +33,35 @@ std::string StartText(bool finite, TimePoint when, TimePoint now) {
 
 }  // namespace
 
+PendingReason Scheduler::ReasonNow(const JobRecord& job) const {
+  PendingReason r;
+  r.pass = pass_id_;
+  const int quota = TenantQuota(job.req.tenant);
+  const int in_use = accounting_.GpusInUse(job.req.tenant);
+  if (quota >= 0 && in_use + job.req.total_gpus() > quota) {
+    r.code = PendingReason::Code::kQuota;
+    r.gpus_in_use = in_use;
+    r.quota = quota;
+    return r;
+  }
+  if (pass_id_ == 0) return r;  // kNotConsidered
+  if (last_pass_strict_blocked_) {
+    r.code = PendingReason::Code::kStrictOrder;
+    return r;
+  }
+  int hosts = 0;
+  for (int i = 0; i < membership_.size(); ++i) hosts += UpAndStaticallyFits(membership_, i, job.req);
+  if (hosts < job.req.nodes) {
+    r.code = PendingReason::Code::kNoFitNow;
+    r.eligible = hosts;
+    return r;
+  }
+  PlacementResult placed = PlaceLive(membership_, job.req, nullptr);
+  r.code = placed.ok() ? PendingReason::Code::kNotConsidered : PendingReason::Code::kNoFree;
+  r.eligible = placed.eligible;
+  return r;
+}
+
 absl::StatusOr<WhyReport> Scheduler::Why(const JobId& id) const {
   const JobRecord* job = this->job(id);
   if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", id));
@@ -46,7 +75,7 @@ absl::StatusOr<WhyReport> Scheduler::Why(const JobId& id) const {
                                           absl::StrJoin(nodes, ",")));
     return report;
   }
-  const PendingReason& r = job->reason;
+  const PendingReason r = job->reason.pass == pass_id_ ? job->reason : ReasonNow(*job);
   using Code = PendingReason::Code;
   switch (r.code) {
     case Code::kNotConsidered:

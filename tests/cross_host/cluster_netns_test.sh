@@ -14,6 +14,9 @@ done
 . "$(dirname "$0")/netns_hosts.sh"
 
 work=$(mktemp -d)
+chmod 1777 "$work"  # sandboxed ranks (tenant uids) write their weights here
+# One cluster key for both agents: the attempt's ranks rendezvous with its secret.
+(umask 077; od -An -N24 -tx1 /dev/urandom | tr -d ' \n' > "$work/cluster.key")
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 coordinator="$addr_a:29621"
@@ -27,7 +30,7 @@ for spec in "$ns_a node-a $addr_a" "$ns_b node-b $addr_b"; do
   mkdir -p "$work/$2"
   spawn_on_host "$1" "host-${2#node-}" "$work/agent-$2.log" timeout 300 "$bin_dir/athanor-agent" \
     --coordinator "$coordinator" --name "$2" --gpus 1 --host "$3" --listen "$3:0" \
-    --work-dir "$work/$2"
+    --work-dir "$work/$2" --sandbox-shared-dir "$work" --rendezvous-key-file "$work/cluster.key"
 done
 
 # Both nodes registered and UP: each `nodes` call is one round trip to the

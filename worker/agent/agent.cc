@@ -201,6 +201,7 @@ bool Agent::Register() {
   inv->set_memory_mb(options_.inventory.memory_mb);
   for (const auto& [k, v] : options_.labels) (*inv->mutable_labels())[k] = v;
   AddReports(supervisor_->Reports(), req.mutable_ranks());
+  req.set_unsandboxed(!options_.sandboxed);
   rpc::RegisterNodeResponse resp;
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
@@ -280,6 +281,9 @@ void Agent::Run() {
       t.notice = d.notice();
       t.archive_workdir = d.archive_workdir();
       t.archive_uri = d.archive_uri();
+      t.tenant = d.tenant();
+      t.memory_mb = d.memory_mb();
+      t.cpus = d.cpus();
       desired.push_back(std::move(t));
     }
     supervisor_->Converge(desired);

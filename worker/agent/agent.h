@@ -43,6 +43,7 @@ struct AgentOptions {
   std::string health_check;
   Duration health_interval = Seconds(30);
   std::string archive_uri;  // default store for interactive work dirs
+  bool sandboxed = true;    // false: --no-sandbox, reported at registration
 };
 
 class Agent {

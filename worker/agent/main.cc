@@ -3,16 +3,23 @@
 //
 //   athanor-agent --coordinator HOST:PORT --name NAME --gpus N|auto --work-dir DIR
 //                 [--labels k=v,...] [--listen HOST:PORT] [--host ADDR]
+//                 [--no-sandbox | --sandbox-uids FIRST-LAST --sandbox-hide PATH ...]
+//
+// Ranks run sandboxed (sandbox.h); where that is impossible the agent refuses
+// to start and says why, unless --no-sandbox is given.
 //
 // SIGTERM/SIGINT stop the agent and SIGKILL the ranks it runs.
 #include <signal.h>
 
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <thread>
 
 #include <grpcpp/grpcpp.h>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -22,6 +29,7 @@
 #include "worker/agent/agent.h"
 #include "worker/agent/agent_control_service.h"
 #include "worker/agent/orphans.h"
+#include "worker/agent/sandbox.h"
 
 namespace athanor::agent {
 namespace {
@@ -34,6 +42,10 @@ int Fail(const std::string& msg) {
 int Run(int argc, char** argv) {
   std::string coordinator, name, gpus_text, work_dir, labels_text, listen, host, log_level;
   std::string health_check, archive_uri, gpu_model;
+  bool no_sandbox = false;
+  std::string sandbox_uids, sandbox_uid_map, sandbox_exec, gpu_device_dir, rendezvous_key_file;
+  std::vector<std::string> sandbox_hide, sandbox_shared, sandbox_env;
+  int64_t sandbox_pids_max = 4096;
   double health_interval_s = 30;
   int64_t gpu_memory_mb = -1, cpus = -1, memory_mb = -1;
   po::options_description desc("athanor-agent options");
@@ -60,7 +72,28 @@ int Run(int argc, char** argv) {
        "override the detected per-GPU memory")
       ("cpus", po::value(&cpus)->default_value(-1), "override the detected CPU count")
       ("memory-mb", po::value(&memory_mb)->default_value(-1), "override the detected RAM")
-      ("log-level", po::value(&log_level)->default_value("info"), "debug, info, warning, error");
+      ("log-level", po::value(&log_level)->default_value("info"), "debug, info, warning, error")
+      ("no-sandbox", po::bool_switch(&no_sandbox),
+       "run ranks unsandboxed, as the agent's user with its environment (shown in athanor nodes)")
+      ("sandbox-uids", po::value(&sandbox_uids)->default_value("200000-265535"),
+       "uids for tenants, FIRST-LAST (a tenant's uid: FIRST + hash(tenant) mod the range's size)")
+      ("sandbox-uid-map", po::value(&sandbox_uid_map)->default_value(""),
+       "explicit tenant uids, tenant=uid[,tenant=uid...] (win over --sandbox-uids)")
+      ("sandbox-hide", po::value(&sandbox_hide)->composing(),
+       "a path masked in every sandbox (repeatable), e.g. the coordinator's state")
+      ("sandbox-shared-dir", po::value(&sandbox_shared)->composing(),
+       "a folder writable in every sandbox (repeatable), e.g. a shared scratch file system")
+      ("sandbox-env", po::value(&sandbox_env)->composing(),
+       "an agent environment variable passed to ranks (repeatable); nothing else is")
+      ("sandbox-pids-max", po::value(&sandbox_pids_max)->default_value(4096),
+       "processes and threads per job on this node")
+      ("sandbox-exec", po::value(&sandbox_exec)->default_value(""),
+       "the athanor-sandbox-exec helper (default: beside athanor-agent)")
+      ("gpu-device-dir", po::value(&gpu_device_dir)->default_value("/dev"),
+       "where GPU device nodes live: nvidia<i>, nvidiactl, nvidia-uvm[-tools]")
+      ("rendezvous-key-file", po::value(&rendezvous_key_file)->default_value(""),
+       "cluster key (same file on every node): ranks get ATHANOR_RENDEZVOUS_SECRET, an HMAC of "
+       "job and attempt, which their TCP store requires");
   ParsedCommandLine cmd;
   absl::Status s = ParseOptions(argc, argv, desc,
                                 "usage: athanor-agent --coordinator HOST:PORT --name NAME "
@@ -99,6 +132,56 @@ int Run(int argc, char** argv) {
   options.health_interval = Seconds(health_interval_s);
   options.archive_uri = archive_uri.empty() ? "file://" + work_dir + "/archive" : archive_uri;
   RegisterBuiltinObjectStores();
+  SandboxOptions sandbox_options;
+  if (!no_sandbox) {
+    std::pair<std::string, std::string> range = absl::StrSplit(sandbox_uids, absl::MaxSplits('-', 1));
+    uint32_t first = 0, last = 0;
+    if (!absl::SimpleAtoi(range.first, &first) || !absl::SimpleAtoi(range.second, &last) || first == 0 ||
+        last < first) {
+      return Fail("--sandbox-uids: expected FIRST-LAST with 0 < FIRST <= LAST, got '" + sandbox_uids + "'");
+    }
+    sandbox_options.uid_first = first;
+    sandbox_options.uid_count = last - first + 1;
+    for (absl::string_view kv : absl::StrSplit(sandbox_uid_map, ',', absl::SkipEmpty())) {
+      std::pair<std::string, std::string> p = absl::StrSplit(kv, absl::MaxSplits('=', 1));
+      uint32_t uid = 0;
+      if (p.first.empty() || !absl::SimpleAtoi(p.second, &uid) || uid == 0) {
+        return Fail("--sandbox-uid-map: expected tenant=uid with uid > 0, got '" + std::string(kv) + "'");
+      }
+      sandbox_options.tenant_uids[p.first] = uid;
+    }
+    for (std::vector<std::string>* paths : {&sandbox_hide, &sandbox_shared}) {
+      for (std::string& p : *paths) {
+        if (p.empty() || p[0] != '/' || p.find(':') != std::string::npos) {
+          return Fail("--sandbox-hide/--sandbox-shared-dir: '" + p + "' is not an absolute path without ':'");
+        }
+      }
+    }
+    if (sandbox_pids_max <= 0) return Fail("--sandbox-pids-max: must be > 0");
+    if (!rendezvous_key_file.empty()) {
+      std::ifstream in(rendezvous_key_file);
+      std::stringstream key;
+      key << in.rdbuf();
+      sandbox_options.rendezvous_key = std::string(absl::StripAsciiWhitespace(key.str()));
+      if (!in || sandbox_options.rendezvous_key.size() < 16) {
+        return Fail("--rendezvous-key-file: cannot read at least 16 characters from " + rendezvous_key_file);
+      }
+    }
+    std::error_code self_ec;
+    std::string self_dir = std::filesystem::read_symlink("/proc/self/exe", self_ec).parent_path().string();
+    sandbox_options.exec_path = sandbox_exec.empty() ? self_dir + "/athanor-sandbox-exec" : sandbox_exec;
+    sandbox_options.work_dir = work_dir;
+    sandbox_options.node_name = name;
+    sandbox_options.hide = sandbox_hide;
+    sandbox_options.shared_dirs = sandbox_shared;
+    sandbox_options.pass_env = sandbox_env;
+    sandbox_options.gpu_device_dir = gpu_device_dir;
+    sandbox_options.pids_max = sandbox_pids_max;
+    sandbox_options.node_memory_mb = options.inventory.memory_mb;
+    sandbox_options.node_cpus = options.inventory.cpus;
+    sandbox_options.node_gpus = options.inventory.gpus;
+  }
+  options.sandboxed = !no_sandbox;
 
   sigset_t signals;
   sigemptyset(&signals);
@@ -119,7 +202,19 @@ int Run(int argc, char** argv) {
 
   // Nothing is assumed from memory: end what a SIGKILLed predecessor left running.
   KillOrphanedRanks(work_dir);
-  RankSupervisor supervisor(work_dir, RealClock::Get());
+  std::unique_ptr<Sandbox> sandbox;
+  if (!no_sandbox) {
+    absl::StatusOr<std::unique_ptr<Sandbox>> made = Sandbox::Create(sandbox_options);
+    if (!made.ok()) {
+      return Fail(absl::StrCat("cannot sandbox ranks on this machine: ", made.status().message(),
+                               "; pass --no-sandbox to run them unsandboxed"));
+    }
+    sandbox = std::move(*made);
+    ATHANOR_LOG(INFO) << sandbox->Describe();
+  } else {
+    ATHANOR_LOG(WARNING) << "--no-sandbox: ranks run as this agent's user, with its environment";
+  }
+  RankSupervisor supervisor(work_dir, RealClock::Get(), sandbox.get());
   Agent agent(options, &supervisor);
   std::thread waiter([&] {
     int sig = 0;

@@ -83,9 +83,14 @@ int KillOrphanedRanks(const std::string& work_dir) {
         std::this_thread::sleep_for(std::chrono::milliseconds(5)); /* sleep override */
       }
       ++killed;
-      ATHANOR_LOG(WARNING) << "killed orphaned rank job " << key.job_id << " attempt "
-                           << key.attempt << " rank " << key.rank << " (pid " << pid
-                           << ") left by a previous agent";
+      if (key.rank < 0) {  // a sandbox's PID namespace (sandbox.h)
+        ATHANOR_LOG(WARNING) << "killed the orphaned sandbox of job " << key.job_id << " attempt "
+                             << key.attempt << " (pid " << pid << ") left by a previous agent";
+      } else {
+        ATHANOR_LOG(WARNING) << "killed orphaned rank job " << key.job_id << " attempt "
+                             << key.attempt << " rank " << key.rank << " (pid " << pid
+                             << ") left by a previous agent";
+      }
     }
     std::filesystem::remove(path, ec);
   }

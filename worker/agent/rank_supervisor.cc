@@ -14,6 +14,7 @@
 #include "common/status.h"
 #include "worker/agent/orphans.h"
 #include "worker/agent/proc_stats.h"
+#include "worker/agent/sandbox.h"
 
 namespace athanor::agent {
 namespace {
@@ -45,12 +46,12 @@ absl::StatusOr<std::string> RankSupervisor::RankDir(const std::string& work_dir,
   return log.substr(0, log.size() - 4);  // without ".log"
 }
 
-RankSupervisor::RankSupervisor(std::string work_dir, const Clock* clock)
-    : work_dir_(std::move(work_dir)), clock_(clock) {}
+RankSupervisor::RankSupervisor(std::string work_dir, const Clock* clock, Sandbox* sandbox)
+    : work_dir_(std::move(work_dir)), clock_(clock), sandbox_(sandbox) {}
 
 RankSupervisor::~RankSupervisor() { KillAll(); }
 
-void RankSupervisor::StartLocked(const RankTarget& target) {
+void RankSupervisor::StartLocked(const RankTarget& target, const std::vector<RankTarget>& desired) {
   Rank& r = ranks_[target.key];
   r.report.key = target.key;
   auto fail = [&](const std::string& why) {
@@ -82,8 +83,26 @@ void RankSupervisor::StartLocked(const RankTarget& target) {
     r.archive_uri = target.archive_uri;
     r.gpu_ids = target.gpu_ids;
   }
+  if (sandbox_ != nullptr) {
+    JobShare share;
+    share.tenant = target.tenant;
+    share.memory_mb = target.memory_mb;
+    share.cpus = target.cpus;
+    for (const RankTarget& t : desired) {  // the job's GPUs on this node
+      if (t.key.job_id != target.key.job_id || t.key.attempt != target.key.attempt) continue;
+      share.node_gpu_ids.insert(share.node_gpu_ids.end(), t.gpu_ids.begin(), t.gpu_ids.end());
+    }
+    absl::Status s = sandbox_->Wrap(target, share, r.dir, &options);
+    if (!s.ok()) {
+      sandbox_->Ended(target.key, 0);
+      return fail(absl::StrCat("cannot sandbox: ", s.message()));
+    }
+  }
   absl::StatusOr<std::unique_ptr<Subprocess>> p = Subprocess::Start(options);
-  if (!p.ok()) return fail(std::string(p.status().message()));
+  if (!p.ok()) {
+    if (sandbox_ != nullptr) sandbox_->Ended(target.key, 0);
+    return fail(std::string(p.status().message()));
+  }
   r.process = std::move(*p);
   r.report.phase = RankPhase::kRunning;
   RecordRank(work_dir_, target.key, r.process->pid());
@@ -98,7 +117,7 @@ void RankSupervisor::Converge(const std::vector<RankTarget>& desired) {
     wanted.insert(t.key);
     auto it = ranks_.find(t.key);
     if (it == ranks_.end()) {
-      if (!t.terminate) StartLocked(t);  // a rank told to stop is never started
+      if (!t.terminate) StartLocked(t, desired);  // a rank told to stop is never started
       continue;
     }
     Rank& r = it->second;
@@ -140,13 +159,11 @@ bool RankSupervisor::Reap() {
     if (!exit) continue;
     // The leader is gone; make sure nothing it started outlives it.
     kill(-r.process->pid(), SIGKILL);
-    ForgetRank(work_dir_, key);
-    r.report.phase = RankPhase::kExited;
-    r.report.exit_code = exit->exit_code;
-    r.report.signal = exit->signal;
+    EndedLocked(key, r, *exit);
     changed = true;
     ATHANOR_LOG(INFO) << "job " << key.job_id << " attempt " << key.attempt << " rank " << key.rank
-                      << " " << exit->ToString();
+                      << " " << exit->ToString()
+                      << (r.report.message.empty() ? "" : ": " + r.report.message);
   }
   return changed;
 }
@@ -228,11 +245,16 @@ void RankSupervisor::KillAll() {
     r.process->Signal(SIGKILL).IgnoreError();
     ExitInfo e = r.process->Wait();
     kill(-r.process->pid(), SIGKILL);
-    ForgetRank(work_dir_, key);
-    r.report.phase = RankPhase::kExited;
-    r.report.exit_code = e.exit_code;
-    r.report.signal = e.signal;
+    EndedLocked(key, r, e);
   }
+}
+
+void RankSupervisor::EndedLocked(const RankKey& key, Rank& r, const ExitInfo& exit) {
+  ForgetRank(work_dir_, key);
+  r.report.phase = RankPhase::kExited;
+  r.report.exit_code = exit.exit_code;
+  r.report.signal = exit.signal;
+  if (sandbox_ != nullptr) r.report.message = sandbox_->Ended(key, exit.signal);
 }
 
 std::vector<ArchiveTask> RankSupervisor::TakeArchives() {

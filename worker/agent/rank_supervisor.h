@@ -8,6 +8,9 @@
 // reported until it leaves the desired set, so no exit is lost. Each running
 // rank is recorded under WORK_DIR/run (see orphans.h) until it is reaped.
 //
+// With a Sandbox, each rank starts in its job attempt's sandbox (sandbox.h),
+// and an OOM kill there is reported as "out of memory".
+//
 // Thread-safe (one mutex). WaitForChildExit() blocks and is meant for one
 // dedicated reaper thread. The Clock is not owned.
 #pragma once
@@ -25,6 +28,8 @@
 #include "common/subprocess.h"
 
 namespace athanor::agent {
+
+class Sandbox;
 
 struct RankKey {
   std::string job_id;
@@ -45,6 +50,9 @@ struct RankTarget {
   std::string notice;            // appended once to the rank's log
   bool archive_workdir = false;  // interactive: own work dir (cwd), archived at removal
   std::string archive_uri;
+  std::string tenant;     // the sandbox's uid; empty: "default"
+  int64_t memory_mb = 0;  // the job's request on this node; 0: its share by GPUs
+  int32_t cpus = 0;
 };
 
 // A removed rank's work dir to pack and upload (agent loop, outside locks).
@@ -69,7 +77,8 @@ struct RankStatusReport {
 
 class RankSupervisor {
  public:
-  RankSupervisor(std::string work_dir, const Clock* clock);
+  // `sandbox` (not owned; null: ranks run unsandboxed) confines every rank.
+  RankSupervisor(std::string work_dir, const Clock* clock, Sandbox* sandbox = nullptr);
   ~RankSupervisor();  // SIGKILLs and reaps whatever still runs
 
   void Converge(const std::vector<RankTarget>& desired);
@@ -111,10 +120,14 @@ class RankSupervisor {
     std::string archive_uri;
     std::vector<int32_t> gpu_ids;
   };
-  void StartLocked(const RankTarget& target) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void StartLocked(const RankTarget& target, const std::vector<RankTarget>& desired)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Records how a rank ended (and what its sandbox says of it).
+  void EndedLocked(const RankKey& key, Rank& r, const ExitInfo& exit) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string work_dir_;
   const Clock* const clock_;
+  Sandbox* const sandbox_;
   absl::Mutex mu_;
   std::map<RankKey, Rank> ranks_ ABSL_GUARDED_BY(mu_);
   int woken_ ABSL_GUARDED_BY(mu_) = 0;

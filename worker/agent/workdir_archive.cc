@@ -92,12 +92,22 @@ absl::StatusOr<std::string> TarDirectory(const std::string& dir) {
 
 absl::Status ArchiveAndRemove(const std::string& dir, const std::string& uri,
                               const std::string& key) {
-  ASSIGN_OR_RETURN(std::string tar, TarDirectory(dir));
-  ASSIGN_OR_RETURN(std::unique_ptr<ObjectStore> store, OpenObjectStore(uri));
-  RETURN_IF_ERROR(store->Put(key, tar));
+  // Moved aside first, so that once the archive exists the dir is already gone.
+  const std::string staged = dir + ".archiving";
   std::error_code ec;
-  fs::remove_all(dir, ec);
-  if (ec) return absl::InternalError(absl::StrCat("archived, but cannot remove ", dir, ": ", ec.message()));
+  fs::rename(dir, staged, ec);
+  if (ec) return absl::InternalError(absl::StrCat("cannot move ", dir, " aside: ", ec.message()));
+  absl::Status s = [&]() -> absl::Status {
+    ASSIGN_OR_RETURN(std::string tar, TarDirectory(staged));
+    ASSIGN_OR_RETURN(std::unique_ptr<ObjectStore> store, OpenObjectStore(uri));
+    return store->Put(key, tar);
+  }();
+  if (!s.ok()) {
+    fs::rename(staged, dir, ec);  // kept for a later look; the error below says why
+    return s;
+  }
+  fs::remove_all(staged, ec);
+  if (ec) return absl::InternalError(absl::StrCat("archived, but cannot remove ", staged, ": ", ec.message()));
   return absl::OkStatus();
 }
 

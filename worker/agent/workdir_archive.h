@@ -13,8 +13,9 @@ namespace athanor::agent {
 // The archive of everything under `dir` (paths relative to it), in memory.
 absl::StatusOr<std::string> TarDirectory(const std::string& dir);
 
-// Packs `dir`, Puts it at `key` in the store at `uri` (OpenObjectStore), and
-// on success deletes `dir`.
+// Moves `dir` aside (`<dir>.archiving`), packs it, Puts it at `key` in the
+// store at `uri` (OpenObjectStore), and on success deletes it (on failure it
+// goes back to `dir`): once the archive exists, `dir` no longer does.
 absl::Status ArchiveAndRemove(const std::string& dir, const std::string& uri,
                               const std::string& key);
 

@@ -1,0 +1,64 @@
+// A real athanor-coordinator child process for benchmarks and crash tests:
+// started on a given loopback port and SQLite state file, killed (SIGKILL, as a
+// crash would) or stopped (SIGTERM), and restarted on the same state and port.
+//
+// Not thread-safe: one thread drives it. pid() may be read by others between
+// Start and Kill/Stop (it is an atomic so that a watchdog can read it).
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "common/subprocess.h"
+
+namespace athanor::bench {
+
+struct CoordinatorProcessOptions {
+  std::string binary;                 // path of athanor-coordinator
+  std::string state_path;             // --state
+  std::string log_path;               // stdout and stderr, appended
+  int port = 0;                       // on 127.0.0.1
+  std::vector<std::string> extra_flags;
+};
+
+class CoordinatorProcess {
+ public:
+  explicit CoordinatorProcess(CoordinatorProcessOptions options);
+  ~CoordinatorProcess();  // SIGKILLs a child still running
+  CoordinatorProcess(const CoordinatorProcess&) = delete;
+  CoordinatorProcess& operator=(const CoordinatorProcess&) = delete;
+
+  // Starts the child and waits (up to `ready_timeout`) until it answers
+  // ListNodes. FailedPrecondition when already running; Unavailable, with the
+  // log's tail, when it exits or does not answer in time.
+  absl::Status Start(std::chrono::milliseconds ready_timeout = std::chrono::seconds(20));
+  // SIGKILL and reap. OK when not running.
+  void Kill();
+  // SIGTERM and reap.
+  void Stop();
+
+  std::string address() const;
+  pid_t pid() const { return pid_.load(); }  // 0 when not running
+  const CoordinatorProcessOptions& options() const { return options_; }
+  // The last `max_bytes` of the child's log.
+  std::string LogTail(size_t max_bytes = 4000) const;
+
+ private:
+  void End(int sig);
+
+  const CoordinatorProcessOptions options_;
+  std::unique_ptr<Subprocess> child_;
+  std::atomic<pid_t> pid_{0};
+};
+
+// $ATHANOR_BIN_DIR/athanor-coordinator when that is set, else the one beside
+// the running binary or in ../bin from it, else "athanor-coordinator" (PATH).
+std::string DefaultCoordinatorBinary();
+
+}  // namespace athanor::bench

@@ -1,0 +1,98 @@
+// HierExchange: the stage between hosts of the hierarchical all-reduce
+// (InterHost, see shm_all_reduce.h), over UCX tag messages.
+//
+// For each block of a chunk, its owner on every host sends its host's
+// partial result to the owners on the other hosts and receives theirs
+// (with two hosts, one exchange: the ring and recursive doubling coincide).
+// Once all have arrived, each owner reduces the partials in host order, so
+// every rank holds the same bits. Tags: the op's tag and sequence bits, the
+// sender's rank, the chunk (12 bits) and the block (12 bits).
+//
+// It also carries the op order from world rank 0 to the other hosts'
+// leaders: one 8-byte message per op, tagged kOrderTagBase | op number.
+//
+// Thread model: confined to the owner's lock (UcxCommunicator::mu_), as is
+// every UCX callback (they run inside ucp_worker_progress under that lock).
+// Ownership: the worker, endpoints and topology are not owned and outlive
+// this object.
+#pragma once
+
+#include <ucp/api/ucp.h>
+
+#include <deque>
+#include <list>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "collectives/ucx/shm_all_reduce.h"
+#include "collectives/ucx/topology.h"
+
+namespace athanor {
+namespace ucx_internal {
+
+class HierExchange final : public InterHost {
+ public:
+  HierExchange(ucp_worker_h worker, const std::vector<ucp_ep_h>* eps, const Topology* topology,
+               int rank);
+  ~HierExchange() override;
+
+  absl::Status Start(ShmOp* op, size_t chunk, int block, char* data, size_t count) override;
+  absl::StatusOr<bool> Finish(ShmOp* op, size_t chunk) override;
+  void Abandon(ShmOp* op) override;
+  void PublishOrder(uint64_t d, uint64_t key) override;
+  bool ReceiveOrder(uint64_t d, uint64_t* key) override;
+  // Frees what UCX has finished with (abandoned transfers, order sends).
+  void Sweep();
+
+ private:
+  struct Transfer;
+  struct Request {
+    Transfer* transfer;
+    int peer;
+    void* handle = nullptr;  // UCX request while in flight
+    bool receive = false;
+  };
+  struct Part {
+    char* data;
+    size_t count;
+    char* partials;  // the other hosts' partials, in host order
+  };
+  struct Transfer {
+    DataType type;
+    ReduceOp op;
+    int outstanding = 0;
+    ucs_status_t error = UCS_OK;
+    int error_peer = -1;
+    std::deque<Request> requests;
+    std::vector<Part> parts;
+    std::vector<char> scratch;
+  };
+  struct OrderSend {
+    uint64_t key;
+    void* handle;
+  };
+  static void SendDone(void* request, ucs_status_t status, void* user_data);
+  static void RecvDone(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info,
+                       void* user_data);
+  bool Post(Request* req, const void* buf, size_t bytes, uint64_t tag);
+  void Reduce(Transfer* t);
+
+  const ucp_worker_h worker_;
+  const std::vector<ucp_ep_h>* const eps_;
+  const Topology* const topology_;
+  const int rank_;
+  const int host_;
+  std::map<std::pair<const ShmOp*, size_t>, std::unique_ptr<Transfer>> transfers_;
+  std::list<std::unique_ptr<Transfer>> abandoned_;  // until UCX lets go of them
+  std::vector<std::vector<char>> free_scratch_;
+  std::list<OrderSend> order_sends_;
+  // The order message being received: op number, request, value.
+  uint64_t order_d_ = ~0ull;
+  void* order_handle_ = nullptr;
+  bool order_done_ = false;
+  uint64_t order_value_ = 0;
+};
+
+}  // namespace ucx_internal
+}  // namespace athanor

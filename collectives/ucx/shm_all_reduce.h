@@ -1,0 +1,181 @@
+// ShmAllReduce: all-reduce among the ranks of one host through shared
+// memory, with an optional stage between hosts (the hierarchical all-reduce).
+//
+// Each member owns a segment that UCX allocates in shared memory
+// (ucp_mem_map with UCP_MEM_MAP_ALLOCATE) and maps every other member's
+// through its packed key (ucp_rkey_ptr). The algorithm and its op-order
+// protocol are described in shm_all_reduce.cc.
+//
+// Two uses:
+//  - every rank of the communicator on one host: the whole all-reduce;
+//  - ranks on several hosts (InterHost set): each host's members
+//    reduce-scatter a chunk through shared memory, every member all-reduces
+//    the blocks it owns with their owners on the other hosts (InterHost),
+//    and the members all-gather the result through shared memory. Chunks
+//    are pipelined: the exchange of one chunk between hosts runs while the
+//    next chunks are copied and reduced on the host.
+//
+// Thread model: not thread-safe. The owner (UcxCommunicator) calls every
+// method under its own lock; nothing here blocks or calls back except into
+// InterHost, under that same lock.
+// Ownership: ShmOp objects belong to the caller and must outlive their
+// Submit .. Finished/Abandon span; InterHost is not owned and outlives this.
+#pragma once
+
+#include <ucp/api/ucp.h>
+
+#include <chrono>
+#include <cstdint>
+#include <list>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "collectives/bootstrap/tcp_store.h"
+#include "collectives/communicator.h"
+
+namespace athanor {
+namespace ucx_internal {
+
+struct ShmOp;
+
+// The stage between hosts of the hierarchical all-reduce, and its op order.
+class InterHost {
+ public:
+  virtual ~InterHost() = default;
+  // Start all-reducing `count` elements at `data` (block `block` of chunk
+  // `chunk` of `op`, already reduced on this host) with the block's owners
+  // on the other hosts; the result replaces `data` (not yet scaled for avg).
+  virtual absl::Status Start(ShmOp* op, size_t chunk, int block, char* data, size_t count) = 0;
+  // True once every block started for (op, chunk) is done; an error when a
+  // transfer failed. Never blocks.
+  virtual absl::StatusOr<bool> Finish(ShmOp* op, size_t chunk) = 0;
+  // `op` ends early (an error): drop what was started for it.
+  virtual void Abandon(ShmOp* op) = 0;
+  // Every host runs the ops in one order, the one the host of world rank 0
+  // agrees on: its leader (world rank 0) publishes the key of its op
+  // number d, and the other hosts' leaders receive it.
+  virtual void PublishOrder(uint64_t d, uint64_t key) = 0;
+  virtual bool ReceiveOrder(uint64_t d, uint64_t* key) = 0;
+};
+
+struct ShmOpState;
+
+// One all-reduce on this path.
+struct ShmOp {
+  const char* send = nullptr;
+  char* recv = nullptr;
+  size_t count = 0;
+  DataType type = DataType::kF32;
+  ReduceOp op = ReduceOp::kSum;
+  uint64_t user_tag = 0;
+  uint64_t net_tag = 0;  // for InterHost: user tag and sequence bits
+  std::unique_ptr<ShmOpState> state;  // ShmAllReduce's
+  ShmOp();
+  ~ShmOp();
+};
+
+class ShmAllReduce {
+ public:
+  struct Options {
+    int index = 0;                 // this rank's place in the group
+    std::vector<int> ranks;        // by place: the member's rank in the communicator
+    std::vector<ucp_ep_h> eps;     // by place; ours null (not owned)
+    size_t chunk_bytes = 512 << 10;
+    int slots = 4;
+    size_t one_shot_bytes = 16 << 10;  // staged whole at submission (one host only)
+    // Hierarchical: blocks per chunk (the most ranks on one host), the world
+    // size (avg divides by it), whether this host follows another's op
+    // order, and the stage between hosts. Null inter: one host.
+    int blocks = 0;
+    int world_size = 0;
+    bool follows_order = false;
+    InterHost* inter = nullptr;
+  };
+
+  // Maps this rank's segment and publishes its key under `prefix` in the
+  // store; maps the other members'. A segment that cannot be shared is no
+  // error: the result's why_not() says why (every member must then agree
+  // not to use it). Errors: the store (DeadlineExceeded, Unavailable).
+  static absl::StatusOr<std::unique_ptr<ShmAllReduce>> Create(
+      ucp_context_h context, const Options& options, TcpStoreClient* store,
+      const std::string& prefix, std::chrono::milliseconds timeout);
+  ~ShmAllReduce();  // unmaps the segment: call before ucp_cleanup
+  ShmAllReduce(const ShmAllReduce&) = delete;
+  ShmAllReduce& operator=(const ShmAllReduce&) = delete;
+
+  const std::string& why_not() const { return why_not_; }
+  size_t chunk_bytes() const { return chunk_bytes_; }
+  int slots() const { return static_cast<int>(slots_); }
+  // Releases the peers' keys: before their endpoints close.
+  void ReleaseKeys();
+
+  // Announces `op` (its send, recv, count, type, op and tags set). Errors:
+  // ResourceExhausted with too many ops pending.
+  absl::Status Submit(ShmOp* op);
+  // Moves `op` as far as the peers allow; true once it is finished. An
+  // error (mismatched calls, a failed exchange) ends it.
+  absl::StatusOr<bool> Advance(ShmOp* op);
+  // `op` ends with an error elsewhere (timeout, dead peer, abort).
+  void Abandon(ShmOp* op);
+  // Where every member stands, for timeout messages.
+  std::string Progress() const;
+
+  // Where the time of the hierarchical all-reduces went, summed over ops
+  // (seconds): wall time from submission to finish; copying and reducing on
+  // this host; scaling, copying out and gathering; and the exchanges between
+  // hosts, from a chunk's first block started to its finish seen (chunks
+  // overlap, so this may exceed the wall time).
+  struct PhaseTimes {
+    uint64_t ops = 0;
+    double wall = 0, local = 0, out = 0, exchange = 0;
+  };
+  const PhaseTimes& phase_times() const { return times_; }
+
+ private:
+  ShmAllReduce(ucp_context_h context, const Options& options);
+  absl::Status SetUp(TcpStoreClient* store, const std::string& prefix,
+                     std::chrono::milliseconds timeout);
+  char* Segment(int q) const { return segment_[q]; }
+  char* Slot(int q, uint64_t chunk) const;
+  bool PeersReached(int counter, uint64_t value) const;
+  void FreeDrainedEntries();
+  // Sets current_ to the op every member runs next, if known yet.
+  absl::StatusOr<bool> AdoptChoice();
+  // Rank 0's pick among the ops every member has announced; null: none yet.
+  ShmOp* ChooseAnnounced() const;
+  ShmOp* FindPending(uint64_t key) const;
+  absl::StatusOr<bool> AdvanceFlat(ShmOp* op);
+  absl::StatusOr<bool> AdvanceHierarchical(ShmOp* op);
+  void Finish(ShmOp* op);
+  bool Owns(int block) const { return block % n_ == r_; }
+
+  // Constant after Create.
+  const ucp_context_h context_;
+  const Options options_;
+  const int n_, r_;
+  size_t chunk_bytes_ = 0, slots_ = 0, stage_bytes_ = 0;
+  int blocks_ = 0;  // per chunk: n_ on one host, Options::blocks across hosts
+  ucp_mem_h memh_ = nullptr;
+  std::vector<ucp_rkey_h> rkeys_;
+  std::vector<char*> segment_;  // by member; ours at r_
+  std::string why_not_;
+
+  // Op state (the owner's lock).
+  std::map<uint64_t, uint64_t> tag_seq_;  // next per tag
+  uint64_t submitted_ = 0;  // ops this rank announced
+  uint64_t decision_ = 0;   // ops this rank finished
+  ShmOp* current_ = nullptr;
+  uint64_t next_chunk_ = 0;  // global number of the next op's first chunk
+  // Entries of finished ops that peers may still read: (entry, decision).
+  std::vector<std::pair<int, uint64_t>> draining_;
+  std::list<ShmOp*> pending_;  // announced and unfinished, in submission order
+  uint64_t received_order_ = 0;  // follows_order: decisions received so far
+  uint64_t order_key_ = 0;       // ... the key of decision received_order_ - 1
+  PhaseTimes times_;
+};
+
+}  // namespace ucx_internal
+}  // namespace athanor

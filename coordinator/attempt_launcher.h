@@ -1,0 +1,49 @@
+// AttemptLauncher: turns a placement into an attempt of a job (ranks laid
+// out node-major, a MASTER_PORT, the env contract of DESIGN.md) and says which
+// ranks a node should run.
+//
+// Not thread-safe: confined to ClusterState's owner. Options, node table and
+// clock are not owned and outlive it.
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "coordinator/change_log.h"
+#include "coordinator/node_table.h"
+#include "coordinator/scheduler/types.h"
+#include "coordinator/state_types.h"
+#include "coordinator/wall_clock.h"
+
+namespace athanor::coord {
+
+class AttemptLauncher {
+ public:
+  AttemptLauncher(const StateOptions* options, const NodeTable* nodes, ChangeLog* log,
+                  const WallClock* clock)
+      : options_(options), nodes_(nodes), log_(log), clock_(clock) {}
+
+  // Starts the job's next attempt on `chosen` (one entry per node, node-rank
+  // order): STARTING, allocation, ranks, master address and port.
+  void Start(JobRecord* job, const std::vector<sched::NodeAllocation>& chosen);
+  // The attempt's GPUs are held again after a restart (its port is in use).
+  void Restore(const JobRecord& job) { ports_in_use_.insert(job.master_port); }
+  // The attempt released its GPUs: its port is free.
+  void Release(const JobRecord& job);
+  // Appends the ranks of `job` placed on `node`, with their environment.
+  void AppendDesired(const JobRecord& job, const std::string& node,
+                     std::vector<DesiredRank>* out) const;
+
+ private:
+  int32_t ChoosePort();
+
+  const StateOptions* const options_;
+  const NodeTable* const nodes_;
+  ChangeLog* const log_;
+  const WallClock* const clock_;
+  std::multiset<int32_t> ports_in_use_;
+  int32_t port_cursor_ = 0;
+};
+
+}  // namespace athanor::coord

@@ -1,0 +1,344 @@
+#include "worker/agent/sandbox.h"
+
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/strip.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/logging.h"
+#include "common/status.h"
+#include "worker/agent/orphans.h"
+
+extern char** environ;
+
+namespace athanor::agent {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kDefaultPath[] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+// Nodes every program may use, and the GPU control nodes CUDA opens.
+constexpr const char* kStandardDevices[] = {"null", "zero", "full", "random", "urandom", "tty"};
+constexpr const char* kGpuControlDevices[] = {"nvidiactl", "nvidia-uvm", "nvidia-uvm-tools",
+                                              "nvidia-modeset"};
+
+uint32_t Fnv1a(const std::string& s) {
+  uint32_t h = 2166136261u;
+  for (unsigned char c : s) h = (h ^ c) * 16777619u;
+  return h;
+}
+
+// "c MAJOR:MINOR rwm" for a character device node; "" when it is not one.
+std::string DeviceRule(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0 || !S_ISCHR(st.st_mode)) return "";
+  return absl::StrCat("c ", major(st.st_rdev), ":", minor(st.st_rdev), " rwm");
+}
+
+absl::Status Own(const std::string& path, uint32_t uid) {
+  if (lchown(path.c_str(), uid, uid) != 0) return ErrnoStatus("chown " + path);
+  return absl::OkStatus();
+}
+
+absl::Status MakeOwnedDir(const std::string& path, uint32_t uid, mode_t mode) {
+  std::error_code ec;
+  fs::create_directories(path, ec);
+  if (ec) return absl::InternalError(absl::StrCat("cannot create ", path, ": ", ec.message()));
+  RETURN_IF_ERROR(Own(path, uid));
+  if (chmod(path.c_str(), mode) != 0) return ErrnoStatus("chmod " + path);
+  return absl::OkStatus();
+}
+
+// Waits (bounded) for a process that is not our child to end.
+void AwaitExit(pid_t pid) {
+  int fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  if (fd < 0) return;  // already gone
+  pollfd p{fd, POLLIN, 0};
+  int rc;
+  do {
+    rc = poll(&p, 1, 5000);
+  } while (rc < 0 && errno == EINTR);
+  close(fd);
+}
+
+bool UsablePath(const std::string& p) {
+  return !p.empty() && p[0] == '/' && p.find(':') == std::string::npos;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Sandbox>> Sandbox::Create(SandboxOptions options) {
+  if (geteuid() != 0) {
+    return absl::FailedPreconditionError(
+        "the agent does not run as root, so it cannot run ranks as tenant uids in their own "
+        "namespaces and cgroups");
+  }
+  for (const char* ns : {"/proc/self/ns/pid", "/proc/self/ns/mnt"}) {
+    if (access(ns, F_OK) != 0) {
+      return absl::FailedPreconditionError(absl::StrCat("this kernel has no ", ns, " (namespaces)"));
+    }
+  }
+  if (syscall(SYS_mount_setattr, -1, "", 0, nullptr, 0) != 0 && errno == ENOSYS) {
+    return absl::FailedPreconditionError("this kernel lacks mount_setattr (Linux 5.12 or later)");
+  }
+  if (access(options.exec_path.c_str(), X_OK) != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot execute the sandbox helper ", options.exec_path, ": ", strerror(errno)));
+  }
+  for (const std::string* p : {&options.work_dir, &options.gpu_device_dir}) {
+    if (!UsablePath(*p)) {
+      return absl::InvalidArgumentError(absl::StrCat("'", *p, "' is not an absolute path without ':'"));
+    }
+  }
+  if (options.uid_first == 0 || options.uid_count == 0 ||
+      uint64_t{options.uid_first} + options.uid_count > 0xfffffffeULL) {
+    return absl::InvalidArgumentError("tenant uid range: must be non-empty, above 0 and below 2^32-1");
+  }
+  std::string name;
+  for (char c : options.node_name) name += absl::ascii_isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  std::string tag = absl::StrCat(name.substr(0, 32), "-", absl::Hex(Fnv1a(options.work_dir), absl::kZeroPad8));
+  ASSIGN_OR_RETURN(CgroupLayout layout, CgroupLayout::Detect(tag));
+  JobCgroup::RemoveStale(layout);
+  std::string root_dir = options.work_dir + "/sandbox-root";
+  std::error_code ec;
+  fs::create_directories(root_dir, ec);
+  if (ec) return absl::InternalError(absl::StrCat("cannot create ", root_dir, ": ", ec.message()));
+  std::string shm = "/dev/shm/athanor-" + tag;
+  fs::remove_all(shm, ec);  // a previous incarnation's boxes
+  fs::create_directories(shm, ec);
+  if (ec) return absl::FailedPreconditionError(absl::StrCat("cannot create ", shm, ": ", ec.message()));
+  std::unique_ptr<Sandbox> sandbox(new Sandbox(std::move(options), std::move(layout), root_dir, tag));
+  // Prove a namespace can be made before claiming to sandbox.
+  RankTarget probe;
+  probe.key = {"sandbox-probe", 0, 0};
+  absl::StatusOr<Box*> box = sandbox->BoxFor(probe, JobShare{}, sandbox->TenantUid("default"));
+  if (!box.ok()) return absl::FailedPreconditionError(absl::StrCat("cannot make a sandbox: ", box.status().message()));
+  sandbox->EndBox("sandbox-probe.0", **box);
+  sandbox->boxes_.erase("sandbox-probe.0");
+  return sandbox;
+}
+
+Sandbox::Sandbox(SandboxOptions options, CgroupLayout layout, std::string root_dir, std::string tag)
+    : options_(std::move(options)), layout_(std::move(layout)), root_dir_(std::move(root_dir)),
+      tag_(std::move(tag)) {}
+
+Sandbox::~Sandbox() {
+  for (auto& [name, box] : boxes_) EndBox(name, box);
+  // This agent's directories, when empty (a box of a rank that outlived us stays).
+  for (const std::string& base : layout_.bases()) rmdir(base.c_str());
+  rmdir(("/dev/shm/athanor-" + tag_).c_str());
+}
+
+std::string Sandbox::Describe() const {
+  return absl::StrCat("ranks sandboxed (", layout_.Describe(), ", tenant uids ", options_.uid_first, "-",
+                      options_.uid_first + options_.uid_count - 1,
+                      options_.rendezvous_key.empty() ? ", no rendezvous key" : ", rendezvous secrets", ")");
+}
+
+uint32_t Sandbox::TenantUid(const std::string& tenant) const {
+  auto it = options_.tenant_uids.find(tenant);
+  if (it != options_.tenant_uids.end()) return it->second;
+  return options_.uid_first + Fnv1a(tenant) % options_.uid_count;
+}
+
+std::string Sandbox::RendezvousSecret(const std::string& key, const std::string& job_id, int32_t attempt) {
+  if (key.empty()) return "";
+  std::string msg = absl::StrCat("athanor-rendezvous/", job_id, "/", attempt);
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+       reinterpret_cast<const unsigned char*>(msg.data()), msg.size(), mac, &len);
+  std::string hex;
+  for (unsigned int i = 0; i < len; ++i) absl::StrAppend(&hex, absl::Hex(mac[i], absl::kZeroPad2));
+  return hex;
+}
+
+std::vector<std::string> Sandbox::DeviceAllowList(const std::vector<int32_t>& gpus) const {
+  std::vector<std::string> allow = {"c 136:* rwm", "c 5:2 rwm"};  // pseudo-terminals
+  for (const char* d : kStandardDevices) {
+    std::string rule = DeviceRule(absl::StrCat("/dev/", d));
+    if (!rule.empty()) allow.push_back(rule);
+  }
+  for (const char* d : kGpuControlDevices) {
+    std::string rule = DeviceRule(absl::StrCat(options_.gpu_device_dir, "/", d));
+    if (!rule.empty()) allow.push_back(rule);
+  }
+  for (int32_t g : gpus) {
+    std::string rule = DeviceRule(absl::StrCat(options_.gpu_device_dir, "/nvidia", g));
+    if (!rule.empty()) allow.push_back(rule);
+  }
+  return allow;
+}
+
+absl::StatusOr<Sandbox::Box*> Sandbox::BoxFor(const RankTarget& target, const JobShare& share, uint32_t uid) {
+  std::string name = absl::StrCat(target.key.job_id, ".", target.key.attempt);
+  auto it = boxes_.find(name);
+  if (it != boxes_.end()) return &it->second;
+  CgroupLimits limits;
+  double fraction = 1.0;
+  int32_t job_gpus = static_cast<int32_t>(share.node_gpu_ids.size());
+  if (options_.node_gpus > 0 && job_gpus > 0) fraction = std::min(1.0, double(job_gpus) / options_.node_gpus);
+  int64_t memory_mb = share.memory_mb > 0 ? share.memory_mb : static_cast<int64_t>(options_.node_memory_mb * fraction);
+  limits.memory_bytes = memory_mb * (int64_t{1} << 20);
+  limits.cpus = share.cpus > 0 ? share.cpus : std::max(0.5, options_.node_cpus * fraction);
+  limits.pids_max = options_.pids_max;
+  limits.device_allow = DeviceAllowList(share.node_gpu_ids);
+  Box box;
+  ASSIGN_OR_RETURN(box.cgroup, JobCgroup::Create(layout_, name, limits));
+  SubprocessOptions holder;
+  holder.argv = {options_.exec_path, "holder"};
+  holder.inherit_env = false;
+  holder.capture_stdout = true;
+  absl::StatusOr<std::unique_ptr<Subprocess>> p = Subprocess::Start(holder);
+  std::string out = p.ok() ? (*p)->ReadAllStdout() : "";
+  if (p.ok()) (*p)->Wait();  // it exits at once, leaving pid 1 of the namespace
+  int pid = 0;
+  if (!p.ok() || !absl::SimpleAtoi(absl::StripAsciiWhitespace(out), &pid) || pid <= 1) {
+    box.cgroup->Remove();
+    return absl::InternalError(absl::StrCat("cannot make a PID namespace: ",
+                                            p.ok() ? "athanor-sandbox-exec holder failed" : p.status().message()));
+  }
+  box.holder = pid;
+  box.holder_start = ProcessStartTime(pid);
+  box.shm_dir = absl::StrCat("/dev/shm/athanor-", tag_, "/", name);
+  absl::Status s = MakeOwnedDir(box.shm_dir, uid, 0700);
+  if (!s.ok()) {
+    EndBox(name, box);
+    return s;
+  }
+  RecordRank(options_.work_dir, {target.key.job_id, target.key.attempt, -1}, pid);
+  ATHANOR_LOG(DEBUG) << "sandbox for job " << target.key.job_id << " attempt " << target.key.attempt
+                     << ": pid namespace of " << pid << ", memory " << memory_mb << " MiB, cpus "
+                     << limits.cpus << ", pids " << limits.pids_max;
+  return &boxes_.emplace(name, std::move(box)).first->second;
+}
+
+void Sandbox::EndBox(const std::string& name, Box& box) {
+  if (box.holder > 1 && box.holder_start >= 0 && ProcessStartTime(box.holder) == box.holder_start) {
+    kill(box.holder, SIGKILL);  // the kernel ends everything left in the namespace
+    AwaitExit(box.holder);
+  }
+  size_t dot = name.rfind('.');
+  int32_t attempt = 0;
+  if (dot != std::string::npos && absl::SimpleAtoi(name.substr(dot + 1), &attempt)) {
+    ForgetRank(options_.work_dir, {name.substr(0, dot), attempt, -1});
+  }
+  if (box.cgroup) box.cgroup->Remove();
+  std::error_code ec;
+  if (!box.shm_dir.empty()) fs::remove_all(box.shm_dir, ec);
+}
+
+absl::Status Sandbox::Wrap(const RankTarget& target, const JobShare& share, const std::string& own_dir,
+                           SubprocessOptions* options) {
+  const RankKey& key = target.key;
+  uint32_t uid = TenantUid(share.tenant.empty() ? "default" : share.tenant);
+  std::string work = absl::StrCat(options_.work_dir, "/jobs/", key.job_id, "/work");
+  std::vector<std::string> mounts = {"ro::" + options_.work_dir, "tmpfs::/tmp", "ro::/dev", "proc::/proc"};
+  for (const char* hidden : {"/root", "/home", "/run"}) {
+    if (fs::is_directory(hidden) && !fs::is_symlink(hidden)) mounts.push_back(absl::StrCat("ro::", hidden));
+  }
+  for (const std::string& h : options_.hide) mounts.push_back("ro::" + h);
+  for (const char* d : kStandardDevices) mounts.push_back(absl::StrCat("dev:/dev/", d, ":/dev/", d));
+  for (const char* l : {"fd:/proc/self/fd", "stdin:/proc/self/fd/0", "stdout:/proc/self/fd/1",
+                        "stderr:/proc/self/fd/2"}) {
+    std::string s = l;
+    mounts.push_back(absl::StrCat("link:", s.substr(s.find(':') + 1), ":/dev/", s.substr(0, s.find(':'))));
+  }
+  for (const char* d : kGpuControlDevices) {
+    std::string path = absl::StrCat(options_.gpu_device_dir, "/", d);
+    if (!DeviceRule(path).empty()) mounts.push_back(absl::StrCat("dev:", path, ":/dev/", d));
+  }
+  for (int32_t g : target.gpu_ids) {
+    std::string path = absl::StrCat(options_.gpu_device_dir, "/nvidia", g);
+    if (!DeviceRule(path).empty()) mounts.push_back(absl::StrCat("dev:", path, ":/dev/nvidia", g));
+  }
+  for (const std::string& d : options_.shared_dirs) mounts.push_back(absl::StrCat("bind:", d, ":", d));
+  std::string cwd = own_dir.empty() ? work : own_dir;
+  RETURN_IF_ERROR(MakeOwnedDir(work, uid, 0750));
+  mounts.push_back(absl::StrCat("bind:", work, ":", work));
+  if (!own_dir.empty()) {
+    RETURN_IF_ERROR(MakeOwnedDir(own_dir, uid, 0750));
+    mounts.push_back(absl::StrCat("bind:", own_dir, ":", own_dir));
+  }
+  auto uri = options->env.find("ATHANOR_CHECKPOINT_URI");
+  if (uri != options->env.end() && absl::StartsWith(uri->second, "file://")) {
+    std::string root = std::string(absl::StripSuffix(uri->second.substr(7), "/"));
+    if (!UsablePath(root)) {
+      return absl::InvalidArgumentError(absl::StrCat("ATHANOR_CHECKPOINT_URI: '", uri->second,
+                                                     "' is not an absolute file:// path without ':'"));
+    }
+    std::string job_dir = root + "/" + key.job_id;
+    RETURN_IF_ERROR(MakeOwnedDir(job_dir, uid, 0750));
+    mounts.push_back(absl::StrCat("bind:", job_dir, ":", job_dir));
+  }
+  for (const std::string& m : mounts) {
+    std::string dst = m.substr(m.rfind(':') + 1);
+    if (!UsablePath(dst)) return absl::InvalidArgumentError(absl::StrCat("sandbox path '", dst, "' is not usable"));
+  }
+  ASSIGN_OR_RETURN(Box * box, BoxFor(target, share, uid));
+  mounts.push_back(absl::StrCat("bind:", box->shm_dir, ":/dev/shm"));
+
+  std::map<std::string, std::string> env = options->env;
+  const char* path = getenv("PATH");
+  env.emplace("PATH", path != nullptr ? path : kDefaultPath);
+  env["HOME"] = cwd;
+  env["TMPDIR"] = "/tmp";
+  for (const std::string& name : options_.pass_env) {
+    const char* v = getenv(name.c_str());
+    if (v != nullptr) env.emplace(name, v);
+  }
+  std::string secret = RendezvousSecret(options_.rendezvous_key, key.job_id, key.attempt);
+  if (!secret.empty()) env.emplace("ATHANOR_RENDEZVOUS_SECRET", secret);
+  options->env = std::move(env);
+  options->inherit_env = false;
+
+  std::vector<std::string> argv = {options_.exec_path, "rank", "--pidns",
+                                   absl::StrCat("/proc/", box->holder, "/ns/pid"), "--root", root_dir_,
+                                   "--uid", std::to_string(uid), "--gid", std::to_string(uid), "--cwd", cwd};
+  for (const std::string& f : box->cgroup->ProcsFiles()) {
+    argv.push_back("--cgroup");
+    argv.push_back(f);
+  }
+  for (const std::string& m : mounts) {
+    argv.push_back("--mount");
+    argv.push_back(m);
+  }
+  argv.push_back("--");
+  argv.insert(argv.end(), options->argv.begin(), options->argv.end());
+  options->argv = std::move(argv);
+  options->working_dir.clear();
+  box->ranks.insert(key.rank);
+  return absl::OkStatus();
+}
+
+std::string Sandbox::Ended(const RankKey& key, int signal) {
+  std::string name = absl::StrCat(key.job_id, ".", key.attempt);
+  auto it = boxes_.find(name);
+  if (it == boxes_.end()) return "";
+  Box& box = it->second;
+  std::string message;
+  if (signal == SIGKILL && box.cgroup && box.cgroup->OomKills() > 0) message = "out of memory";
+  box.ranks.erase(key.rank);
+  if (box.ranks.empty()) {
+    EndBox(name, box);
+    boxes_.erase(it);
+  }
+  return message;
+}
+
+}  // namespace athanor::agent

@@ -1,0 +1,108 @@
+// Sandbox: how the agent confines every rank it starts (docs/security.md).
+//
+// Each job attempt on this node gets a box: a PID namespace (whose pid 1 is
+// a holder process, so that ranks of one job see and signal each other, as
+// their shared-memory transport needs, and nothing else), a cgroup with the
+// job's memory, pids and CPU limits and a devices allow-list, a private
+// /dev/shm shared by its ranks, and the job's work folder
+// WORK_DIR/jobs/<job>/work owned by the tenant's uid. Each rank then runs
+// through athanor-sandbox-exec: in the box's PID namespace and cgroup, in its
+// own mount namespace (a read-only view of "/", a private /tmp, /dev with only
+// the standard nodes plus its GPUs' and the GPU control nodes, the agent's
+// work dir and other hidden paths masked, its work folder, its file://
+// checkpoint folder and the operator's shared folders writable), as the
+// tenant's uid with no capabilities and no_new_privs, with an environment
+// built from an allow-list (the RankSpec env, PATH, HOME, TMPDIR, the
+// operator's --sandbox-env names, and the attempt's rendezvous secret).
+//
+// The box goes when its last rank has ended: the holder is SIGKILLed (which
+// ends anything the ranks left in the namespace), the cgroup and /dev/shm
+// folder removed.
+//
+// Thread model: not thread-safe; RankSupervisor calls it under its own lock.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/subprocess.h"
+#include "worker/agent/cgroups.h"
+#include "worker/agent/rank_supervisor.h"
+
+namespace athanor::agent {
+
+struct SandboxOptions {
+  std::string exec_path;   // athanor-sandbox-exec
+  std::string work_dir;    // the agent's; masked inside every sandbox
+  std::string node_name;
+  uint32_t uid_first = 200000;  // tenant uids: uid_first + hash(tenant) % uid_count
+  uint32_t uid_count = 65536;
+  std::map<std::string, uint32_t> tenant_uids;  // explicit mapping, wins over the range
+  std::vector<std::string> hide;        // more paths masked (e.g. the coordinator's state)
+  std::vector<std::string> shared_dirs; // writable in every sandbox (shared scratch)
+  std::vector<std::string> pass_env;    // agent variables passed to ranks
+  std::string gpu_device_dir = "/dev";  // GPU i is <dir>/nvidia<i>; control nodes beside
+  int64_t pids_max = 4096;              // per job attempt on this node
+  int64_t node_memory_mb = 0;
+  int32_t node_cpus = 0;
+  int32_t node_gpus = 0;
+  std::string rendezvous_key;           // cluster key; empty: no per-attempt secret
+};
+
+// What the job asked for on this node (0: its share of the node by GPUs).
+struct JobShare {
+  std::string tenant;
+  int64_t memory_mb = 0;
+  double cpus = 0;
+  std::vector<int32_t> node_gpu_ids;  // every GPU of the job on this node
+};
+
+class Sandbox {
+ public:
+  // FailedPrecondition saying why when this machine cannot sandbox (not root,
+  // no namespaces, no memory+pids cgroups, helper missing).
+  static absl::StatusOr<std::unique_ptr<Sandbox>> Create(SandboxOptions options);
+  ~Sandbox();  // ends every box and removes this agent's cgroup and /dev/shm folders
+
+  // Rewrites `options` (argv, env, output already set) so the rank starts in
+  // its box; makes the box at the attempt's first rank. `own_dir` is the
+  // interactive rank's own work dir, or empty.
+  absl::Status Wrap(const RankTarget& target, const JobShare& share, const std::string& own_dir,
+                    SubprocessOptions* options);
+  // A rank started by Wrap has ended (or failed to start): returns "out of
+  // memory" when the kernel's OOM killer acted in its box and `signal` is
+  // SIGKILL, else "". Ends the box after its last rank.
+  std::string Ended(const RankKey& key, int signal);
+  std::string Describe() const;
+  // The per-attempt secret ("" without a cluster key).
+  static std::string RendezvousSecret(const std::string& key, const std::string& job_id, int32_t attempt);
+  uint32_t TenantUid(const std::string& tenant) const;
+
+ private:
+  struct Box {
+    std::unique_ptr<JobCgroup> cgroup;
+    pid_t holder = 0;
+    int64_t holder_start = -1;
+    std::string shm_dir;
+    std::set<int32_t> ranks;
+  };
+  Sandbox(SandboxOptions options, CgroupLayout layout, std::string root_dir, std::string tag);
+  absl::StatusOr<Box*> BoxFor(const RankTarget& target, const JobShare& share, uint32_t uid);
+  void EndBox(const std::string& name, Box& box);
+  std::vector<std::string> DeviceAllowList(const std::vector<int32_t>& gpus) const;
+
+  const SandboxOptions options_;
+  const CgroupLayout layout_;
+  const std::string root_dir_;  // empty mount point for a rank's new root
+  const std::string tag_;       // names this agent's cgroups and /dev/shm folder
+  std::map<std::string, Box> boxes_;  // by "<job>.<attempt>"
+};
+
+}  // namespace athanor::agent

@@ -1,0 +1,336 @@
+// athanor-sandbox-exec: how the agent starts a rank in its sandbox (run as
+// root by the agent only; see sandbox.h for the policy and docs/security.md).
+//
+//   athanor-sandbox-exec holder
+//       Makes a PID namespace for one job attempt: its pid 1 reaps (and ends
+//       itself once alone in the namespace for two 10 s checks), and
+//       this process prints pid 1's host pid and exits. SIGKILLing that pid
+//       ends every process in the namespace.
+//
+//   athanor-sandbox-exec rank --pidns FILE --root DIR --uid U --gid G --cwd DIR
+//       [--cgroup PROCS_FILE]... [--mount KIND:SRC:DST]... -- COMMAND...
+//       Joins the attempt's PID namespace and forks the rank; places it in
+//       the job's cgroups before it runs anything; in a new mount namespace
+//       builds a read-only view of "/" under DIR with the listed mounts
+//       (KIND tmpfs: DST empty and private; ro: tmpfs then read-only; bind:
+//       SRC writable at DST; dev: device node SRC at DST; proc), pivots into
+//       it, drops to U:G with no capabilities and no_new_privs, and execs
+//       COMMAND with this process's environment. This process stays as the
+//       rank's parent outside the namespace, ignores SIGTERM/SIGINT (the
+//       agent signals the whole process group) and exits as the rank did.
+//
+// Errors before exec go to stderr (the rank's log) with exit code 127.
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <grp.h>
+#include <linux/capability.h>
+
+#include <dirent.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct MountOp {
+  std::string kind, src, dst;
+};
+
+struct RankArgs {
+  std::string pidns, root, cwd;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<std::string> cgroups;
+  std::vector<MountOp> mounts;
+  std::vector<char*> command;
+};
+
+[[noreturn]] void Die(const std::string& what) {
+  std::string msg = "athanor-sandbox-exec: " + what + (errno ? std::string(": ") + strerror(errno) : "") + "\n";
+  ssize_t unused = write(STDERR_FILENO, msg.data(), msg.size());
+  (void)unused;
+  _exit(127);
+}
+
+void CloseExtraFds(int keep) {
+  for (int fd = 3; fd < 1024; ++fd) {
+    if (fd != keep) close(fd);
+  }
+}
+
+// Processes in this PID namespace (its own /proc).
+int CountProcesses() {
+  int n = 0;
+  if (DIR* d = opendir("/proc")) {
+    while (dirent* e = readdir(d)) n += atoi(e->d_name) > 0;
+    closedir(d);
+  }
+  return n;
+}
+
+// Pid 1 of a job's namespace: reaps orphans until killed, or until it has
+// been alone for two checks in a row (its ranks ended while no agent was
+// there to end the box, e.g. the agent was SIGKILLed and not restarted).
+[[noreturn]] void HolderInit() {
+  sigset_t all;
+  sigfillset(&all);
+  sigprocmask(SIG_BLOCK, &all, nullptr);
+  bool counting = unshare(CLONE_NEWNS) == 0 &&
+                  mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0 &&
+                  mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) == 0;
+  int alone = 0;
+  const timespec period{10, 0};
+  for (;;) {
+    if (sigtimedwait(&all, nullptr, &period) < 0 && errno == EAGAIN && counting) {
+      alone = CountProcesses() <= 1 ? alone + 1 : 0;
+      if (alone >= 2) _exit(0);
+    }
+    while (waitpid(-1, nullptr, WNOHANG) > 0) {
+    }
+  }
+}
+
+int Holder() {
+  CloseExtraFds(-1);
+  if (unshare(CLONE_NEWPID) != 0) Die("unshare(CLONE_NEWPID)");
+  pid_t pid = fork();
+  if (pid < 0) Die("fork");
+  if (pid == 0) {
+    setsid();
+    int null_fd = open("/dev/null", O_RDWR);  // let the agent see EOF on our stdout
+    for (int fd = 0; fd < 3; ++fd) dup2(null_fd, fd);
+    if (null_fd > 2) close(null_fd);
+    HolderInit();
+  }
+  printf("%d\n", pid);
+  return 0;
+}
+
+int Depth(const std::string& path) { return static_cast<int>(std::count(path.begin(), path.end(), '/')); }
+
+void MkdirAll(const std::string& path, mode_t mode) {
+  for (size_t i = 1; i <= path.size(); ++i) {
+    if (i == path.size() || path[i] == '/') {
+      std::string part = path.substr(0, i);
+      if (mkdir(part.c_str(), mode) != 0 && errno != EEXIST) Die("mkdir " + part);
+    }
+  }
+  errno = 0;
+}
+
+void Touch(const std::string& path) {
+  MkdirAll(path.substr(0, path.rfind('/')), 0755);
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0 && errno != EEXIST) Die("create " + path);
+  if (fd >= 0) close(fd);
+  errno = 0;
+}
+
+struct MountAttr {  // struct mount_attr of <linux/mount.h>
+  uint64_t attr_set, attr_clr, propagation, userns_fd;
+};
+constexpr uint64_t kAttrRdonly = 0x1, kAttrNosuid = 0x2, kAttrNodev = 0x4;
+
+void SetAttr(const std::string& path, uint64_t set, bool recursive) {
+  MountAttr attr{set, 0, 0, 0};
+  if (syscall(SYS_mount_setattr, AT_FDCWD, path.c_str(), recursive ? AT_RECURSIVE : 0, &attr,
+              sizeof(attr)) != 0) {
+    Die("mount_setattr " + path);
+  }
+}
+
+void BuildRoot(const RankArgs& a) {
+  if (unshare(CLONE_NEWNS) != 0) Die("unshare(CLONE_NEWNS)");
+  if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) Die("make / private");
+  const std::string& r = a.root;
+  if (mount("/", r.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) Die("bind / at " + r);
+  SetAttr(r, kAttrRdonly | kAttrNosuid | kAttrNodev, true);
+  // Shallow paths first, so that deeper mounts land inside earlier ones.
+  std::vector<MountOp> ops = a.mounts;
+  std::stable_sort(ops.begin(), ops.end(),
+                   [](const MountOp& x, const MountOp& y) { return Depth(x.dst) < Depth(y.dst); });
+  std::vector<std::string> readonly_later;
+  for (const MountOp& op : ops) {
+    std::string dst = r + op.dst;
+    if (op.kind == "tmpfs" || op.kind == "ro") {
+      MkdirAll(dst, 0755);
+      const char* data = op.kind == "tmpfs" ? "mode=1777" : "mode=0755";
+      if (mount("tmpfs", dst.c_str(), "tmpfs", MS_NOSUID, data) != 0) Die("tmpfs at " + op.dst);
+      if (op.kind == "ro") readonly_later.push_back(dst);
+    } else if (op.kind == "bind") {
+      MkdirAll(dst, 0755);
+      if (mount(op.src.c_str(), dst.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
+        Die("bind " + op.src + " at " + op.dst);
+      }
+      SetAttr(dst, kAttrNosuid, false);
+    } else if (op.kind == "robind") {
+      MkdirAll(dst, 0755);
+      if (mount(op.src.c_str(), dst.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
+        Die("bind " + op.src + " at " + op.dst);
+      }
+      SetAttr(dst, kAttrRdonly | kAttrNosuid, true);
+    } else if (op.kind == "dev") {
+      Touch(dst);
+      if (mount(op.src.c_str(), dst.c_str(), nullptr, MS_BIND, nullptr) != 0) {
+        Die("bind device " + op.src + " at " + op.dst);
+      }
+    } else if (op.kind == "proc") {
+      MkdirAll(dst, 0555);
+      if (mount("proc", dst.c_str(), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
+        Die("mount proc");
+      }
+    } else if (op.kind == "link") {
+      if (symlink(op.src.c_str(), dst.c_str()) != 0 && errno != EEXIST) Die("symlink " + op.dst);
+      errno = 0;
+    } else {
+      Die("unknown mount kind " + op.kind);
+    }
+  }
+  for (const std::string& dst : readonly_later) SetAttr(dst, kAttrRdonly, false);
+  if (chdir(r.c_str()) != 0) Die("chdir " + r);
+  if (syscall(SYS_pivot_root, ".", ".") != 0) Die("pivot_root");
+  if (umount2(".", MNT_DETACH) != 0) Die("detach the old root");
+  if (chdir("/") != 0) Die("chdir /");
+}
+
+void DropPrivileges(const RankArgs& a) {
+  for (int cap = 0; cap <= CAP_LAST_CAP; ++cap) prctl(PR_CAPBSET_DROP, cap, 0, 0, 0);
+  if (setgroups(0, nullptr) != 0) Die("setgroups");
+  if (setresgid(a.gid, a.gid, a.gid) != 0) Die("setresgid");
+  if (setresuid(a.uid, a.uid, a.uid) != 0) Die("setresuid");
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) Die("no_new_privs");
+  // Changing uid left no capability; check, since running as root would be worse than failing.
+  if (getuid() == 0 || geteuid() == 0) Die("still root after setresuid");
+}
+
+[[noreturn]] void ExitLike(int status) {
+  if (WIFEXITED(status)) _exit(WEXITSTATUS(status));
+  int sig = WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL;
+  signal(sig, SIG_DFL);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, sig);
+  sigprocmask(SIG_UNBLOCK, &set, nullptr);
+  kill(getpid(), sig);
+  _exit(128 + sig);
+}
+
+int Rank(const RankArgs& a) {
+  CloseExtraFds(-1);
+  int ns = open(a.pidns.c_str(), O_RDONLY | O_CLOEXEC);
+  if (ns < 0) Die("open " + a.pidns);
+  if (setns(ns, CLONE_NEWPID) != 0) Die("setns " + a.pidns);
+  close(ns);
+  int go[2];
+  if (pipe2(go, O_CLOEXEC) != 0) Die("pipe");
+  pid_t pid = fork();
+  if (pid < 0) Die("fork");
+  if (pid == 0) {
+    close(go[1]);
+    char byte;
+    if (read(go[0], &byte, 1) != 1) _exit(127);  // the parent failed; it said why
+    close(go[0]);
+    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    BuildRoot(a);
+    DropPrivileges(a);
+    if (chdir(a.cwd.c_str()) != 0) Die("chdir " + a.cwd);
+    execvp(a.command[0], a.command.data());
+    Die(std::string("cannot execute '") + a.command[0] + "'");
+  }
+  close(go[0]);
+  for (const std::string& procs : a.cgroups) {
+    int fd = open(procs.c_str(), O_WRONLY | O_CLOEXEC);
+    std::string text = std::to_string(pid);
+    if (fd < 0 || write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+      int e = errno;
+      kill(pid, SIGKILL);
+      errno = e;
+      Die("join cgroup " + procs);
+    }
+    close(fd);
+  }
+  signal(SIGTERM, SIG_IGN);
+  signal(SIGINT, SIG_IGN);
+  signal(SIGHUP, SIG_IGN);
+  if (write(go[1], "g", 1) != 1) Die("start the rank");
+  close(go[1]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) Die("waitpid");
+  }
+  ExitLike(status);
+}
+
+bool ParseId(const char* text, unsigned* out) {
+  char* end = nullptr;
+  errno = 0;
+  unsigned long v = strtoul(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || v == 0 || v > 0xfffffffeUL) return false;
+  *out = static_cast<unsigned>(v);
+  return true;
+}
+
+int Usage(const std::string& why) {
+  fprintf(stderr, "athanor-sandbox-exec: %s\nusage: athanor-sandbox-exec holder | rank --pidns F --root D "
+                  "--uid U --gid G --cwd D [--cgroup F]... [--mount KIND:SRC:DST]... -- COMMAND...\n",
+          why.c_str());
+  return 127;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == "holder") return Holder();
+  if (argc < 2 || std::string(argv[1]) != "rank") return Usage("expected 'holder' or 'rank'");
+  RankArgs a;
+  int i = 2;
+  for (; i < argc; ++i) {
+    std::string flag = argv[i];
+    if (flag == "--") {
+      ++i;
+      break;
+    }
+    if (i + 1 >= argc) return Usage(flag + " needs a value");
+    std::string value = argv[++i];
+    if (flag == "--pidns") {
+      a.pidns = value;
+    } else if (flag == "--root") {
+      a.root = value;
+    } else if (flag == "--cwd") {
+      a.cwd = value;
+    } else if (flag == "--uid") {
+      if (!ParseId(value.c_str(), &a.uid)) return Usage("--uid: expected a non-root uid, got " + value);
+    } else if (flag == "--gid") {
+      if (!ParseId(value.c_str(), &a.gid)) return Usage("--gid: expected a non-root gid, got " + value);
+    } else if (flag == "--cgroup") {
+      a.cgroups.push_back(value);
+    } else if (flag == "--mount") {
+      size_t c1 = value.find(':'), c2 = value.find(':', c1 + 1);
+      if (c1 == std::string::npos || c2 == std::string::npos || value.size() <= c2 + 1 || value[c2 + 1] != '/') {
+        return Usage("--mount: expected KIND:SRC:/DST, got " + value);
+      }
+      a.mounts.push_back({value.substr(0, c1), value.substr(c1 + 1, c2 - c1 - 1), value.substr(c2 + 1)});
+    } else {
+      return Usage("unknown flag " + flag);
+    }
+  }
+  for (; i < argc; ++i) a.command.push_back(argv[i]);
+  a.command.push_back(nullptr);
+  if (a.command.size() < 2) return Usage("no command");
+  if (a.pidns.empty() || a.root.empty() || a.cwd.empty() || a.uid == 0 || a.gid == 0) {
+    return Usage("--pidns, --root, --cwd, --uid and --gid are required");
+  }
+  return Rank(a);
+}
