@@ -21,16 +21,16 @@ Checkpointer::Checkpointer(ObjectStore* store, CommitBarrier* barrier, Checkpoin
 
 Checkpointer::~Checkpointer() {
   {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return !in_flight_ && !housekeeping_; });
+    absl::MutexLock lock(&mu_);
+    while (!(!in_flight_ && !housekeeping_)) cv_.Wait(&mu_);
     stopping_ = true;
-    cv_.notify_all();
+    cv_.SignalAll();
   }
   thread_.join();
 }
 
 bool Checkpointer::in_flight() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return in_flight_;
 }
 
@@ -44,9 +44,9 @@ absl::StatusOr<bool> Checkpointer::Save(int64_t step, const TrainingState& state
   metadata["format"] = "athanor-v1";
   ASSIGN_OR_RETURN(SafetensorsLayout layout, PlanSafetensors(state.tensors, metadata));
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (in_flight_ && options_.in_flight == InFlightPolicy::kSkip) return false;
-    cv_.wait(lock, [&] { return !in_flight_; });
+    while (in_flight_) cv_.Wait(&mu_);
   }
   // The upload thread is idle: the staging buffer is ours.
   if (staging_capacity_ < layout.total_size) {
@@ -61,13 +61,13 @@ absl::StatusOr<bool> Checkpointer::Save(int64_t step, const TrainingState& state
     staged_specs_.push_back(t.shard);
   }
   staged_layout_ = std::move(layout);
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   stats_.stall_seconds = ToSeconds(clock_->Now() - start);
   staged_step_ = step;
   staged_at_ = start;
   staged_done_ = clock_->Now();
   in_flight_ = true;
-  cv_.notify_all();
+  cv_.SignalAll();
   return true;
 }
 
@@ -121,7 +121,8 @@ absl::Status Checkpointer::Commit(int64_t step) {
     ASSIGN_OR_RETURN(std::string text, store_->Get(key, 0, -1));
     absl::StatusOr<RankManifest> m = DecodeManifest(text);
     if (!m.ok()) return Annotate(m.status(), key);
-    commit.shards.push_back(CommitShard{r, m->shard_key, m->shard_size, m->shard_crc32c, key});
+    commit.shards.push_back(CommitShard{r, m->shard_key, m->shard_size, m->shard_crc32c, key,
+                                        crc32c::Value(text.data(), text.size())});
   }
   std::string key = ckpt_layout::CommitKey(options_.job, step);
   return Annotate(store_->Put(key, EncodeCommit(commit), PutMode::kCreateOnly),
@@ -133,8 +134,8 @@ void Checkpointer::UploadLoop() {
     int64_t step;
     TimePoint staged_at;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return in_flight_ || stopping_; });
+      absl::MutexLock lock(&mu_);
+      while (!(in_flight_ || stopping_)) cv_.Wait(&mu_);
       if (!in_flight_) return;
       step = staged_step_;
       staged_at = staged_at_;
@@ -161,7 +162,7 @@ void Checkpointer::UploadLoop() {
       if (!status.ok()) ATHANOR_LOG(ERROR) << "commit of step " << step << " failed: " << status.ToString();
     }
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       last_status_ = status;
       if (status.ok()) last_committed_ = step;
       stats_.upload_seconds = upload_seconds;
@@ -170,7 +171,7 @@ void Checkpointer::UploadLoop() {
       housekeeping_ = status.ok() && options_.rank == 0;
       stats_.shard_bytes = staged_layout_.total_size;
       in_flight_ = false;
-      cv_.notify_all();
+      cv_.SignalAll();
     }
     // Housekeeping after the commit is durable and reported; it never touches
     // the staging buffer, so the next Save may already be copying.
@@ -179,31 +180,31 @@ void Checkpointer::UploadLoop() {
       if (!kept.ok()) {
         ATHANOR_LOG(WARNING) << "retention for " << options_.job << " failed: " << kept.status().ToString();
       }
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       housekeeping_ = false;
-      cv_.notify_all();
+      cv_.SignalAll();
     }
   }
 }
 
 absl::Status Checkpointer::Wait() {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return !in_flight_ && !housekeeping_; });
+  absl::MutexLock lock(&mu_);
+  while (!(!in_flight_ && !housekeeping_)) cv_.Wait(&mu_);
   return last_status_;
 }
 
 absl::Status Checkpointer::last_status() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return last_status_;
 }
 
 std::optional<int64_t> Checkpointer::last_committed_step() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return last_committed_;
 }
 
 CheckpointStats Checkpointer::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return stats_;
 }
 

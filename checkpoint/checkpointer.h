@@ -19,10 +19,8 @@
 // last_status(); the step then does not exist (no COMMIT).
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -35,6 +33,8 @@
 #include "checkpoint/safetensors.h"
 #include "checkpoint/training_state.h"
 #include "common/clock.h"
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 namespace athanor {
 
@@ -98,17 +98,17 @@ class Checkpointer {
   SafetensorsLayout staged_layout_;
   std::vector<ShardSpec> staged_specs_;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool in_flight_ = false;                    // guarded by mu_
-  bool stopping_ = false;                     // guarded by mu_
-  bool housekeeping_ = false;                 // guarded by mu_; retention running
-  TimePoint staged_done_;                     // guarded by mu_; when Save returned
-  int64_t staged_step_ = 0;                   // guarded by mu_
-  TimePoint staged_at_;                       // guarded by mu_
-  absl::Status last_status_;                  // guarded by mu_
-  std::optional<int64_t> last_committed_;     // guarded by mu_
-  CheckpointStats stats_;                     // guarded by mu_
+  mutable absl::Mutex mu_;
+  absl::CondVar cv_;
+  bool in_flight_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool housekeeping_ ABSL_GUARDED_BY(mu_) = false;  // retention running
+  TimePoint staged_done_ ABSL_GUARDED_BY(mu_);  // when Save returned
+  int64_t staged_step_ ABSL_GUARDED_BY(mu_) = 0;
+  TimePoint staged_at_ ABSL_GUARDED_BY(mu_);
+  absl::Status last_status_ ABSL_GUARDED_BY(mu_);
+  std::optional<int64_t> last_committed_ ABSL_GUARDED_BY(mu_);
+  CheckpointStats stats_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
 };
 

@@ -5,7 +5,7 @@
 namespace athanor {
 
 absl::StatusOr<bool> InProcessCommitBarrier::AllDurable(int64_t step, bool mine) {
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (aborted_) return absl::AbortedError("commit barrier aborted");
   if (arrived_ == 0) {
     round_step_ = step;
@@ -20,9 +20,9 @@ absl::StatusOr<bool> InProcessCommitBarrier::AllDurable(int64_t step, bool mine)
     last_mismatch_ = step_mismatch_;
     arrived_ = 0;
     ++generation_;
-    cv_.notify_all();
+    cv_.SignalAll();
   } else {
-    cv_.wait(lock, [&] { return generation_ != my_generation || aborted_; });
+    while (!(generation_ != my_generation || aborted_)) cv_.Wait(&mu_);
     if (generation_ == my_generation) return absl::AbortedError("commit barrier aborted");
   }
   if (last_mismatch_) {
@@ -33,9 +33,9 @@ absl::StatusOr<bool> InProcessCommitBarrier::AllDurable(int64_t step, bool mine)
 }
 
 void InProcessCommitBarrier::Abort() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   aborted_ = true;
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 }  // namespace athanor

@@ -11,11 +11,11 @@
 // treats it as "not durable".
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
 
 #include "absl/status/statusor.h"
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 namespace athanor {
 
@@ -36,16 +36,16 @@ class InProcessCommitBarrier final : public CommitBarrier {
 
  private:
   const int world_size_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  int arrived_ = 0;          // guarded by mu_
-  bool all_ = true;          // guarded by mu_; this round's running AND
-  int64_t round_step_ = -1;  // guarded by mu_
-  bool step_mismatch_ = false;  // guarded by mu_
-  uint64_t generation_ = 0;  // guarded by mu_
-  bool last_result_ = false;  // guarded by mu_; result of generation_ - 1
-  bool last_mismatch_ = false;  // guarded by mu_
-  bool aborted_ = false;     // guarded by mu_
+  absl::Mutex mu_;
+  absl::CondVar cv_;
+  int arrived_ ABSL_GUARDED_BY(mu_) = 0;
+  bool all_ ABSL_GUARDED_BY(mu_) = true;  // this round's running AND
+  int64_t round_step_ ABSL_GUARDED_BY(mu_) = -1;
+  bool step_mismatch_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
+  bool last_result_ ABSL_GUARDED_BY(mu_) = false;  // result of generation_ - 1
+  bool last_mismatch_ ABSL_GUARDED_BY(mu_) = false;
+  bool aborted_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace athanor

@@ -36,14 +36,14 @@ class FakeWritable final : public WritableObject {
 };
 
 std::string FakeObjectStore::NewUploadId(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::string id = absl::StrCat("upload-", next_upload_++);
   pending_[id] = key;
   return id;
 }
 
 void FakeObjectStore::DropUpload(const std::string& upload_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   pending_.erase(upload_id);
 }
 
@@ -55,7 +55,7 @@ absl::StatusOr<std::unique_ptr<WritableObject>> FakeObjectStore::OpenWrite(const
 
 absl::Status FakeObjectStore::Finish(const std::string& upload_id, const std::string& key,
                                      PutMode mode, std::string data) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   pending_.erase(upload_id);
   if (mode == PutMode::kCreateOnly && objects_.count(key)) {
     return absl::AlreadyExistsError(absl::StrCat("fake://", key, " already exists"));
@@ -66,7 +66,7 @@ absl::Status FakeObjectStore::Finish(const std::string& upload_id, const std::st
 
 absl::StatusOr<std::string> FakeObjectStore::Get(const std::string& key, uint64_t offset,
                                                  int64_t length) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = objects_.find(key);
   if (it == objects_.end()) return absl::NotFoundError(absl::StrCat("fake://", key, " not found"));
   const std::string& data = it->second;
@@ -79,14 +79,14 @@ absl::StatusOr<std::string> FakeObjectStore::Get(const std::string& key, uint64_
 }
 
 absl::StatusOr<ObjectInfo> FakeObjectStore::Head(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = objects_.find(key);
   if (it == objects_.end()) return absl::NotFoundError(absl::StrCat("fake://", key, " not found"));
   return ObjectInfo{key, it->second.size(), 0};
 }
 
 absl::StatusOr<std::vector<ObjectInfo>> FakeObjectStore::List(const std::string& prefix) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::vector<ObjectInfo> out;
   for (auto it = objects_.lower_bound(prefix);
        it != objects_.end() && absl::StartsWith(it->first, prefix); ++it) {
@@ -96,14 +96,14 @@ absl::StatusOr<std::vector<ObjectInfo>> FakeObjectStore::List(const std::string&
 }
 
 absl::Status FakeObjectStore::Delete(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   objects_.erase(key);
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<PendingUpload>> FakeObjectStore::ListPendingUploads(
     const std::string& prefix) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::vector<PendingUpload> out;
   for (const auto& [id, key] : pending_) {
     if (absl::StartsWith(key, prefix)) out.push_back(PendingUpload{key, id});
@@ -117,12 +117,12 @@ absl::Status FakeObjectStore::AbortPendingUpload(const PendingUpload& upload) {
 }
 
 std::map<std::string, std::string> FakeObjectStore::Objects() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return objects_;
 }
 
 bool FakeObjectStore::Corrupt(const std::string& key, uint64_t offset) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = objects_.find(key);
   if (it == objects_.end() || offset >= it->second.size()) return false;
   it->second[offset] = static_cast<char>(it->second[offset] ^ 0x5a);

@@ -6,10 +6,11 @@
 #pragma once
 
 #include <map>
-#include <mutex>
 #include <string>
 
 #include "checkpoint/object_store.h"
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 namespace athanor {
 
@@ -43,10 +44,10 @@ class FakeObjectStore final : public ObjectStore {
   std::string NewUploadId(const std::string& key);
   void DropUpload(const std::string& upload_id);
 
-  mutable std::mutex mu_;
-  std::map<std::string, std::string> objects_;        // guarded by mu_
+  mutable absl::Mutex mu_;
+  std::map<std::string, std::string> objects_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::string> pending_;        // upload id -> key; guarded by mu_
-  int64_t next_upload_ = 0;                           // guarded by mu_
+  int64_t next_upload_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace athanor

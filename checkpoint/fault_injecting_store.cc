@@ -47,24 +47,24 @@ class CorruptingWritable final : public WritableObject {
 }  // namespace
 
 void FaultInjectingStore::FailNthPut(int n, std::string key_substring) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   fail_nth_ = n;
   fail_nth_match_ = std::move(key_substring);
   matching_puts_ = 0;
 }
 
 void FaultInjectingStore::FailAllPuts(std::string key_substring) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   fail_all_match_ = std::move(key_substring);
 }
 
 void FaultInjectingStore::CorruptPuts(std::string key_substring) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   corrupt_match_ = std::move(key_substring);
 }
 
 int FaultInjectingStore::puts_failed() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return puts_failed_;
 }
 
@@ -73,7 +73,7 @@ absl::StatusOr<std::unique_ptr<WritableObject>> FaultInjectingStore::OpenWrite(
   bool fail = false;
   bool corrupt = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (fail_nth_ > 0 && absl::StrContains(key, fail_nth_match_) && ++matching_puts_ == fail_nth_) {
       fail = true;
     }

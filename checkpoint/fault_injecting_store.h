@@ -13,10 +13,11 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "checkpoint/object_store.h"
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 namespace athanor {
 
@@ -59,13 +60,13 @@ class FaultInjectingStore final : public ObjectStore {
  private:
   std::unique_ptr<ObjectStore> owned_;
   ObjectStore* const base_;
-  mutable std::mutex mu_;
-  int fail_nth_ = 0;              // guarded by mu_
-  std::string fail_nth_match_;    // guarded by mu_
-  int matching_puts_ = 0;         // guarded by mu_
-  std::string fail_all_match_;    // guarded by mu_
-  std::string corrupt_match_;     // guarded by mu_
-  int puts_failed_ = 0;           // guarded by mu_
+  mutable absl::Mutex mu_;
+  int fail_nth_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string fail_nth_match_ ABSL_GUARDED_BY(mu_);
+  int matching_puts_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string fail_all_match_ ABSL_GUARDED_BY(mu_);
+  std::string corrupt_match_ ABSL_GUARDED_BY(mu_);
+  int puts_failed_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace athanor

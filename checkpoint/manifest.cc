@@ -1,5 +1,9 @@
 #include "checkpoint/manifest.h"
 
+#include <limits>
+#include <set>
+#include <type_traits>
+
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
@@ -16,18 +20,55 @@ constexpr char kCommitFormat[] = "athanor-commit-v1";
 
 std::string Dump(const json& j) { return j.dump(1, ' ', false, json::error_handler_t::replace); }
 
-// Reads `j[key]` as T, or records an error.
+// Reads `j[key]` as T, or records an error. Integers must be JSON integers
+// within T's range: nlohmann would otherwise convert 1e300 or 2^40 silently
+// (a float-to-int conversion out of range is undefined behaviour).
 template <typename T>
 bool Read(const json& j, const char* key, T* out, std::string* error) {
   if (!j.is_object() || !j.contains(key)) {
     *error = absl::StrCat("missing field '", key, "'");
     return false;
   }
-  try {
-    *out = j.at(key).get<T>();
-  } catch (const json::exception& e) {
-    *error = absl::StrCat("field '", key, "': ", e.what());
+  const json& v = j.at(key);
+  if constexpr (std::is_integral_v<T>) {
+    bool fits = false;
+    if (v.is_number_unsigned()) {
+      fits = v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max());
+    } else if (v.is_number_integer()) {
+      const int64_t n = v.get<int64_t>();
+      fits = std::is_signed_v<T> ? n >= static_cast<int64_t>(std::numeric_limits<T>::min()) &&
+                                       n <= static_cast<int64_t>(std::numeric_limits<T>::max())
+                                 : n >= 0;
+    }
+    if (!fits) {
+      *error = absl::StrCat("field '", key, "' is not an integer in range: ", v.dump().substr(0, 40));
+      return false;
+    }
+    *out = v.is_number_unsigned() ? static_cast<T>(v.get<uint64_t>()) : static_cast<T>(v.get<int64_t>());
+    return true;
+  } else {
+    try {
+      *out = v.get<T>();
+    } catch (const json::exception& e) {
+      *error = absl::StrCat("field '", key, "': ", e.what());
+      return false;
+    }
+    return true;
+  }
+}
+
+// Reads an array of int64 (a shape).
+bool ReadShape(const json& j, const char* key, std::vector<int64_t>* out, std::string* error) {
+  if (!j.is_object() || !j.contains(key) || !j.at(key).is_array()) {
+    *error = absl::StrCat("field '", key, "' is missing or not an array");
     return false;
+  }
+  out->clear();
+  for (const json& d : j.at(key)) {
+    json holder = {{"dim", d}};
+    int64_t dim = 0;
+    if (!Read(holder, "dim", &dim, error)) return false;
+    out->push_back(dim);
   }
   return true;
 }
@@ -81,7 +122,7 @@ absl::StatusOr<RankManifest> DecodeManifest(const std::string& text) {
     ManifestTensor mt;
     std::string dtype;
     if (!Read(t, "name", &mt.name, &e) || !Read(t, "dtype", &dtype, &e) ||
-        !Read(t, "shape", &mt.shape, &e) || !Read(t, "offset", &mt.offset, &e) ||
+        !ReadShape(t, "shape", &mt.shape, &e) || !Read(t, "offset", &mt.offset, &e) ||
         !Read(t, "bytes", &mt.bytes, &e) || !Read(t, "crc32c", &mt.crc32c, &e) ||
         !Read(t, "dim0_offset", &mt.shard.dim0_offset, &e) ||
         !Read(t, "dim0_total", &mt.shard.dim0_total, &e)) {
@@ -92,14 +133,56 @@ absl::StatusOr<RankManifest> DecodeManifest(const std::string& text) {
     mt.dtype = *parsed;
     m.tensors.push_back(std::move(mt));
   }
+  RETURN_IF_ERROR(CheckManifest(m));
   return m;
+}
+
+absl::Status CheckManifest(const RankManifest& m) {
+  if (m.world_size < 1 || m.rank < 0 || m.rank >= m.world_size) {
+    return absl::DataLossError(absl::StrCat("rank manifest: rank ", m.rank, " of world size ",
+                                            m.world_size, " is out of range"));
+  }
+  std::set<std::string> names;
+  for (const ManifestTensor& t : m.tensors) {
+    auto bad = [&](absl::string_view why) {
+      return absl::DataLossError(absl::StrCat("rank manifest: tensor '", t.name, "' ", why));
+    };
+    if (t.name.empty() || !names.insert(t.name).second) return bad("is unnamed or named twice");
+    // bytes == product(shape) * dtype size, without overflow.
+    uint64_t expected = DTypeSize(t.dtype);
+    for (int64_t d : t.shape) {
+      if (d < 0) return bad("has a negative dimension");
+      if (d != 0 && expected > std::numeric_limits<uint64_t>::max() / static_cast<uint64_t>(d)) {
+        return bad("has more elements than fit in 64 bits");
+      }
+      expected *= static_cast<uint64_t>(d);
+    }
+    if (t.bytes != expected) {
+      return bad(absl::StrCat("says ", t.bytes, " bytes but its shape and dtype make ", expected));
+    }
+    if (t.offset > m.shard_size || t.bytes > m.shard_size - t.offset) {
+      return bad(absl::StrCat("range [", t.offset, ", +", t.bytes, ") runs past the end of the shard (",
+                              m.shard_size, " bytes)"));
+    }
+    if (t.shard.sharded()) {
+      const int64_t rows = t.shape.empty() ? -1 : t.shape[0];
+      if (rows < 0 || t.shard.dim0_offset < 0 || t.shard.dim0_offset > t.shard.dim0_total ||
+          rows > t.shard.dim0_total - t.shard.dim0_offset) {
+        return bad(absl::StrCat("rows [", t.shard.dim0_offset, ", +", rows, ") do not fit its ",
+                                t.shard.dim0_total, " total rows"));
+      }
+    }
+  }
+  return absl::OkStatus();
 }
 
 std::string EncodeCommit(const CommitRecord& c) {
   json shards = json::array();
   for (const CommitShard& s : c.shards) {
-    shards.push_back({{"rank", s.rank}, {"key", s.key}, {"size", s.size}, {"crc32c", s.crc32c},
-                      {"manifest", s.manifest_key}});
+    json shard = {{"rank", s.rank}, {"key", s.key}, {"size", s.size}, {"crc32c", s.crc32c},
+                  {"manifest", s.manifest_key}};
+    if (s.manifest_crc32c.has_value()) shard["manifest_crc32c"] = *s.manifest_crc32c;
+    shards.push_back(std::move(shard));
   }
   json j = {{"format", kCommitFormat}, {"job", c.job}, {"step", c.step},
             {"world_size", c.world_size}, {"commit_unix", c.commit_unix},
@@ -125,11 +208,21 @@ absl::StatusOr<CommitRecord> DecodeCommit(const std::string& text) {
         !Read(s, "manifest", &cs.manifest_key, &e)) {
       return absl::DataLossError(absl::StrCat("COMMIT shard: ", e));
     }
+    if (s.is_object() && s.contains("manifest_crc32c")) {
+      uint32_t crc = 0;
+      if (!Read(s, "manifest_crc32c", &crc, &e)) return absl::DataLossError(absl::StrCat("COMMIT shard: ", e));
+      cs.manifest_crc32c = crc;
+    }
     c.shards.push_back(std::move(cs));
   }
-  if (static_cast<int>(c.shards.size()) != c.world_size) {
+  if (c.world_size < 1 || static_cast<int64_t>(c.shards.size()) != c.world_size) {
     return absl::DataLossError(absl::StrCat("COMMIT lists ", c.shards.size(), " shards for world size ",
                                             c.world_size));
+  }
+  for (size_t r = 0; r < c.shards.size(); ++r) {
+    if (c.shards[r].rank != static_cast<int>(r)) {
+      return absl::DataLossError(absl::StrCat("COMMIT lists rank ", c.shards[r].rank, " in place ", r));
+    }
   }
   return c;
 }

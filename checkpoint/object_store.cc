@@ -2,19 +2,20 @@
 
 #include <cstring>
 #include <map>
-#include <mutex>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/status.h"
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "common/uri.h"
 
 namespace athanor {
 namespace {
 
 struct Registry {
-  std::mutex mu;
-  std::map<std::string, ObjectStoreFactory> factories;  // guarded by mu
+  absl::Mutex mu;
+  std::map<std::string, ObjectStoreFactory> factories ABSL_GUARDED_BY(mu);
 };
 
 Registry& GetRegistry() {
@@ -54,7 +55,7 @@ absl::Status ObjectStore::AbortPendingUpload(const PendingUpload& upload) {
 
 void RegisterObjectStoreScheme(const std::string& scheme, ObjectStoreFactory factory) {
   Registry& registry = GetRegistry();
-  std::lock_guard<std::mutex> lock(registry.mu);
+  absl::MutexLock lock(&registry.mu);
   registry.factories[scheme] = std::move(factory);
 }
 
@@ -63,7 +64,7 @@ absl::StatusOr<std::unique_ptr<ObjectStore>> OpenObjectStore(const std::string& 
   ObjectStoreFactory factory;
   {
     Registry& registry = GetRegistry();
-    std::lock_guard<std::mutex> lock(registry.mu);
+    absl::MutexLock lock(&registry.mu);
     auto it = registry.factories.find(parsed.scheme);
     if (it == registry.factories.end()) {
       return absl::UnimplementedError(absl::StrCat(

@@ -18,6 +18,16 @@ struct StepData {
   std::vector<RankManifest> manifests;  // by rank
 };
 
+absl::Status CheckCrc(const std::string& object, absl::string_view bytes, uint32_t want,
+                      const std::string& what) {
+  uint32_t got = crc32c::Value(bytes.data(), bytes.size());
+  if (got != want) {
+    return absl::DataLossError(absl::StrCat(object, ": CRC32C mismatch in ", what, " (got ", got,
+                                            ", manifest says ", want, ")"));
+  }
+  return absl::OkStatus();
+}
+
 // Reads COMMIT and manifests and checks shard sizes. DataLoss/NotFound naming
 // the bad object.
 absl::StatusOr<StepData> LoadStep(ObjectStore* store, const std::string& job, int64_t step) {
@@ -29,9 +39,13 @@ absl::StatusOr<StepData> LoadStep(ObjectStore* store, const std::string& job, in
   data.commit = std::move(*commit);
   for (const CommitShard& shard : data.commit.shards) {
     ASSIGN_OR_RETURN(std::string mtext, store->Get(shard.manifest_key, 0, -1));
+    if (shard.manifest_crc32c.has_value()) {
+      RETURN_IF_ERROR(CheckCrc(shard.manifest_key, mtext, *shard.manifest_crc32c, "the manifest (COMMIT's CRC32C)"));
+    }
     absl::StatusOr<RankManifest> m = DecodeManifest(mtext);
     if (!m.ok()) return Annotate(m.status(), shard.manifest_key);
-    if (m->shard_key != shard.key || m->shard_size != shard.size || m->shard_crc32c != shard.crc32c) {
+    if (m->shard_key != shard.key || m->shard_size != shard.size || m->shard_crc32c != shard.crc32c ||
+        m->rank != shard.rank || m->world_size != data.commit.world_size) {
       return absl::DataLossError(absl::StrCat(shard.manifest_key, " disagrees with ", commit_key));
     }
     ASSIGN_OR_RETURN(ObjectInfo info, store->Head(shard.key));
@@ -42,16 +56,6 @@ absl::StatusOr<StepData> LoadStep(ObjectStore* store, const std::string& job, in
     data.manifests.push_back(std::move(*m));
   }
   return data;
-}
-
-absl::Status CheckCrc(const std::string& object, absl::string_view bytes, uint32_t want,
-                      const std::string& what) {
-  uint32_t got = crc32c::Value(bytes.data(), bytes.size());
-  if (got != want) {
-    return absl::DataLossError(absl::StrCat(object, ": CRC32C mismatch in ", what, " (got ", got,
-                                            ", manifest says ", want, ")"));
-  }
-  return absl::OkStatus();
 }
 
 int64_t Rows(const std::vector<int64_t>& shape) { return shape.empty() ? 1 : shape[0]; }
@@ -105,6 +109,23 @@ class Filler {
     if (target_total != total_rows || Tail(first.shape) != Tail(target.shape)) {
       return absl::InvalidArgumentError(absl::StrCat("tensor ", target.name,
                                                      ": target shape does not match the checkpoint"));
+    }
+    // Every piece must agree with the target on everything but its rows, and
+    // sharded pieces must not overlap: the copies below rely on it (each
+    // manifest already matches its own bytes to its shape: CheckManifest).
+    std::sort(pieces.begin(), pieces.end(),
+              [](const Piece& a, const Piece& b) { return a.row_begin < b.row_begin; });
+    for (size_t i = 0; i < pieces.size(); ++i) {
+      const ManifestTensor& t = *pieces[i].tensor;
+      const std::string& object = step_.manifests[pieces[i].source_rank].shard_key;
+      if (Tail(t.shape) != Tail(target.shape) || (!replicated && t.shard.dim0_total != total_rows)) {
+        return absl::DataLossError(absl::StrCat(object, ": tensor '", target.name,
+                                                "' disagrees in shape with its other pieces"));
+      }
+      if (i > 0 && pieces[i - 1].row_begin + Rows(pieces[i - 1].tensor->shape) > pieces[i].row_begin) {
+        return absl::DataLossError(absl::StrCat(object, ": pieces of tensor '", target.name,
+                                                "' overlap at row ", pieces[i].row_begin));
+      }
     }
     const uint64_t row_bytes = want_rows > 0 ? target.bytes / static_cast<uint64_t>(want_rows) : 0;
     int64_t covered = 0;

@@ -2,11 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "checkpoint/checkpoint_test_util.h"
 #include "checkpoint/checkpointer.h"
 #include "checkpoint/fake_object_store.h"
 #include "checkpoint/layout.h"
 #include "checkpoint/manifest.h"
+#include "common/crc32c.h"
 
 namespace athanor {
 namespace {
@@ -175,6 +178,120 @@ TEST(Restore, AMismatchedTargetIsTheCallersError) {
   refs = {{"nope", TensorDType::kF32, {3}, x.data(), 12, {}}};
   EXPECT_EQ(Restore(&store, RestoreOptions{"job", 0, 1, nullptr, false}, refs).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// Rewrites one tensor entry of a stored manifest and returns the manifest key.
+// The CRC32C is recomputed over the new range, and COMMIT's CRC32C of the
+// manifest too, so only the size checks can catch the lie.
+std::string TamperManifest(FakeObjectStore* store, int64_t step, int rank, int world,
+                           const std::string& tensor,
+                           const std::function<void(ManifestTensor*)>& change) {
+  std::string key = ckpt_layout::ManifestKey("job", step, rank);
+  auto m = DecodeManifest(store->Objects().at(key));
+  EXPECT_TRUE(m.ok()) << m.status();
+  std::string shard = store->Objects().at(ckpt_layout::ShardKey("job", step, rank, world));
+  for (ManifestTensor& t : m->tensors) {
+    if (t.name != tensor) continue;
+    change(&t);
+    if (t.offset + t.bytes <= shard.size()) t.crc32c = crc32c::Value(shard.data() + t.offset, t.bytes);
+  }
+  std::string text = EncodeManifest(*m);
+  EXPECT_TRUE(store->Put(key, text, PutMode::kOverwrite).ok());
+  {
+    std::string commit_key = ckpt_layout::CommitKey("job", step);
+    auto commit = DecodeCommit(store->Objects().at(commit_key));
+    EXPECT_TRUE(commit.ok()) << commit.status();
+    EXPECT_TRUE(commit->shards.at(rank).manifest_crc32c.has_value());
+    commit->shards.at(rank).manifest_crc32c = crc32c::Value(text.data(), text.size());
+    EXPECT_TRUE(store->Put(commit_key, EncodeCommit(*commit), PutMode::kOverwrite).ok());
+  }
+  return key;
+}
+
+TEST(Restore, AManifestThatIsNotTheOneCommittedIsRejected) {
+  FakeObjectStore store;
+  SaveSteps(&store, 1, {1, 2});
+  // An edit no shard CRC covers (the restored metadata) that COMMIT's
+  // CRC32C of the manifest still catches.
+  std::string key = ckpt_layout::ManifestKey("job", 2, 0);
+  auto m = DecodeManifest(store.Objects().at(key));
+  ASSERT_TRUE(m.ok()) << m.status();
+  m->metadata["data_cursor"] = "0";
+  ASSERT_TRUE(store.Put(key, EncodeManifest(*m), PutMode::kOverwrite).ok());
+  Targets t(0, 1);
+  auto result = Restore(&store, RestoreOptions{"job", 0, 1, nullptr, false}, t.refs);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->step, 1);
+  ASSERT_EQ(result->rejected.size(), 1u);
+  EXPECT_NE(result->rejected[0].find(key), std::string::npos) << result->rejected[0];
+  EXPECT_NE(result->rejected[0].find("the manifest"), std::string::npos) << result->rejected[0];
+  t.ExpectStep(1);
+}
+
+TEST(Restore, AManifestWhoseBytesExceedTheShapeIsRejectedBeforeAnyCopy) {
+  FakeObjectStore store;
+  SaveSteps(&store, 1, {1, 2});
+  // "w" is [5, 4] f32 (80 bytes); claim 96 so a copy would overrun the target.
+  std::string key = TamperManifest(&store, 2, 0, 1, "w", [](ManifestTensor* t) { t->bytes += 16; });
+  Targets t(0, 1);
+  auto result = Restore(&store, RestoreOptions{"job", 0, 1, nullptr, false}, t.refs);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->step, 1);
+  ASSERT_EQ(result->rejected.size(), 1u);
+  EXPECT_NE(result->rejected[0].find(key), std::string::npos) << result->rejected[0];
+  EXPECT_NE(result->rejected[0].find("'w'"), std::string::npos) << result->rejected[0];
+  t.ExpectStep(1);
+}
+
+TEST(Restore, AManifestWhoseBytesFallShortOfTheShapeIsRejected) {
+  FakeObjectStore store;
+  SaveSteps(&store, 2, {1, 2});
+  // Reader 1 of 3 copies rows out of writer 0's "opt" piece; a piece that
+  // says 3 rows but holds 16 bytes would be read past its end.
+  std::string key = TamperManifest(&store, 2, 0, 2, "opt", [](ManifestTensor* t) { t->bytes = 16; });
+  InProcessCommitBarrier agreement(3);
+  std::vector<std::unique_ptr<Targets>> targets;
+  for (int r = 0; r < 3; ++r) targets.push_back(std::make_unique<Targets>(r, 3));
+  std::vector<absl::StatusOr<RestoreResult>> results(3);
+  RunRanks(3, [&](int rank) {
+    results[rank] = Restore(&store, RestoreOptions{"job", rank, 3, &agreement, false}, targets[rank]->refs);
+  });
+  for (int rank = 0; rank < 3; ++rank) {
+    ASSERT_TRUE(results[rank].ok()) << results[rank].status();
+    EXPECT_EQ(results[rank]->step, 1);
+    targets[rank]->ExpectStep(1);
+  }
+  ASSERT_FALSE(results[1]->rejected.empty());
+  EXPECT_NE(results[1]->rejected[0].find(key), std::string::npos) << results[1]->rejected[0];
+}
+
+TEST(Restore, AManifestRangePastTheShardIsRejected) {
+  FakeObjectStore store;
+  SaveSteps(&store, 1, {1, 2});
+  std::string key = TamperManifest(&store, 2, 0, 1, "w",
+                                   [](ManifestTensor* t) { t->offset = ~uint64_t{0} - 8; });
+  Targets t(0, 1);
+  auto result = Restore(&store, RestoreOptions{"job", 0, 1, nullptr, false}, t.refs);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->step, 1);
+  ASSERT_EQ(result->rejected.size(), 1u);
+  EXPECT_NE(result->rejected[0].find(key), std::string::npos) << result->rejected[0];
+  EXPECT_NE(result->rejected[0].find("past the end of the shard"), std::string::npos) << result->rejected[0];
+}
+
+TEST(Restore, OverlappingShardedPiecesAreRejected) {
+  FakeObjectStore store;
+  SaveSteps(&store, 2, {1, 2});
+  // Writer 1 claims rows [0, 3) as writer 0 does: rows 3..5 are then covered
+  // by nobody although the row count adds up.
+  TamperManifest(&store, 2, 1, 2, "opt", [](ManifestTensor* t) { t->shard.dim0_offset = 0; });
+  Targets t(0, 1);
+  auto result = Restore(&store, RestoreOptions{"job", 0, 1, nullptr, false}, t.refs);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->step, 1);
+  ASSERT_EQ(result->rejected.size(), 1u);
+  EXPECT_NE(result->rejected[0].find("overlap"), std::string::npos) << result->rejected[0];
+  t.ExpectStep(1);
 }
 
 }  // namespace

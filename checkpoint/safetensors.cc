@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include <nlohmann/json.hpp>
 
@@ -82,25 +83,41 @@ absl::StatusOr<SafetensorsLayout> ParseSafetensors(absl::string_view bytes, uint
     SafetensorsEntry e;
     e.name = it.key();
     ASSIGN_OR_RETURN(e.dtype, ParseDTypeName(v["dtype"].get<std::string>()));
-    uint64_t elements = 1;
+    // Bytes the shape needs, refusing dims past int64 and products past 64 bits.
+    uint64_t need = DTypeSize(e.dtype);
     for (const json& d : v["shape"]) {
-      if (!d.is_number_unsigned()) return absl::DataLossError(absl::StrCat("tensor '", e.name, "' has a bad dim"));
-      e.shape.push_back(d.get<int64_t>());
-      elements *= d.get<uint64_t>();
+      if (!d.is_number_unsigned() ||
+          d.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+        return absl::DataLossError(absl::StrCat("tensor '", e.name, "' has a bad dim"));
+      }
+      const uint64_t dim = d.get<uint64_t>();
+      if (dim != 0 && need > std::numeric_limits<uint64_t>::max() / dim) {
+        return absl::DataLossError(absl::StrCat("tensor '", e.name, "' has more elements than fit in 64 bits"));
+      }
+      e.shape.push_back(static_cast<int64_t>(dim));
+      need *= dim;
     }
     if (!v["data_offsets"][0].is_number_unsigned() || !v["data_offsets"][1].is_number_unsigned()) {
       return absl::DataLossError(absl::StrCat("tensor '", e.name, "' has bad data_offsets"));
     }
     e.begin = v["data_offsets"][0].get<uint64_t>();
     e.end = v["data_offsets"][1].get<uint64_t>();
-    if (e.begin > e.end || e.end > data_size || e.end - e.begin != elements * DTypeSize(e.dtype)) {
+    if (e.begin > e.end || e.end > data_size || e.end - e.begin != need) {
       return absl::DataLossError(absl::StrCat("tensor '", e.name, "' offsets [", e.begin, ", ",
                                               e.end, ") disagree with its shape or the file size"));
     }
     layout.entries.push_back(std::move(e));
   }
   std::sort(layout.entries.begin(), layout.entries.end(),
-            [](const SafetensorsEntry& a, const SafetensorsEntry& b) { return a.begin < b.begin; });
+            [](const SafetensorsEntry& a, const SafetensorsEntry& b) {
+              return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+            });
+  for (size_t i = 1; i < layout.entries.size(); ++i) {
+    if (layout.entries[i - 1].end > layout.entries[i].begin) {
+      return absl::DataLossError(absl::StrCat("tensors '", layout.entries[i - 1].name, "' and '",
+                                              layout.entries[i].name, "' overlap in the data section"));
+    }
+  }
   return layout;
 }
 

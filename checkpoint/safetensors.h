@@ -46,7 +46,9 @@ absl::StatusOr<uint64_t> SafetensorsHeaderLength(absl::string_view first8,
 
 // Parses a header: `bytes` holds at least the first 8+N bytes of the file and
 // `file_size` is its size (offsets are checked against it). DataLoss with a
-// reason for anything malformed.
+// reason for anything malformed: dims past INT64_MAX, element counts past 64
+// bits, ranges that disagree with shape x dtype or overlap each other.
+// Entries come back sorted by offset.
 absl::StatusOr<SafetensorsLayout> ParseSafetensors(absl::string_view bytes, uint64_t file_size);
 
 }  // namespace athanor

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <functional>
 
 #include <gtest/gtest.h>
 
@@ -78,7 +79,7 @@ TEST(Safetensors, AnIndependentPythonReaderOpensTheFile) {
   options.argv = {"python3", "-c", script, path};
   options.capture_stdout = true;
   auto child = Subprocess::Start(options);
-  if (!child.ok()) GTEST_SKIP() << "python3 not available: " << child.status();
+  ASSERT_TRUE(child.ok()) << "python3 (installed with s3cmd by scripts/install-deps): " << child.status();
   std::string out = (*child)->ReadAllStdout();
   ExitInfo exit = (*child)->Wait();
   EXPECT_EQ(exit.exit_code, 0) << out;
@@ -114,6 +115,91 @@ TEST(Manifest, RoundTripsAndRejectsGarbage) {
   EXPECT_EQ(cb->shards[1].key, "b");
   c.world_size = 3;
   EXPECT_EQ(DecodeCommit(EncodeCommit(c)).status().code(), absl::StatusCode::kDataLoss);
+}
+
+// A file whose header is `json` followed by `data_bytes` zero bytes.
+std::string FileWithHeader(const std::string& json, size_t data_bytes) {
+  std::string file(8, '\0');
+  uint64_t n = json.size();
+  for (int i = 0; i < 8; ++i) file[i] = static_cast<char>((n >> (8 * i)) & 0xff);
+  return file + json + std::string(data_bytes, '\0');
+}
+
+TEST(Safetensors, AnElementCountThatWrapsIsRejected) {
+  // 2^32 * 2^32 elements wrap to 0 in 64 bits, matching an empty range.
+  std::string file = FileWithHeader(
+      R"({"x":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,0]}})", 0);
+  auto parsed = ParseSafetensors(file, file.size());
+  EXPECT_EQ(parsed.status().code(), absl::StatusCode::kDataLoss) << parsed.status();
+  EXPECT_NE(parsed.status().message().find("'x'"), absl::string_view::npos) << parsed.status();
+}
+
+TEST(Safetensors, ADimensionPastInt64IsRejected) {
+  // 2^63 is unsigned in JSON but negative as int64; times 0 it matches [0,0).
+  std::string file = FileWithHeader(
+      R"({"x":{"dtype":"F32","shape":[9223372036854775808,0],"data_offsets":[0,0]}})", 0);
+  auto parsed = ParseSafetensors(file, file.size());
+  EXPECT_EQ(parsed.status().code(), absl::StatusCode::kDataLoss) << parsed.status();
+}
+
+TEST(Safetensors, OverlappingDataRangesAreRejected) {
+  std::string file = FileWithHeader(
+      R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+      R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", 12);
+  auto parsed = ParseSafetensors(file, file.size());
+  EXPECT_EQ(parsed.status().code(), absl::StatusCode::kDataLoss) << parsed.status();
+  EXPECT_NE(parsed.status().message().find("overlap"), absl::string_view::npos) << parsed.status();
+}
+
+TEST(Manifest, RejectsTensorsThatDisagreeWithTheirShard) {
+  RankManifest m;
+  m.job = "j";
+  m.world_size = 1;
+  m.shard_key = "s";
+  m.shard_size = 100;
+  m.tensors.push_back(ManifestTensor{"w", TensorDType::kF32, {2, 3}, 8, 24, 0, {}});
+  ASSERT_TRUE(DecodeManifest(EncodeManifest(m)).ok());
+  auto with = [&](const std::function<void(ManifestTensor*)>& change) {
+    RankManifest bad = m;
+    change(&bad.tensors[0]);
+    return DecodeManifest(EncodeManifest(bad)).status();
+  };
+  EXPECT_EQ(with([](ManifestTensor* t) { t->bytes = 20; }).code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(with([](ManifestTensor* t) { t->offset = 90; }).code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(with([](ManifestTensor* t) { t->shape = {-2, -3}; }).code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(with([](ManifestTensor* t) { t->shard = ShardSpec{5, 6}; }).code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(with([](ManifestTensor* t) { t->shard = ShardSpec{-1, 6}; }).code(), absl::StatusCode::kDataLoss);
+  absl::Status s = with([](ManifestTensor* t) { t->offset = ~uint64_t{0} - 4; });
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(s.message().find("'w'"), absl::string_view::npos) << s;
+}
+
+TEST(Manifest, NumbersOutOfRangeAreRejectedNotConverted) {
+  RankManifest m;
+  m.job = "j";
+  m.world_size = 1;
+  m.shard_key = "s";
+  std::string text = EncodeManifest(m);
+  auto replace = [&](const std::string& from, const std::string& to) {
+    std::string t = text;
+    size_t at = t.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return t.replace(at, from.size(), to);
+  };
+  // A float far past int64 (undefined to convert), and an int past `int`.
+  EXPECT_EQ(DecodeManifest(replace("\"step\": 0", "\"step\": 1e300")).status().code(),
+            absl::StatusCode::kDataLoss);
+  EXPECT_EQ(DecodeManifest(replace("\"rank\": 0", "\"rank\": 4294967296")).status().code(),
+            absl::StatusCode::kDataLoss);
+  EXPECT_EQ(DecodeManifest(replace("\"size\": 0", "\"size\": -1")).status().code(),
+            absl::StatusCode::kDataLoss);
+}
+
+TEST(Manifest, ACommitWithNoShardsOrMisnumberedShardsIsRejected) {
+  CommitRecord empty{"j", 5, 0, 1700000000, {}};
+  EXPECT_EQ(DecodeCommit(EncodeCommit(empty)).status().code(), absl::StatusCode::kDataLoss);
+  CommitRecord swapped{"j", 5, 2, 1700000000, {{1, "b", 20, 2, "mb"}, {0, "a", 10, 1, "ma"}}};
+  EXPECT_EQ(DecodeCommit(EncodeCommit(swapped)).status().code(), absl::StatusCode::kDataLoss);
 }
 
 }  // namespace

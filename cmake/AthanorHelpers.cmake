@@ -4,9 +4,19 @@
 #   athanor_binary(NAME SRCS main.cc DEPS ...)
 #   athanor_test(NAME SRCS a_test.cc DEPS ... [LABELS ...] [TIMEOUT s])
 
-# GCC 12 reports maybe-uninitialized and stringop false positives inside libstdc++ at -O3.
-set(ATHANOR_WARNINGS -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
-    -Wno-maybe-uninitialized -Wno-stringop-overflow -Wno-stringop-overread -Wno-array-bounds)
+set(ATHANOR_WARNINGS -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers)
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  # GCC 12 reports maybe-uninitialized and stringop false positives inside libstdc++ at -O3.
+  list(APPEND ATHANOR_WARNINGS -Wno-maybe-uninitialized -Wno-stringop-overflow -Wno-stringop-overread
+       -Wno-array-bounds)
+endif()
+if(ATHANOR_THREAD_SAFETY)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "ATHANOR_THREAD_SAFETY needs clang (e.g. -DCMAKE_CXX_COMPILER=clang++-14)")
+  endif()
+  # Checks ABSL_GUARDED_BY and friends; GCC ignores the annotations.
+  list(APPEND ATHANOR_WARNINGS -Wthread-safety)
+endif()
 if(ATHANOR_WERROR)
   list(APPEND ATHANOR_WARNINGS -Werror)
 endif()

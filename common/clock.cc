@@ -18,17 +18,17 @@ RealClock* RealClock::Get() {
 }
 
 TimePoint FakeClock::Now() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return TimePoint(elapsed_);
 }
 
 int64_t FakeClock::UnixSeconds() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return unix_base_ + std::chrono::duration_cast<std::chrono::seconds>(elapsed_).count();
 }
 
 void FakeClock::Advance(Duration d) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   elapsed_ += d;
 }
 

@@ -3,9 +3,9 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 namespace athanor {
 
@@ -40,8 +40,8 @@ class FakeClock final : public Clock {
   void Advance(Duration d);
 
  private:
-  mutable std::mutex mu_;
-  Duration elapsed_{0};  // guarded by mu_
+  mutable absl::Mutex mu_;
+  Duration elapsed_ ABSL_GUARDED_BY(mu_){0};
   const int64_t unix_base_;
 };
 

@@ -7,14 +7,16 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
-#include <mutex>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 namespace athanor {
 namespace {
 
 std::atomic<int> g_min_level{static_cast<int>(LogLevel::kInfo)};
-std::mutex g_tags_mu;
-std::string* g_tags = new std::string();  // leaked on purpose: used at exit
+ABSL_CONST_INIT absl::Mutex g_tags_mu(absl::kConstInit);
+std::string* g_tags ABSL_GUARDED_BY(g_tags_mu) = new std::string();  // leaked on purpose: used at exit
 
 const char* Basename(const char* path) {
   const char* base = path;
@@ -27,7 +29,7 @@ const char* Basename(const char* path) {
 }  // namespace
 
 void SetLogTags(std::string tags) {
-  std::lock_guard<std::mutex> lock(g_tags_mu);
+  absl::MutexLock lock(&g_tags_mu);
   *g_tags = std::move(tags);
 }
 
@@ -56,7 +58,7 @@ LogMessage::LogMessage(LogLevel level, const char* file, int line) : level_(leve
                 static_cast<int>(tv.tv_usec / 1000));
   stream_ << kLetters[static_cast<int>(level)] << stamp << ' ';
   {
-    std::lock_guard<std::mutex> lock(g_tags_mu);
+    absl::MutexLock lock(&g_tags_mu);
     if (!g_tags->empty()) stream_ << '[' << *g_tags << "] ";
   }
   stream_ << Basename(file) << ':' << line << "] ";

@@ -1,12 +1,15 @@
 #include "common/subprocess.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
@@ -168,6 +171,32 @@ ExitInfo Subprocess::Wait() {
   } while (r < 0 && errno == EINTR);
   exit_ = DecodeWaitStatus(status);
   return *exit_;
+}
+
+std::optional<ExitInfo> Subprocess::WaitFor(std::chrono::milliseconds timeout) {
+  if (Poll()) return exit_;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  // A pidfd becomes readable when the child exits; without one (old
+  // kernels, some sandboxes) poll with a short back-off.
+  int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid_, 0));
+  auto pause = std::chrono::milliseconds(1);
+  for (;;) {
+    if (Poll()) break;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    if (pidfd >= 0) {
+      pollfd p{pidfd, POLLIN, 0};
+      if (poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), 1 << 30))) < 0 && errno != EINTR) {
+        close(pidfd);
+        pidfd = -1;
+      }
+    } else {
+      std::this_thread::sleep_for(std::min(pause, left));
+      pause = std::min(pause * 2, std::chrono::milliseconds(50));
+    }
+  }
+  if (pidfd >= 0) close(pidfd);
+  return exit_;
 }
 
 std::string Subprocess::ReadAllStdout() {

@@ -7,6 +7,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <optional>
@@ -55,6 +56,9 @@ class Subprocess {
   std::optional<ExitInfo> Poll();
   // Blocks until the child exits.
   ExitInfo Wait();
+  // Blocks until the child exits or `timeout` passes (nullopt then; the
+  // child keeps running).
+  std::optional<ExitInfo> WaitFor(std::chrono::milliseconds timeout);
   // Reads all captured stdout until EOF (blocks).
   std::string ReadAllStdout();
 

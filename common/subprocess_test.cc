@@ -50,5 +50,24 @@ TEST(Subprocess, SignalReachesTheGroup) {
   EXPECT_EQ((*p)->ReadAllStdout(), "");  // EOF: no member of the group holds the pipe
 }
 
+TEST(Subprocess, WaitForReturnsAtExitOrAfterTheTimeout) {
+  SubprocessOptions o;
+  o.argv = {"sh", "-c", "exit 3"};
+  auto quick = Subprocess::Start(o);
+  ASSERT_TRUE(quick.ok());
+  std::optional<ExitInfo> e = (*quick)->WaitFor(std::chrono::seconds(30));
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->exit_code, 3);
+
+  o.argv = {"sleep", "600"};
+  auto slow = Subprocess::Start(o);
+  ASSERT_TRUE(slow.ok());
+  EXPECT_FALSE((*slow)->WaitFor(std::chrono::milliseconds(20)).has_value());
+  ASSERT_TRUE((*slow)->Signal(SIGKILL).ok());
+  e = (*slow)->WaitFor(std::chrono::seconds(30));
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->signal, SIGKILL);
+}
+
 }  // namespace
 }  // namespace athanor

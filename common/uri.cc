@@ -2,6 +2,7 @@
 
 #include <charconv>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 
@@ -29,13 +30,35 @@ absl::StatusOr<std::string> PercentDecode(absl::string_view in) {
   return out;
 }
 
+std::string PercentEncode(absl::string_view in) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (char c : in) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (absl::ascii_isalnum(u) || c == '-' || c == '.' || c == '_' || c == '~' || c == '/' || c == ':') {
+      out.push_back(c);
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[u >> 4]);
+      out.push_back(kHex[u & 15]);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string Uri::ToString() const {
+  // A bare file path prints as itself: it may hold '?' or '%', which a
+  // file:// URI would read as a query or an escape.
+  if (scheme == "file" && host.empty() && query.empty() && !path.empty() &&
+      (path.front() == '/' || path.front() == '.') && path.find("://") == std::string::npos) {
+    return path;
+  }
   std::string out = absl::StrCat(scheme, "://", host, path);
   char sep = '?';
   for (const auto& [k, v] : query) {
-    absl::StrAppend(&out, std::string(1, sep), k, "=", v);
+    absl::StrAppend(&out, std::string(1, sep), PercentEncode(k), "=", PercentEncode(v));
     sep = '&';
   }
   return out;

@@ -18,6 +18,8 @@ struct Uri {
   std::string path;  // starts with '/' when not empty
   std::map<std::string, std::string> query;
 
+  // Prints a URI that ParseUri reads back as this one: query keys and values
+  // percent-encoded, a bare file path as itself.
   std::string ToString() const;
 };
 

@@ -48,5 +48,22 @@ TEST(Uri, SplitHostPort) {
   EXPECT_FALSE(SplitHostPort("host:12x", &host, &port).ok());
 }
 
+// Found by fuzz_uri: ToString printed values and bare paths that parsed
+// back as something else.
+TEST(Uri, ToStringParsesBackToTheSameUri) {
+  for (const char* text : {".[::1]:45:", "/a?b%c", "s3://b/p?a=%26&%3D=x+y&k", "file:///x?region=a%20b",
+                           "file://", "s3://u@bucket"}) {
+    auto uri = ParseUri(text);
+    ASSERT_TRUE(uri.ok()) << text;
+    auto again = ParseUri(uri->ToString());
+    ASSERT_TRUE(again.ok()) << text << " -> " << uri->ToString();
+    EXPECT_EQ(again->scheme, uri->scheme) << text;
+    EXPECT_EQ(again->host, uri->host) << text;
+    EXPECT_EQ(again->path, uri->path) << text;
+    EXPECT_EQ(again->query, uri->query) << text << " -> " << uri->ToString();
+  }
+  EXPECT_EQ(ParseUri("s3://b/p?a=%26")->ToString(), "s3://b/p?a=%26");
+}
+
 }  // namespace
 }  // namespace athanor

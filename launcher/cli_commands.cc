@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <map>
 #include <optional>
 #include <iostream>
 #include <thread>
@@ -102,14 +103,14 @@ int RunSubmit(CliContext& ctx, const std::vector<std::string>& args) {
   spec->set_max_restarts(max_restarts);
   spec->set_checkpoint_uri(checkpoint_uri);
   for (const std::string& a : cmd.after_dashes) spec->add_command(a);
+  std::map<std::string, std::string> env_map;
   for (const std::string& kv : env) {
-    size_t eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      std::cerr << "athanor submit: --env expects K=V, got '" << kv << "'\n";
+    if (absl::Status bad = ParseEnvAssignment(kv, &env_map); !bad.ok()) {
+      std::cerr << "athanor submit: " << bad.message() << "\n";
       return kExitUsage;
     }
-    (*spec->mutable_env())[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
+  for (const auto& [k, v] : env_map) (*spec->mutable_env())[k] = v;
   req.set_idempotency_key(idempotency_key.empty() ? NewIdempotencyKey() : idempotency_key);
   rpc::SubmitJobResponse resp;
   grpc::Status s = SubmitWithRetry(ctx, req, &resp);

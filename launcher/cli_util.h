@@ -11,6 +11,7 @@
 
 #include "common/options.h"
 #include "launcher/cli_commands.h"
+#include "launcher/cli_parse.h"
 
 namespace athanor::cli {
 
@@ -39,13 +40,5 @@ grpc::Status SubmitWithRetry(const CliContext& ctx, const rpc::SubmitJobRequest&
 // GetJob for `id` into *job, with PrepareCall's deadline and identity.
 grpc::Status FetchJob(const CliContext& ctx, const std::string& id, rpc::Job* job,
                       int deadline_s = 10);
-
-// "90", "90s", "10m", "1h", "2d" -> seconds; nullopt when malformed.
-std::optional<int64_t> ParseDurationSeconds(const std::string& text);
-// "4096" (MB), "512M", "80G", "1T" -> MB; nullopt when malformed.
-std::optional<int64_t> ParseMegabytes(const std::string& text);
-// "2026-01-31", "2026-01-31T12:00:00[Z]" (UTC), or a duration meaning that
-// long ago (relative to `now_unix`) -> Unix seconds.
-std::optional<int64_t> ParseSince(const std::string& text, int64_t now_unix);
 
 }  // namespace athanor::cli

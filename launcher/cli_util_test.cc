@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 namespace athanor::cli {
 namespace {
 
@@ -34,6 +36,19 @@ TEST(CliUtilTest, ParsesSinceAsDateOrDurationAgo) {
   EXPECT_EQ(ParseSince("12h", 1769860800), 1769817600);
   EXPECT_EQ(ParseSince("yesterday", 0), std::nullopt);
   EXPECT_EQ(ParseSince("2026-01-31junk", 0), std::nullopt);
+}
+
+TEST(CliUtilTest, ParsesEnvAssignments) {
+  std::map<std::string, std::string> env;
+  EXPECT_TRUE(ParseEnvAssignment("A_1=x=y", &env).ok());
+  EXPECT_TRUE(ParseEnvAssignment("_B=", &env).ok());
+  EXPECT_EQ(env, (std::map<std::string, std::string>{{"A_1", "x=y"}, {"_B", ""}}));
+  for (const std::string& bad : std::vector<std::string>{"NOEQ", "=v", "1A=v", "A B=v", "A-B=v", std::string("A=v\0w", 5)}) {
+    absl::Status s = ParseEnvAssignment(bad, &env);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+  EXPECT_EQ(env.size(), 2u);
+  EXPECT_EQ(ParseSince(std::string("2026-01-31\0junk", 15), 0), std::nullopt);
 }
 
 }  // namespace

@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <mutex>
 #include <random>
 #include <thread>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "checkpoint/s3/sigv4.h"
@@ -44,8 +46,7 @@ size_t WriteHeader(char* src, size_t size, size_t n, void* user) {
     std::string name = absl::AsciiStrToLower(line.substr(0, colon));
     std::string value(absl::StripAsciiWhitespace(line.substr(colon + 1)));
     if (name == "content-length" && response->body.empty()) {
-      size_t len = std::strtoull(value.c_str(), nullptr, 10);
-      if (len < (size_t{4} << 30)) response->body.reserve(len);
+      response->body.reserve(BodyReserveHint(value));
     }
     response->headers[name] = value;
   } else if (line.rfind("HTTP/", 0) == 0) {
@@ -56,16 +57,22 @@ size_t WriteHeader(char* src, size_t size, size_t n, void* user) {
 
 bool RetryableHttp(const S3Response& r) {
   if (r.status == 500 || r.status == 502 || r.status == 503 || r.status == 504) return true;
-  if (r.status == 400 && xml::Text(r.body, "Code") == "RequestTimeout") return true;
+  if (r.status == 400 && xml::FindText(r.body, "Code") == "RequestTimeout") return true;
   // AWS can answer 200 to CompleteMultipartUpload and still fail in the body.
   if (r.status == 200 && r.body.rfind("<Error>") != std::string::npos &&
-      (xml::Text(r.body, "Code") == "InternalError" || xml::Text(r.body, "Code") == "SlowDown")) {
+      (xml::FindText(r.body, "Code") == "InternalError" || xml::FindText(r.body, "Code") == "SlowDown")) {
     return true;
   }
   return false;
 }
 
 }  // namespace
+
+size_t BodyReserveHint(absl::string_view content_length) {
+  uint64_t n = 0;
+  if (!absl::SimpleAtoi(content_length, &n)) return 0;
+  return static_cast<size_t>(std::min<uint64_t>(n, kMaxBodyReserve));
+}
 
 S3Client::S3Client(S3Options options) : options_(std::move(options)) {
   static std::once_flag once;
@@ -78,13 +85,13 @@ S3Client::~S3Client() {
 }
 
 int64_t S3Client::retries() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return retries_;
 }
 
 void* S3Client::AcquireHandle() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (!idle_handles_.empty()) {
       void* h = idle_handles_.back();
       idle_handles_.pop_back();
@@ -95,7 +102,7 @@ void* S3Client::AcquireHandle() {
 }
 
 void S3Client::ReleaseHandle(void* handle) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   idle_handles_.push_back(handle);
 }
 
@@ -195,7 +202,7 @@ absl::StatusOr<S3Response> S3Client::Send(const S3Request& request) {
                                       static_cast<int64_t>(options_.retry_base_ms) << std::min(attempt, 20));
       int64_t wait_ms = cap > 0 ? static_cast<int64_t>(rng() % static_cast<uint64_t>(cap + 1)) : 0;
       std::this_thread::sleep_for(std::chrono::milliseconds(wait_ms));  // backoff, not synchronisation
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       ++retries_;
     }
     bool retryable = false;
@@ -207,7 +214,7 @@ absl::StatusOr<S3Response> S3Client::Send(const S3Request& request) {
     }
     if (result.ok()) {
       ATHANOR_LOG(DEBUG) << "s3 " << request.method << " " << request.key << ": HTTP " << result->status
-                         << " " << xml::Text(result->body, "Code") << ", retrying";
+                         << " " << xml::FindText(result->body, "Code") << ", retrying";
     } else {
       ATHANOR_LOG(DEBUG) << "s3 " << result.status().ToString() << ", retrying";
     }
@@ -215,7 +222,7 @@ absl::StatusOr<S3Response> S3Client::Send(const S3Request& request) {
   ReleaseHandle(handle);
   if (result.ok() && RetryableHttp(*result)) {
     return absl::UnavailableError(absl::StrCat("s3 ", request.method, " ", request.key, ": HTTP ",
-                                               result->status, " ", xml::Text(result->body, "Code"),
+                                               result->status, " ", xml::FindText(result->body, "Code"),
                                                " after ", options_.max_attempts, " attempts"));
   }
   if (!result.ok()) {
@@ -226,9 +233,9 @@ absl::StatusOr<S3Response> S3Client::Send(const S3Request& request) {
 }
 
 absl::Status S3ErrorStatus(const S3Response& r, const std::string& what) {
-  std::string code = xml::Text(r.body, "Code");
+  std::string code = xml::FindText(r.body, "Code");
   std::string message = absl::StrCat(what, ": HTTP ", r.status, code.empty() ? "" : " ", code,
-                                     r.body.empty() ? "" : ": ", xml::Text(r.body, "Message"));
+                                     r.body.empty() ? "" : ": ", xml::FindText(r.body, "Message"));
   switch (r.status) {
     case 404: return absl::NotFoundError(message);
     case 412: return absl::AlreadyExistsError(message);

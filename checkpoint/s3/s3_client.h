@@ -13,13 +13,14 @@
 
 #include <functional>
 #include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "checkpoint/s3/s3_options.h"
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 namespace athanor {
 
@@ -62,9 +63,9 @@ class S3Client {
 
   const S3Options options_;
   std::string host_;  // Host header value
-  mutable std::mutex mu_;
-  std::vector<void*> idle_handles_;  // guarded by mu_
-  int64_t retries_ = 0;              // guarded by mu_
+  mutable absl::Mutex mu_;
+  std::vector<void*> idle_handles_ ABSL_GUARDED_BY(mu_);
+  int64_t retries_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // Maps a non-2xx response to a status: 404 NotFound, 412 AlreadyExists (a
@@ -72,5 +73,11 @@ class S3Client {
 // Unimplemented, others Internal; the message names `what`, the HTTP status
 // and the S3 error code and message.
 absl::Status S3ErrorStatus(const S3Response& response, const std::string& what);
+
+// How many bytes to reserve for a body whose Content-Length header says
+// `content_length`: the server's word is a hint, never an allocation size, so
+// it is capped (larger bodies grow as they arrive); 0 when it is not a number.
+constexpr size_t kMaxBodyReserve = size_t{8} << 20;
+size_t BodyReserveHint(absl::string_view content_length);
 
 }  // namespace athanor

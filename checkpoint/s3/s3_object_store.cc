@@ -5,20 +5,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "checkpoint/s3/s3_writable.h"
-#include "checkpoint/s3/xml.h"
+#include "checkpoint/s3/s3_listing.h"
 #include "common/status.h"
 
 namespace athanor {
-namespace {
-
-int64_t ParseLastModified(const std::string& text) {
-  absl::Time t;
-  std::string err;
-  if (absl::ParseTime("%Y-%m-%dT%H:%M:%E*SZ", text, &t, &err)) return absl::ToUnixSeconds(t);
-  return 0;
-}
-
-}  // namespace
 
 S3ObjectStore::S3ObjectStore(S3Options options) : client_(std::move(options)) {}
 
@@ -30,11 +20,6 @@ std::string S3ObjectStore::Describe() const {
 std::string S3ObjectStore::FullKey(const std::string& key) const {
   const std::string& prefix = client_.options().prefix;
   return prefix.empty() ? key : absl::StrCat(prefix, "/", key);
-}
-
-std::string S3ObjectStore::StoreKey(const std::string& full_key) const {
-  const std::string& prefix = client_.options().prefix;
-  return prefix.empty() ? full_key : full_key.substr(prefix.size() + 1);
 }
 
 absl::StatusOr<std::unique_ptr<WritableObject>> S3ObjectStore::OpenWrite(const std::string& key,
@@ -101,6 +86,7 @@ absl::StatusOr<std::vector<ObjectInfo>> S3ObjectStore::List(const std::string& p
   std::string token;
   std::string full_prefix = FullKey(prefix);
   if (prefix.empty() && !client_.options().prefix.empty()) full_prefix = client_.options().prefix + "/";
+  ListCursor cursor;
   do {
     S3Request req{"GET", "", {{"list-type", "2"}, {"prefix", full_prefix}}, {}, {}};
     if (!token.empty()) req.query["continuation-token"] = token;
@@ -109,16 +95,11 @@ absl::StatusOr<std::vector<ObjectInfo>> S3ObjectStore::List(const std::string& p
     }
     ASSIGN_OR_RETURN(S3Response r, client_.Send(req));
     if (r.status != 200) return S3ErrorStatus(r, absl::StrCat("ListObjectsV2 ", full_prefix));
-    for (const std::string& contents : xml::Elements(r.body, "Contents")) {
-      ObjectInfo info;
-      info.key = StoreKey(xml::Text(contents, "Key"));
-      if (!absl::SimpleAtoi(xml::Text(contents, "Size"), &info.size)) {
-        return absl::InternalError(absl::StrCat("ListObjectsV2 ", full_prefix, ": bad Size"));
-      }
-      info.mtime_unix = ParseLastModified(xml::Text(contents, "LastModified"));
-      out.push_back(std::move(info));
-    }
-    token = xml::Text(r.body, "IsTruncated") == "true" ? xml::Text(r.body, "NextContinuationToken") : "";
+    absl::StatusOr<ObjectPage> page = ParseListObjectsPage(r.body, client_.options().prefix);
+    if (!page.ok()) return Annotate(page.status(), Describe());
+    for (ObjectInfo& info : page->objects) out.push_back(std::move(info));
+    token = page->next_token;
+    if (page->truncated) RETURN_IF_ERROR(Annotate(cursor.Advance(token), absl::StrCat("ListObjectsV2 ", full_prefix)));
   } while (!token.empty());
   std::sort(out.begin(), out.end(), [](const ObjectInfo& a, const ObjectInfo& b) { return a.key < b.key; });
   return out;
@@ -137,6 +118,7 @@ absl::StatusOr<std::vector<PendingUpload>> S3ObjectStore::ListPendingUploads(con
   std::vector<PendingUpload> out;
   std::string key_marker, id_marker;
   std::string full_prefix = FullKey(prefix);
+  ListCursor cursor;
   while (true) {
     S3Request req{"GET", "", {{"uploads", ""}, {"prefix", full_prefix}}, {}, {}};
     if (!key_marker.empty()) {
@@ -145,13 +127,14 @@ absl::StatusOr<std::vector<PendingUpload>> S3ObjectStore::ListPendingUploads(con
     }
     ASSIGN_OR_RETURN(S3Response r, client_.Send(req));
     if (r.status != 200) return S3ErrorStatus(r, absl::StrCat("ListMultipartUploads ", full_prefix));
-    for (const std::string& upload : xml::Elements(r.body, "Upload")) {
-      out.push_back(PendingUpload{StoreKey(xml::Text(upload, "Key")), xml::Text(upload, "UploadId")});
-    }
-    if (xml::Text(r.body, "IsTruncated") != "true") break;
-    key_marker = xml::Text(r.body, "NextKeyMarker");
-    id_marker = xml::Text(r.body, "NextUploadIdMarker");
-    if (key_marker.empty()) break;
+    absl::StatusOr<UploadPage> page = ParseListUploadsPage(r.body, client_.options().prefix);
+    if (!page.ok()) return Annotate(page.status(), Describe());
+    for (PendingUpload& u : page->uploads) out.push_back(std::move(u));
+    if (!page->truncated) break;
+    key_marker = page->next_key_marker;
+    id_marker = page->next_upload_id_marker;
+    RETURN_IF_ERROR(Annotate(cursor.Advance(absl::StrCat(key_marker, "\n", id_marker)),
+                             absl::StrCat("ListMultipartUploads ", full_prefix)));
   }
   return out;
 }

@@ -45,8 +45,6 @@ class S3ObjectStore final : public ObjectStore {
   std::string FullKey(const std::string& key) const;
 
  private:
-  std::string StoreKey(const std::string& full_key) const;  // strips the prefix
-
   S3Client client_;
 };
 

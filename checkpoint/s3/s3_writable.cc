@@ -30,7 +30,7 @@ absl::Status S3Writable::StartPart() {
   if (upload_id_.empty()) {
     ASSIGN_OR_RETURN(S3Response r, client->Send(S3Request{"POST", full_key_, {{"uploads", ""}}, {}, {}}));
     if (r.status != 200) return S3ErrorStatus(r, absl::StrCat("initiating multipart upload of ", full_key_));
-    upload_id_ = xml::Text(r.body, "UploadId");
+    upload_id_ = xml::FindText(r.body, "UploadId");
     if (upload_id_.empty()) return absl::InternalError(absl::StrCat("no UploadId for ", full_key_));
   }
   while (in_flight_.size() - next_to_wait_ >= static_cast<size_t>(client->options().upload_threads)) {
@@ -104,7 +104,7 @@ absl::Status S3Writable::Complete() {
   };
   req.already_applied = assembled;
   ASSIGN_OR_RETURN(S3Response r, store_->client()->Send(req));
-  if (r.status == 404 && xml::Text(r.body, "Code") == "NoSuchUpload" && assembled()) {
+  if (r.status == 404 && xml::FindText(r.body, "Code") == "NoSuchUpload" && assembled()) {
     return absl::OkStatus();
   }
   if (r.status != 200 || r.body.find("<Error>") != std::string::npos) {

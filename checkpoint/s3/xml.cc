@@ -1,133 +1,134 @@
 #include "checkpoint/s3/xml.h"
 
-#include <cstdlib>
+#include <expat.h>
+
+#include <climits>
 
 #include "absl/strings/str_cat.h"
 
 namespace athanor::xml {
 namespace {
 
-void AppendUtf8(uint32_t cp, std::string* out) {
-  if (cp < 0x80) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
+absl::string_view LocalName(const char* name) {
+  absl::string_view n(name);
+  size_t colon = n.rfind(':');
+  return colon == absl::string_view::npos ? n : n.substr(colon + 1);
 }
 
-// Does the tag starting at doc[pos] ('<' already at pos) name `tag`? Sets
-// *end to the index after '>' and *self_closing.
-bool MatchOpen(absl::string_view doc, size_t pos, absl::string_view tag, size_t* end,
-               bool* self_closing) {
-  size_t name_begin = pos + 1;
-  size_t name_end = name_begin;
-  while (name_end < doc.size() && doc[name_end] != '>' && doc[name_end] != ' ' &&
-         doc[name_end] != '/' && doc[name_end] != '\t' && doc[name_end] != '\n' && doc[name_end] != '\r') {
-    ++name_end;
+// Builds the tree while expat parses. Owned by Parse(); expat calls back on
+// the parsing thread only.
+struct Builder {
+  XML_Parser parser = nullptr;
+  Element root;
+  std::vector<Element*> stack;  // open elements, innermost last
+  size_t elements = 0;
+  bool have_root = false;
+  std::string error;  // set when a callback stopped the parser
+
+  void Stop(std::string why) {
+    if (error.empty()) error = std::move(why);
+    XML_StopParser(parser, XML_FALSE);
   }
-  absl::string_view name = doc.substr(name_begin, name_end - name_begin);
-  size_t colon = name.find(':');
-  if (colon != absl::string_view::npos) name = name.substr(colon + 1);
-  if (name != tag) return false;
-  size_t close = doc.find('>', name_end);
-  if (close == absl::string_view::npos) return false;
-  *self_closing = close > 0 && doc[close - 1] == '/';
-  *end = close + 1;
-  return true;
+};
+
+void OnStart(void* user, const XML_Char* name, const XML_Char** /*attributes*/) {
+  auto* b = static_cast<Builder*>(user);
+  if (!b->error.empty()) return;
+  if (++b->elements > kMaxElements) return b->Stop(absl::StrCat("more than ", kMaxElements, " elements"));
+  if (static_cast<int>(b->stack.size()) >= kMaxDepth) {
+    return b->Stop(absl::StrCat("elements nested deeper than ", kMaxDepth));
+  }
+  Element* e;
+  if (b->stack.empty()) {
+    b->have_root = true;
+    e = &b->root;
+  } else {
+    b->stack.back()->children.emplace_back();
+    e = &b->stack.back()->children.back();
+  }
+  e->name = std::string(LocalName(name));
+  b->stack.push_back(e);
+}
+
+void OnEnd(void* user, const XML_Char* /*name*/) {
+  auto* b = static_cast<Builder*>(user);
+  if (!b->stack.empty()) b->stack.pop_back();
+}
+
+void OnText(void* user, const XML_Char* text, int len) {
+  auto* b = static_cast<Builder*>(user);
+  if (!b->stack.empty() && b->error.empty()) b->stack.back()->text.append(text, len);
+}
+
+void OnDoctype(void* user, const XML_Char* /*name*/, const XML_Char* /*sysid*/,
+               const XML_Char* /*pubid*/, int /*has_internal_subset*/) {
+  static_cast<Builder*>(user)->Stop("a document type declaration is not allowed");
+}
+
+void FindFirst(const Element& e, absl::string_view tag, const Element** found) {
+  if (*found != nullptr) return;
+  if (e.name == tag) {
+    *found = &e;
+    return;
+  }
+  for (const Element& c : e.children) FindFirst(c, tag, found);
 }
 
 }  // namespace
 
-std::vector<std::string> Elements(absl::string_view doc, absl::string_view tag) {
-  std::vector<std::string> out;
-  size_t pos = 0;
-  while ((pos = doc.find('<', pos)) != absl::string_view::npos) {
-    size_t body = 0;
-    bool self_closing = false;
-    if (pos + 1 < doc.size() && doc[pos + 1] != '/' && MatchOpen(doc, pos, tag, &body, &self_closing)) {
-      if (self_closing) {
-        out.emplace_back();
-        pos = body;
-        continue;
-      }
-      // Find the matching close tag, counting nested same-name elements.
-      int depth = 1;
-      size_t scan = body;
-      while (depth > 0) {
-        size_t lt = doc.find('<', scan);
-        if (lt == absl::string_view::npos) return out;  // truncated document
-        size_t inner_end = 0;
-        bool inner_self = false;
-        if (lt + 1 < doc.size() && doc[lt + 1] == '/') {
-          size_t gt = doc.find('>', lt);
-          if (gt == absl::string_view::npos) return out;
-          absl::string_view name = doc.substr(lt + 2, gt - lt - 2);
-          size_t colon = name.find(':');
-          if (colon != absl::string_view::npos) name = name.substr(colon + 1);
-          if (name == tag && --depth == 0) {
-            out.emplace_back(doc.substr(body, lt - body));
-            pos = gt + 1;
-            break;
-          }
-          scan = gt + 1;
-        } else if (MatchOpen(doc, lt, tag, &inner_end, &inner_self)) {
-          if (!inner_self) ++depth;
-          scan = inner_end;
-        } else {
-          scan = lt + 1;
-        }
-      }
-      continue;
-    }
-    ++pos;
+const Element* Element::Child(absl::string_view child) const {
+  for (const Element& c : children) {
+    if (c.name == child) return &c;
+  }
+  return nullptr;
+}
+
+std::string Element::ChildText(absl::string_view child) const {
+  const Element* c = Child(child);
+  return c == nullptr ? std::string() : c->text;
+}
+
+std::vector<const Element*> Element::Children(absl::string_view child) const {
+  std::vector<const Element*> out;
+  for (const Element& c : children) {
+    if (c.name == child) out.push_back(&c);
   }
   return out;
 }
 
-std::string Text(absl::string_view doc, absl::string_view tag) {
-  std::vector<std::string> found = Elements(doc, tag);
-  return found.empty() ? std::string() : Unescape(found.front());
+absl::StatusOr<Element> Parse(absl::string_view doc) {
+  if (doc.size() > kMaxDocumentBytes || doc.size() > static_cast<size_t>(INT_MAX)) {
+    return absl::InvalidArgumentError(absl::StrCat("XML document of ", doc.size(),
+                                                   " bytes is over the limit of ", kMaxDocumentBytes));
+  }
+  Builder b;
+  b.parser = XML_ParserCreate("UTF-8");
+  if (b.parser == nullptr) return absl::ResourceExhaustedError("XML: cannot create a parser");
+  XML_SetUserData(b.parser, &b);
+  XML_SetElementHandler(b.parser, OnStart, OnEnd);
+  XML_SetCharacterDataHandler(b.parser, OnText);
+  XML_SetStartDoctypeDeclHandler(b.parser, OnDoctype);
+  XML_Status st = XML_Parse(b.parser, doc.data(), static_cast<int>(doc.size()), XML_TRUE);
+  std::string why;
+  if (!b.error.empty()) {
+    why = b.error;
+  } else if (st != XML_STATUS_OK) {
+    why = absl::StrCat(XML_ErrorString(XML_GetErrorCode(b.parser)), " at line ",
+                       XML_GetCurrentLineNumber(b.parser));
+  } else if (!b.have_root) {
+    why = "no root element";
+  }
+  XML_ParserFree(b.parser);
+  if (!why.empty()) return absl::InvalidArgumentError(absl::StrCat("malformed XML: ", why));
+  return std::move(b.root);
 }
 
-std::string Unescape(absl::string_view text) {
-  std::string out;
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '&') {
-      out.push_back(text[i]);
-      continue;
-    }
-    size_t semi = text.find(';', i);
-    if (semi == absl::string_view::npos) {
-      out.push_back('&');
-      continue;
-    }
-    absl::string_view entity = text.substr(i + 1, semi - i - 1);
-    if (entity == "amp") out.push_back('&');
-    else if (entity == "lt") out.push_back('<');
-    else if (entity == "gt") out.push_back('>');
-    else if (entity == "quot") out.push_back('"');
-    else if (entity == "apos") out.push_back('\'');
-    else if (!entity.empty() && entity[0] == '#') {
-      std::string digits(entity.substr(1));
-      bool hex = !digits.empty() && (digits[0] == 'x' || digits[0] == 'X');
-      AppendUtf8(static_cast<uint32_t>(std::strtoul(digits.c_str() + (hex ? 1 : 0), nullptr, hex ? 16 : 10)),
-                 &out);
-    } else {
-      out.append(text.substr(i, semi - i + 1).data(), semi - i + 1);
-    }
-    i = semi;
-  }
-  return out;
+std::string FindText(absl::string_view doc, absl::string_view tag) {
+  absl::StatusOr<Element> root = Parse(doc);
+  if (!root.ok()) return "";
+  const Element* found = nullptr;
+  FindFirst(*root, tag, &found);
+  return found == nullptr ? std::string() : found->text;
 }
 
 std::string Escape(absl::string_view text) {

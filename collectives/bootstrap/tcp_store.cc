@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -17,19 +18,20 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "collectives/bootstrap/store_protocol.h"
+#include "common/logging.h"
 #include "common/status.h"
 
 namespace athanor {
 namespace {
 
-// Wire format, both ways: op (1 byte), key length (u32), key, value length
-// (u32), value. Replies use op 'R' and an empty key.
-// A Get that timed out is withdrawn with kCancel; the server answers
-// kCancelled after the value reply, if it sent one, so the connection stays in step.
-constexpr char kSet = 'S', kGet = 'G', kAdd = 'A', kCheck = 'C', kCancel = 'X', kReply = 'R',
-               kCancelled = 'Z', kHello = 'H';
+namespace proto = store_protocol;
+using proto::kAdd, proto::kCancel, proto::kCancelled, proto::kCheck, proto::kError, proto::kGet,
+    proto::kHello, proto::kReply, proto::kSet;
+using proto::Encode;
+
 // Bytes an unauthenticated client may send before its hello is complete.
-constexpr size_t kMaxHelloBytes = 9 + 1024;
+constexpr size_t kMaxHelloBytes = proto::kHeaderBytes + 1024;
 
 // Compares in time independent of where the strings differ.
 bool SameSecret(const std::string& a, const std::string& b) {
@@ -37,30 +39,6 @@ bool SameSecret(const std::string& a, const std::string& b) {
   unsigned char diff = 0;
   for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
   return diff == 0;
-}
-
-std::string Encode(char op, const std::string& key, const std::string& value) {
-  std::string out(1, op);
-  uint32_t n = key.size();
-  out.append(reinterpret_cast<const char*>(&n), 4).append(key);
-  n = value.size();
-  out.append(reinterpret_cast<const char*>(&n), 4).append(value);
-  return out;
-}
-
-// Parses one message from the front of `buf`; false if incomplete.
-bool Decode(std::string* buf, char* op, std::string* key, std::string* value) {
-  if (buf->size() < 5) return false;
-  uint32_t klen, vlen;
-  std::memcpy(&klen, buf->data() + 1, 4);
-  if (buf->size() < 9 + klen) return false;
-  std::memcpy(&vlen, buf->data() + 5 + klen, 4);
-  if (buf->size() < 9 + klen + vlen) return false;
-  *op = (*buf)[0];
-  *key = buf->substr(5, klen);
-  *value = buf->substr(9 + klen, vlen);
-  buf->erase(0, 9 + klen + vlen);
-  return true;
 }
 
 bool WriteAll(int fd, const std::string& data) {
@@ -74,14 +52,28 @@ bool WriteAll(int fd, const std::string& data) {
   return true;
 }
 
+// MASTER_ADDR may be an IPv4 literal or a host name (as torchrun allows);
+// names resolve to their first IPv4 address.
 absl::StatusOr<sockaddr_in> Resolve(const std::string& host, int port) {
+  if (port < 0 || port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat("TCP store port ", port, " is not in 0..65535"));
+  }
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(port);
-  std::string h = host == "localhost" ? "127.0.0.1" : host;
-  if (inet_pton(AF_INET, h.c_str(), &addr.sin_addr) != 1) {
-    return absl::InvalidArgumentError(absl::StrCat("'", host, "' is not an IPv4 address"));
+  if (inet_pton(AF_INET, host.c_str(), &addr.sin_addr) == 1) return addr;
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  int rc = getaddrinfo(host.c_str(), nullptr, &hints, &found);
+  if (rc != 0 || found == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("TCP store host '", host,
+                                                   "' is not an IPv4 address and does not resolve: ",
+                                                   rc != 0 ? gai_strerror(rc) : "no address"));
   }
+  addr.sin_addr = reinterpret_cast<const sockaddr_in*>(found->ai_addr)->sin_addr;
+  freeaddrinfo(found);
   return addr;
 }
 
@@ -140,11 +132,81 @@ TcpStoreServer::~TcpStoreServer() {
   close(wake_write_);
 }
 
+namespace {
+
+using KeyValues = std::map<std::string, std::string>;
+using Waiters = std::multimap<std::string, int>;  // key -> fds waiting in Get
+
+void Disconnect(int fd, std::map<int, std::string>* inbox, Waiters* waiting, std::set<int>* admitted) {
+  for (auto it = waiting->begin(); it != waiting->end();) {
+    it = it->second == fd ? waiting->erase(it) : std::next(it);
+  }
+  inbox->erase(fd);
+  admitted->erase(fd);
+  close(fd);
+}
+
+// Serves one request from `fd`. False (with `error`) for a protocol
+// violation, after which the peer is disconnected.
+bool Handle(int fd, const proto::Frame& f, KeyValues* data, Waiters* waiting, std::string* error) {
+  switch (f.op) {
+    case kSet: {
+      (*data)[f.key] = f.value;
+      WriteAll(fd, Encode(kReply, "", ""));
+      auto [lo, hi] = waiting->equal_range(f.key);
+      for (auto it = lo; it != hi; ++it) WriteAll(it->second, Encode(kReply, "", f.value));
+      waiting->erase(lo, hi);
+      return true;
+    }
+    case kGet: {
+      auto it = data->find(f.key);
+      if (it != data->end()) {
+        WriteAll(fd, Encode(kReply, "", it->second));
+      } else {
+        waiting->emplace(f.key, fd);
+      }
+      return true;
+    }
+    case kAdd: {
+      auto it = data->find(f.key);
+      std::string sum;
+      absl::Status s = proto::ApplyAdd(f.key, it == data->end() ? nullptr : &it->second, f.value, &sum);
+      if (absl::IsInvalidArgument(s)) {
+        *error = std::string(s.message());
+        return false;
+      }
+      if (!s.ok()) {
+        WriteAll(fd, Encode(kError, "", s.message()));
+        return true;
+      }
+      (*data)[f.key] = sum;
+      WriteAll(fd, Encode(kReply, "", sum));
+      return true;
+    }
+    case kCancel: {
+      auto [lo, hi] = waiting->equal_range(f.key);
+      for (auto it = lo; it != hi;) it = it->second == fd ? waiting->erase(it) : std::next(it);
+      WriteAll(fd, Encode(kCancelled, "", ""));
+      return true;
+    }
+    case kCheck:
+      WriteAll(fd, Encode(kReply, "", data->count(f.key) ? "1" : "0"));
+      return true;
+    case kHello:  // already admitted (or no secret): nothing to check
+      WriteAll(fd, Encode(kReply, "", ""));
+      return true;
+  }
+  *error = "unknown op";
+  return false;
+}
+
+}  // namespace
+
 void TcpStoreServer::Run() {
-  std::map<std::string, std::string> data;
-  std::map<int, std::string> inbox;                   // client fd -> unparsed bytes
-  std::multimap<std::string, int> waiting;            // key -> fds waiting in Get
-  std::set<int> admitted;                             // fds that presented the secret
+  KeyValues data;
+  std::map<int, std::string> inbox;  // client fd -> unparsed bytes
+  Waiters waiting;
+  std::set<int> admitted;  // fds that presented the secret
   bool draining = false;
   std::chrono::steady_clock::time_point drain_end;
   for (;;) {
@@ -180,68 +242,43 @@ void TcpStoreServer::Run() {
       int fd = fds[i].fd;
       char buf[4096];
       ssize_t n = recv(fd, buf, sizeof(buf), 0);
-      auto hang_up = [&] {
-        for (auto it = waiting.begin(); it != waiting.end();) {
-          it = it->second == fd ? waiting.erase(it) : std::next(it);
-        }
-        inbox.erase(fd);
-        admitted.erase(fd);
-        close(fd);
-      };
       if (n <= 0) {
-        hang_up();
+        Disconnect(fd, &inbox, &waiting, &admitted);
         continue;
       }
       std::string& in = inbox[fd];
       in.append(buf, n);
-      const bool must_hello = !secret_.empty() && !admitted.count(fd);
-      if (must_hello && in.size() > kMaxHelloBytes) {
-        hang_up();  // no hello this long: not one of ours
+      if (!secret_.empty() && !admitted.count(fd) && in.size() > kMaxHelloBytes) {
+        Disconnect(fd, &inbox, &waiting, &admitted);  // no hello this long: not one of ours
         continue;
       }
-      char op;
-      std::string key, value;
-      bool dropped = false;
-      while (!dropped && Decode(&in, &op, &key, &value)) {
-        if (!secret_.empty() && !admitted.count(fd)) {
-          if (op != kHello || !SameSecret(value, secret_)) {
-            hang_up();
-            dropped = true;
+      proto::Frame frame;
+      std::string error;
+      for (;;) {
+        proto::DecodeResult r = proto::Decode(&in, &frame, &error);
+        if (r == proto::DecodeResult::kIncomplete) break;
+        if (r == proto::DecodeResult::kFrame && !secret_.empty() && !admitted.count(fd)) {
+          // The first frame of a client must present the secret; anything
+          // else is a stranger, dropped without an answer.
+          if (frame.op != kHello || !SameSecret(frame.value, secret_)) {
+            Disconnect(fd, &inbox, &waiting, &admitted);
             break;
           }
           admitted.insert(fd);
           WriteAll(fd, Encode(kReply, "", ""));
           continue;
         }
-        if (op == kHello) {
-          WriteAll(fd, Encode(kReply, "", ""));
-        } else if (op == kSet) {
-          data[key] = value;
-          WriteAll(fd, Encode(kReply, "", ""));
-          auto [lo, hi] = waiting.equal_range(key);
-          for (auto it = lo; it != hi; ++it) WriteAll(it->second, Encode(kReply, "", value));
-          waiting.erase(lo, hi);
-        } else if (op == kGet) {
-          auto it = data.find(key);
-          if (it != data.end()) {
-            WriteAll(fd, Encode(kReply, "", it->second));
-          } else {
-            waiting.emplace(key, fd);
-          }
-        } else if (op == kAdd) {
-          int64_t delta = 0, current = 0;
-          std::memcpy(&delta, value.data(), std::min<size_t>(8, value.size()));
-          auto it = data.find(key);
-          if (it != data.end()) std::memcpy(&current, it->second.data(), 8);
-          current += delta;
-          data[key] = std::string(reinterpret_cast<const char*>(&current), 8);
-          WriteAll(fd, Encode(kReply, "", data[key]));
-        } else if (op == kCancel) {
-          auto [lo, hi] = waiting.equal_range(key);
-          for (auto it = lo; it != hi;) it = it->second == fd ? waiting.erase(it) : std::next(it);
-          WriteAll(fd, Encode(kCancelled, "", ""));
-        } else if (op == kCheck) {
-          WriteAll(fd, Encode(kReply, "", data.count(key) ? "1" : "0"));
+        if (r == proto::DecodeResult::kFrame && !proto::IsRequestOp(frame.op)) {
+          r = proto::DecodeResult::kInvalid;
+          error = absl::StrCat("unknown op 0x", absl::Hex(static_cast<unsigned char>(frame.op)));
+        }
+        if (r == proto::DecodeResult::kFrame && !Handle(fd, frame, &data, &waiting, &error)) {
+          r = proto::DecodeResult::kInvalid;
+        }
+        if (r == proto::DecodeResult::kInvalid) {
+          ATHANOR_LOG(WARNING) << "TCP store: disconnecting a peer that broke the protocol: " << error;
+          Disconnect(fd, &inbox, &waiting, &admitted);
+          break;
         }
       }
     }
@@ -284,34 +321,61 @@ absl::StatusOr<std::unique_ptr<TcpStoreClient>> TcpStoreClient::Connect(
   }
 }
 
-TcpStoreClient::~TcpStoreClient() { close(fd_); }
+TcpStoreClient::~TcpStoreClient() {
+  if (fd_ >= 0) close(fd_);
+}
 
 absl::Status TcpStoreClient::ReadReply(std::chrono::steady_clock::time_point deadline, char* op,
                                        std::string* value) {
-  std::string key;
-  while (!Decode(&inbox_, op, &key, value)) {
+  proto::Frame frame;
+  std::string error;
+  for (;;) {
+    proto::DecodeResult r = proto::Decode(&inbox_, &frame, &error);
+    if (r == proto::DecodeResult::kFrame && frame.op != kReply && frame.op != kError &&
+        frame.op != kCancelled) {
+      r = proto::DecodeResult::kInvalid;
+      error = absl::StrCat("unknown reply op 0x", absl::Hex(static_cast<unsigned char>(frame.op)));
+    }
+    if (r == proto::DecodeResult::kInvalid) {
+      Break();
+      return absl::UnavailableError(absl::StrCat("TCP store at ", host_, ":", port_,
+                                                 " sent a malformed reply (", error, ")"));
+    }
+    if (r == proto::DecodeResult::kFrame) break;
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
     pollfd p{fd_, POLLIN, 0};
-    int r = left.count() > 0 ? poll(&p, 1, left.count()) : 0;
-    if (r < 0 && errno == EINTR) continue;
-    if (r == 0) return absl::DeadlineExceededError("no reply");
+    int n_ready = left.count() > 0 ? poll(&p, 1, left.count()) : 0;
+    if (n_ready < 0 && errno == EINTR) continue;
+    if (n_ready == 0) return absl::DeadlineExceededError("no reply");
     char buf[4096];
     ssize_t n = recv(fd_, buf, sizeof(buf), 0);
     if (n <= 0) {
-      close(fd_);
-      fd_ = -1;
+      Break();
       return absl::UnavailableError("TCP store: server closed the connection");
     }
     inbox_.append(buf, n);
   }
+  *op = frame.op;
+  *value = std::move(frame.value);
   return absl::OkStatus();
+}
+
+void TcpStoreClient::Break() {
+  if (fd_ >= 0) close(fd_);
+  fd_ = -1;
+  inbox_.clear();
 }
 
 absl::StatusOr<std::string> TcpStoreClient::Call(char op, const std::string& key,
                                                  const std::string& value,
                                                  std::chrono::milliseconds timeout) {
-  std::lock_guard<std::mutex> lock(mu_);
+  if (key.size() > proto::kMaxKeyBytes || value.size() > proto::kMaxValueBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("TCP store: key '", key.substr(0, 64), "' (", key.size(),
+                                                   " bytes) or its value (", value.size(),
+                                                   " bytes) is over the size limit"));
+  }
+  absl::MutexLock lock(&mu_);
   if (fd_ < 0) return absl::UnavailableError("TCP store connection is broken");
   if (!WriteAll(fd_, Encode(op, key, value))) {
     return absl::UnavailableError(absl::StrCat("TCP store: send failed: ", strerror(errno)));
@@ -319,13 +383,13 @@ absl::StatusOr<std::string> TcpStoreClient::Call(char op, const std::string& key
   char rop;
   std::string reply;
   absl::Status s = ReadReply(std::chrono::steady_clock::now() + timeout, &rop, &reply);
+  if (s.ok() && rop == kError) return absl::FailedPreconditionError(absl::StrCat("TCP store: ", reply));
   if (s.ok()) return reply;
   if (!absl::IsDeadlineExceeded(s)) return s;
   const auto timed_out = absl::DeadlineExceededError(
       absl::StrCat("TCP store: key '", key, "' not available within ", timeout.count(), " ms"));
   if (op != kGet) {
-    close(fd_);
-    fd_ = -1;
+    Break();
     return timed_out;
   }
   // Withdraw the Get; the value may have raced the withdrawal.
@@ -352,8 +416,12 @@ absl::StatusOr<std::string> TcpStoreClient::Get(const std::string& key,
 absl::StatusOr<int64_t> TcpStoreClient::Add(const std::string& key, int64_t delta) {
   ASSIGN_OR_RETURN(std::string v, Call(kAdd, key, std::string(reinterpret_cast<const char*>(&delta), 8),
                                        std::chrono::minutes(1)));
+  if (v.size() != 8) {
+    return absl::UnavailableError(absl::StrCat("TCP store: Add on '", key, "' answered ", v.size(),
+                                               " bytes, not 8"));
+  }
   int64_t out = 0;
-  std::memcpy(&out, v.data(), std::min<size_t>(8, v.size()));
+  std::memcpy(&out, v.data(), 8);
   return out;
 }
 

@@ -17,18 +17,23 @@
 // mutex). Errors: Unavailable when the server cannot be reached or the
 // connection breaks; DeadlineExceeded when a Get or the connect outlives its
 // timeout (the message names the key; a timed-out Get is withdrawn, so the
-// connection stays usable).
+// connection stays usable); FailedPrecondition for an Add on a value that is
+// not an 8-byte counter. The server caps key and value sizes and disconnects
+// a peer that breaks the wire format (see store_protocol.h); a client whose
+// server sends a malformed reply drops the connection (Unavailable after).
+// Hosts are IPv4 literals or names that resolve to IPv4.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 
 namespace athanor {
 
@@ -76,16 +81,18 @@ class TcpStoreClient {
   TcpStoreClient(int fd, std::string host, int port)
       : host_(std::move(host)), port_(port), fd_(fd) {}
   absl::StatusOr<std::string> Call(char op, const std::string& key, const std::string& value,
-                                   std::chrono::milliseconds timeout);
+                                   std::chrono::milliseconds timeout) ABSL_LOCKS_EXCLUDED(mu_);
   // Reads one message into (op, value); DeadlineExceeded / Unavailable. Needs mu_.
   absl::Status ReadReply(std::chrono::steady_clock::time_point deadline, char* op,
-                         std::string* value);
+                         std::string* value) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Closes the connection for good (after a timeout or a malformed reply).
+  void Break() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string host_;
   const int port_;
-  std::mutex mu_;
-  int fd_;              // guarded by mu_; -1 once broken
-  std::string inbox_;   // guarded by mu_: bytes read but not yet decoded
+  absl::Mutex mu_;
+  int fd_ ABSL_GUARDED_BY(mu_);            // -1 once broken
+  std::string inbox_ ABSL_GUARDED_BY(mu_);  // bytes read but not yet decoded
 };
 
 // Every rank publishes `value` under "<prefix>/<rank>" and reads everyone's.

@@ -1,5 +1,11 @@
 #include "collectives/bootstrap/tcp_store.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <thread>
 
 #include "gmock/gmock.h"
@@ -89,6 +95,137 @@ TEST(TcpStore, ServerWithoutSecretServesClientsWithOne) {
   ASSERT_TRUE(c.ok()) << c.status();
   ASSERT_TRUE((*c)->Set("a", "b").ok());
   EXPECT_EQ(*(*c)->Get("a", std::chrono::seconds(5)), "b");
+}
+
+}  // namespace
+}  // namespace athanor
+
+namespace athanor {
+namespace {
+
+// A raw connection to the server, to send frames no TcpStoreClient would.
+class RawPeer {
+ public:
+  explicit RawPeer(int port) {
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+    connected_ = connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  }
+  ~RawPeer() { close(fd_); }
+  bool connected() const { return connected_; }
+  bool Send(const std::string& bytes) {
+    return send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size());
+  }
+  // True once the server has closed the connection; false when it is still
+  // open after the watchdog (10 s).
+  bool ClosedByServer() {
+    for (;;) {
+      pollfd p{fd_, POLLIN, 0};
+      if (poll(&p, 1, 10000) <= 0) return false;
+      char buf[256];
+      ssize_t n = recv(fd_, buf, sizeof(buf), 0);
+      if (n <= 0) return true;
+    }
+  }
+
+ private:
+  int fd_ = -1;
+  bool connected_ = false;
+};
+
+std::string Frame(char op, uint32_t klen, const std::string& key, uint32_t vlen, const std::string& value) {
+  std::string out(1, op);
+  out.append(reinterpret_cast<const char*>(&klen), 4).append(key);
+  out.append(reinterpret_cast<const char*>(&vlen), 4).append(value);
+  return out;
+}
+
+class TcpStoreHostile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto server = TcpStoreServer::Start("127.0.0.1", 0);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = std::move(*server);
+  }
+  // The server still serves an honest client.
+  void ExpectServing() {
+    auto c = TcpStoreClient::Connect("127.0.0.1", server_->port(), std::chrono::seconds(5));
+    ASSERT_TRUE(c.ok()) << c.status();
+    ASSERT_TRUE((*c)->Set("honest", "yes").ok());
+    EXPECT_EQ(*(*c)->Get("honest", std::chrono::seconds(5)), "yes");
+  }
+  std::unique_ptr<TcpStoreServer> server_;
+};
+
+TEST_F(TcpStoreHostile, KeyLengthThatWrapsIn32BitsDisconnectsThePeer) {
+  // 9 + klen wraps to 1 in 32-bit arithmetic.
+  RawPeer peer(server_->port());
+  ASSERT_TRUE(peer.connected());
+  ASSERT_TRUE(peer.Send(Frame('S', 0xFFFFFFF8u, "", 0, "") + std::string(64, 'x')));
+  EXPECT_TRUE(peer.ClosedByServer());
+  ExpectServing();
+}
+
+TEST_F(TcpStoreHostile, OversizedValueLengthDisconnectsBeforeBuffering) {
+  RawPeer peer(server_->port());
+  ASSERT_TRUE(peer.connected());
+  ASSERT_TRUE(peer.Send(Frame('S', 1, "k", 0xF0000000u, "")));
+  EXPECT_TRUE(peer.ClosedByServer());
+  ExpectServing();
+}
+
+TEST_F(TcpStoreHostile, OversizedKeyLengthDisconnects) {
+  RawPeer peer(server_->port());
+  ASSERT_TRUE(peer.connected());
+  ASSERT_TRUE(peer.Send(Frame('G', 1u << 20, "", 0, "")));
+  EXPECT_TRUE(peer.ClosedByServer());
+  ExpectServing();
+}
+
+TEST_F(TcpStoreHostile, UnknownOpDisconnects) {
+  RawPeer peer(server_->port());
+  ASSERT_TRUE(peer.connected());
+  ASSERT_TRUE(peer.Send(Frame('?', 1, "k", 0, "")));
+  EXPECT_TRUE(peer.ClosedByServer());
+  ExpectServing();
+}
+
+TEST_F(TcpStoreHostile, AddOnAValueThatIsNotEightBytesFails) {
+  auto c = TcpStoreClient::Connect("127.0.0.1", server_->port(), std::chrono::seconds(5));
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE((*c)->Set("short", "abc").ok());
+  auto added = (*c)->Add("short", 1);
+  EXPECT_EQ(added.status().code(), absl::StatusCode::kFailedPrecondition) << added.status();
+  EXPECT_THAT(added.status().message(), HasSubstr("'short'"));
+  // The value is untouched and the connection still works.
+  EXPECT_EQ(*(*c)->Get("short", std::chrono::seconds(5)), "abc");
+  EXPECT_EQ(*(*c)->Add("n", 7), 7);
+}
+
+TEST_F(TcpStoreHostile, AddWithAShortDeltaDisconnects) {
+  RawPeer peer(server_->port());
+  ASSERT_TRUE(peer.connected());
+  ASSERT_TRUE(peer.Send(Frame('A', 1, "n", 3, "abc")));
+  EXPECT_TRUE(peer.ClosedByServer());
+  ExpectServing();
+}
+
+TEST(TcpStore, MasterAddrMayBeAHostName) {
+  // torchrun accepts a host name in MASTER_ADDR; this machine's own name
+  // resolves through /etc/hosts.
+  char name[256] = {};
+  ASSERT_EQ(gethostname(name, sizeof(name) - 1), 0);
+  auto server = TcpStoreServer::Start("0.0.0.0", 0);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto c = TcpStoreClient::Connect(name, (*server)->port(), std::chrono::seconds(5));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(*(*c)->Add("n", 2), 2);
+  auto bad = TcpStoreClient::Connect("no-such-host.invalid", 1, std::chrono::milliseconds(50));
+  EXPECT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("no-such-host.invalid"));
 }
 
 }  // namespace

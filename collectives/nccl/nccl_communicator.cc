@@ -7,9 +7,10 @@
 #include <atomic>
 #include <cstring>
 #include <functional>
-#include <mutex>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "collectives/bootstrap/tcp_store.h"
 #include "collectives/local_communicator.h"
 #include "common/logging.h"
@@ -50,15 +51,20 @@ ncclRedOp_t NcclOp(ReduceOp op) {
 }
 
 // Polls a non-blocking communicator until its last call left ncclInProgress.
-absl::Status AwaitComm(ncclComm_t comm, SteadyTime deadline, const std::string& what) {
+// DeadlineExceeded past `deadline`, Aborted once `abort_requested` is set; it
+// never aborts the communicator itself: the caller owns that (once).
+absl::Status AwaitComm(ncclComm_t comm, SteadyTime deadline, const std::string& what,
+                       const std::atomic<bool>* abort_requested) {
   for (int idle = 0;; ++idle) {
     ncclResult_t state = ncclSuccess;
     ncclResult_t r = ncclCommGetAsyncError(comm, &state);
     if (r != ncclSuccess) return NcclError(what, r);
     if (state == ncclSuccess) return absl::OkStatus();
     if (state != ncclInProgress) return NcclError(what, state);
+    if (abort_requested != nullptr && abort_requested->load()) {
+      return absl::AbortedError(absl::StrCat("nccl: ", what, " interrupted by Abort()"));
+    }
     if (std::chrono::steady_clock::now() > deadline) {
-      ncclCommAbort(comm);
       return absl::DeadlineExceededError(absl::StrCat("nccl: ", what, " timed out; communicator aborted"));
     }
     if (idle >= 16) sched_yield();
@@ -86,16 +92,23 @@ class NcclWork final : public Work {
 
 class NcclCommunicator final : public Communicator {
  public:
-  NcclCommunicator(const CommunicatorOptions& options) : options_(options) {}
+  NcclCommunicator(const CommunicatorOptions& options, NcclTuning tuning)
+      : options_(options), tuning_(std::move(tuning)) {}
   ~NcclCommunicator() override {
     if (comm_ != nullptr) {
-      if (aborted_) {
-        ncclCommAbort(comm_);
-      } else {
-        ncclCommFinalize(comm_);
-        (void)AwaitComm(comm_, std::chrono::steady_clock::now() + options_.timeout, "finalize");
+      // Finalize flushes outstanding work; if that fails or outlives the
+      // timeout, the communicator can only be aborted, never destroyed.
+      ncclResult_t r = ncclCommFinalize(comm_);
+      absl::Status s = r == ncclSuccess || r == ncclInProgress
+                           ? AwaitComm(comm_, std::chrono::steady_clock::now() + options_.timeout,
+                                       "finalize", nullptr)
+                           : NcclError("ncclCommFinalize", r);
+      if (s.ok()) {
         ncclCommDestroy(comm_);
+      } else {
+        ncclCommAbort(comm_);
       }
+      comm_ = nullptr;
     }
     store_.reset();
     if (server_ != nullptr) {
@@ -133,10 +146,16 @@ class NcclCommunicator final : public Communicator {
     std::memcpy(&id, ids[0].data(), sizeof(id));
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
+    absl::MutexLock lock(&mu_);
     ncclResult_t r = ncclCommInitRankConfig(&comm_, options_.world_size, id, options_.rank, &config);
-    if (r != ncclSuccess && r != ncclInProgress) return NcclError("ncclCommInitRankConfig", r);
-    return AwaitComm(comm_, std::chrono::steady_clock::now() + options_.timeout,
-                     "ncclCommInitRankConfig");
+    if (r != ncclSuccess && r != ncclInProgress) {
+      AbortLocked();
+      return NcclError("ncclCommInitRankConfig", r);
+    }
+    absl::Status s = AwaitComm(comm_, std::chrono::steady_clock::now() + options_.timeout,
+                               "ncclCommInitRankConfig", &abort_requested_);
+    if (!s.ok()) AbortLocked();
+    return s;
   }
 
   int rank() const override { return options_.rank; }
@@ -145,21 +164,21 @@ class NcclCommunicator final : public Communicator {
 
   std::unique_ptr<Work> AllReduceAsync(const void* send, void* recv, size_t count, DataType type,
                                        ReduceOp op, const CollectiveOptions& o) override {
-    return Enqueue("all-reduce", o, [&] {
-      return ncclAllReduce(send, recv, count, NcclType(type), NcclOp(op), comm_, stream_);
+    return Enqueue("all-reduce", o, [&](ncclComm_t comm) {
+      return ncclAllReduce(send, recv, count, NcclType(type), NcclOp(op), comm, stream_);
     });
   }
   std::unique_ptr<Work> ReduceScatterAsync(const void* send, void* recv, size_t recv_count,
                                            DataType type, ReduceOp op,
                                            const CollectiveOptions& o) override {
-    return Enqueue("reduce-scatter", o, [&] {
-      return ncclReduceScatter(send, recv, recv_count, NcclType(type), NcclOp(op), comm_, stream_);
+    return Enqueue("reduce-scatter", o, [&](ncclComm_t comm) {
+      return ncclReduceScatter(send, recv, recv_count, NcclType(type), NcclOp(op), comm, stream_);
     });
   }
   std::unique_ptr<Work> AllGatherAsync(const void* send, void* recv, size_t send_count,
                                        DataType type, const CollectiveOptions& o) override {
-    return Enqueue("all-gather", o, [&] {
-      return ncclAllGather(send, recv, send_count, NcclType(type), comm_, stream_);
+    return Enqueue("all-gather", o, [&](ncclComm_t comm) {
+      return ncclAllGather(send, recv, send_count, NcclType(type), comm, stream_);
     });
   }
   std::unique_ptr<Work> BroadcastAsync(void* buffer, size_t count, DataType type, int root,
@@ -168,24 +187,27 @@ class NcclCommunicator final : public Communicator {
       return MakeDoneWork(absl::InvalidArgumentError(
           absl::StrCat("broadcast root ", root, " is not a rank of ", options_.world_size)));
     }
-    return Enqueue("broadcast", o, [&] {
-      return ncclBroadcast(buffer, buffer, count, NcclType(type), root, comm_, stream_);
+    return Enqueue("broadcast", o, [&](ncclComm_t comm) {
+      return ncclBroadcast(buffer, buffer, count, NcclType(type), root, comm, stream_);
     });
   }
   std::unique_ptr<Work> BarrierAsync(const CollectiveOptions& o) override {
-    return Enqueue("barrier", o, [&] {
-      return ncclAllReduce(barrier_buf_, barrier_buf_, 1, ncclInt32, ncclSum, comm_, stream_);
+    return Enqueue("barrier", o, [&](ncclComm_t comm) {
+      return ncclAllReduce(barrier_buf_, barrier_buf_, 1, ncclInt32, ncclSum, comm, stream_);
     });
   }
-  void Abort() override {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!aborted_.exchange(true) && comm_ != nullptr) ncclCommAbort(comm_), comm_ = nullptr;
+  // Safe from any thread, also while another thread's enqueue is polling:
+  // the flag stops that poll, and the lock is then free within one poll step.
+  void Abort() override ABSL_LOCKS_EXCLUDED(mu_) {
+    abort_requested_ = true;
+    absl::MutexLock lock(&mu_);
+    AbortLocked();
   }
 
   // For NcclWork: the communicator's asynchronous error, if any.
-  absl::Status AsyncError() {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (aborted_) return absl::AbortedError("nccl: communicator aborted");
+  absl::Status AsyncError() ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    if (comm_ == nullptr) return absl::AbortedError("nccl: communicator aborted");
     ncclResult_t state = ncclSuccess;
     ncclCommGetAsyncError(comm_, &state);
     if (state != ncclSuccess && state != ncclInProgress) return NcclError("async error", state);
@@ -197,16 +219,29 @@ class NcclCommunicator final : public Communicator {
   }
 
  private:
+  // The one place the communicator is aborted: afterwards comm_ is null, so
+  // nothing (enqueue, async-error poll, destructor) can use it again.
+  void AbortLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (comm_ != nullptr) ncclCommAbort(comm_);
+    comm_ = nullptr;
+  }
+
   std::unique_ptr<Work> Enqueue(const char* what, const CollectiveOptions& o,
-                                const std::function<ncclResult_t()>& call) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (aborted_) return MakeDoneWork(absl::AbortedError("nccl: communicator aborted"));
+                                const std::function<ncclResult_t(ncclComm_t)>& call) ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    if (comm_ == nullptr || abort_requested_) {
+      return MakeDoneWork(absl::AbortedError("nccl: communicator aborted"));
+    }
     cudaSetDevice(device_);
     auto deadline = std::chrono::steady_clock::now() + o.timeout;
-    ncclResult_t r = call();
+    ncclResult_t r = call(comm_);
     if (r == ncclInProgress) {
-      absl::Status s = AwaitComm(comm_, deadline, what);
-      if (!s.ok()) return MakeDoneWork(s);
+      if (tuning_.on_enqueue_wait) tuning_.on_enqueue_wait();
+      absl::Status s = AwaitComm(comm_, deadline, what, &abort_requested_);
+      if (!s.ok()) {
+        AbortLocked();
+        return MakeDoneWork(s);
+      }
     } else if (r != ncclSuccess) {
       return MakeDoneWork(NcclError(what, r));
     }
@@ -223,9 +258,10 @@ class NcclCommunicator final : public Communicator {
   int device_ = 0;
   cudaStream_t stream_ = nullptr;
   void* barrier_buf_ = nullptr;
-  std::mutex mu_;
-  ncclComm_t comm_ = nullptr;  // guarded by mu_ once Init() returned
-  std::atomic<bool> aborted_{false};
+  const NcclTuning tuning_;
+  absl::Mutex mu_;  // serialises every use of comm_ (enqueue, poll, abort)
+  ncclComm_t comm_ ABSL_GUARDED_BY(mu_) = nullptr;  // null once aborted
+  std::atomic<bool> abort_requested_{false};        // set by Abort() before it locks
 };
 
 bool NcclWork::Done() {
@@ -268,8 +304,8 @@ int CudaDeviceCount() {
 }
 
 absl::StatusOr<std::unique_ptr<Communicator>> CreateNcclCommunicator(
-    const CommunicatorOptions& options) {
-  auto comm = std::make_unique<NcclCommunicator>(options);
+    const CommunicatorOptions& options, NcclTuning tuning) {
+  auto comm = std::make_unique<NcclCommunicator>(options, std::move(tuning));
   absl::Status s = comm->Init();
   if (!s.ok()) return s;
   return std::unique_ptr<Communicator>(std::move(comm));

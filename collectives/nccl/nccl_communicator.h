@@ -11,8 +11,13 @@
 // same order. Work completion is a CUDA event on the communicator's stream.
 // Errors: FailedPrecondition when there is no CUDA device; Internal with
 // NCCL's message; DeadlineExceeded (after ncclCommAbort) past the timeout.
+// Abort: the communicator is aborted once (on Abort(), a timeout or a failed
+// initialisation) and never used again: later calls answer Aborted and the
+// destructor does not destroy it a second time. Abort() from another thread
+// interrupts an enqueue that is waiting on NCCL (ncclInProgress).
 #pragma once
 
+#include <functional>
 #include <memory>
 
 #include "absl/status/statusor.h"
@@ -20,8 +25,15 @@
 
 namespace athanor {
 
+// Test hooks.
+struct NcclTuning {
+  // Called (holding the communicator's lock) when an enqueue starts waiting
+  // on an ncclInProgress call.
+  std::function<void()> on_enqueue_wait;
+};
+
 absl::StatusOr<std::unique_ptr<Communicator>> CreateNcclCommunicator(
-    const CommunicatorOptions& options);
+    const CommunicatorOptions& options, NcclTuning tuning = {});
 
 // Number of visible CUDA devices (0 on error or when there is none).
 int CudaDeviceCount();

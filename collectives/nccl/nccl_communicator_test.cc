@@ -95,6 +95,25 @@ TEST(NcclCommunicator, ConformanceOnOneGpu) {
   EXPECT_TRUE(s.ok()) << s;
 }
 
+// After Abort() nothing uses the communicator: calls answer Aborted (before,
+// Abort() left a later enqueue and the destructor to touch the aborted
+// communicator).
+TEST(NcclCommunicator, NothingUsesTheCommunicatorAfterAbort) {
+  if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  auto port = PickFreePort();
+  ASSERT_TRUE(port.ok());
+  CommunicatorOptions o;
+  o.backend = "nccl";
+  o.master_port = *port;
+  auto comm = CreateNcclCommunicator(o);
+  ASSERT_TRUE(comm.ok()) << comm.status();
+  (*comm)->Abort();
+  (*comm)->Abort();  // twice is harmless
+  absl::Status s = (*comm)->Barrier();
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
+  comm->reset();  // must not destroy the aborted communicator again
+}
+
 TEST(NcclCommunicator, NoDeviceIsFailedPrecondition) {
   if (CudaDeviceCount() > 0) GTEST_SKIP() << "a CUDA device is present";
   CommunicatorOptions o;

@@ -1,6 +1,12 @@
 #include "collectives/reduce/reduce_kernels.h"
 
+// ATHANOR_X86_SIMD (set by CMake when ATHANOR_SIMD=ON on x86-64) adds AVX2
+// and F16C paths chosen at run time by CPUID; without it (aarch64, or
+// ATHANOR_SIMD=OFF) only the portable loops exist.
+#if ATHANOR_X86_SIMD
+#include <cpuid.h>
 #include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <cstring>
@@ -40,6 +46,7 @@ void ReduceBf16(uint16_t* dst, const uint16_t* a, const uint16_t* b, size_t n) {
   for (size_t i = 0; i < n; ++i) dst[i] = ToBf16Bits(Combine<kOp>(Bf16Bits(a[i]), Bf16Bits(b[i])));
 }
 
+#if ATHANOR_X86_SIMD
 template <ReduceOp kOp>
 __attribute__((target("avx2"), always_inline)) inline __m256 Combine8(__m256 x, __m256 y) {
   if constexpr (kOp == ReduceOp::kMax) return _mm256_max_ps(x, y);
@@ -72,6 +79,8 @@ __attribute__((target("avx2"))) void ReduceBf16Avx2(uint16_t* dst, const uint16_
   for (; i + 8 <= n; i += 8) StoreBf16x8(dst + i, Combine8<kOp>(LoadBf16x8(a + i), LoadBf16x8(b + i)));
   ReduceBf16<kOp>(dst + i, a + i, b + i, n - i);
 }
+
+#endif  // ATHANOR_X86_SIMD
 
 uint16_t F16FromFloatPortable(float f) {
   uint32_t u;
@@ -127,6 +136,7 @@ void ReduceF16Portable(uint16_t* dst, const uint16_t* a, const uint16_t* b, size
   }
 }
 
+#if ATHANOR_X86_SIMD
 template <ReduceOp kOp>
 __attribute__((target("avx2,f16c"))) void ReduceF16F16c(uint16_t* dst, const uint16_t* a,
                                                         const uint16_t* b, size_t n) {
@@ -146,10 +156,16 @@ bool HasAvx2() {
   return has;
 }
 
+// F16C from CPUID leaf 1 (clang's __builtin_cpu_supports does not know it);
+// AVX2's check already covers the OS saving the YMM registers.
 bool HasF16c() {
-  static const bool has = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx2");
+  static const bool has = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return HasAvx2() && __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+  }();
   return has;
 }
+#endif  // ATHANOR_X86_SIMD
 
 template <ReduceOp kOp>
 void ReduceTyped(DataType type, void* dst, const void* a, const void* b, size_t n) {
@@ -164,17 +180,21 @@ void ReduceTyped(DataType type, void* dst, const void* a, const void* b, size_t 
       return ReduceNative<kOp>(static_cast<int64_t*>(dst), static_cast<const int64_t*>(a),
                                static_cast<const int64_t*>(b), n);
     case DataType::kBF16:
+#if ATHANOR_X86_SIMD
       if (HasAvx2()) {
         return ReduceBf16Avx2<kOp>(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(a),
                                    static_cast<const uint16_t*>(b), n);
       }
+#endif
       return ReduceBf16<kOp>(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(a),
                              static_cast<const uint16_t*>(b), n);
     case DataType::kF16:
+#if ATHANOR_X86_SIMD
       if (HasF16c()) {
         return ReduceF16F16c<kOp>(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(a),
                                   static_cast<const uint16_t*>(b), n);
       }
+#endif
       return ReduceF16Portable<kOp>(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(a),
                                     static_cast<const uint16_t*>(b), n);
   }

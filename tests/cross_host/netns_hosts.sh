@@ -1,9 +1,18 @@
 # Sourced by the cross-host tests: two "hosts", network namespaces $ns_a
 # (10.77.0.1) and $ns_b (10.77.0.2) joined by a veth pair; on_host runs a
 # command in one with its own UTS namespace (so its own hostname). Exits 77
-# (skipped) where namespaces cannot be made; removes them on exit.
+# (skipped) where namespaces cannot be made, or 1 (failed) when
+# ATHANOR_REQUIRE_NETNS is set (scripts/test sets it as root, where they must
+# work); removes them on exit.
 
-skip() { echo "SKIPPED: $*"; exit 77; }
+skip() {
+  if [ -n "${ATHANOR_REQUIRE_NETNS:-}" ]; then
+    echo "FAILED: ATHANOR_REQUIRE_NETNS is set but: $*"
+    exit 1
+  fi
+  echo "SKIPPED: $*"
+  exit 77
+}
 [ "$(id -u)" = 0 ] || skip "needs root for network namespaces"
 command -v ip > /dev/null || skip "needs iproute2 (ip)"
 command -v unshare > /dev/null || skip "needs unshare (util-linux)"

@@ -1,6 +1,8 @@
 #include "worker/agent/agent.h"
 
 #include <chrono>
+#include <csignal>
+#include <optional>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -100,14 +102,27 @@ void Agent::RunHealthCheck() {
   if (!p.ok()) {
     message = absl::StrCat("cannot run the health check: ", p.status().message());
   } else {
-    ExitInfo e = (*p)->Wait();
+    // A check that runs past the interval fails (a hung GPU driver is what
+    // health checks are for); its whole process group is killed.
+    const auto limit = std::chrono::duration_cast<std::chrono::milliseconds>(options_.health_interval);
+    std::optional<ExitInfo> e = (*p)->WaitFor(limit);
+    const bool timed_out = !e.has_value();
+    if (timed_out) {
+      (*p)->Signal(SIGKILL).IgnoreError();
+      e = (*p)->Wait();
+    }
     supervisor_->EndForeign((*p)->pid());
     std::ifstream in(out_path);
     std::stringstream text;
     text << in.rdbuf();
     message = std::string(absl::StripAsciiWhitespace(text.str()));
-    ok = e.exit_code == 0 && e.signal == 0;
-    if (!ok && message.empty()) message = e.ToString();
+    ok = !timed_out && e->exit_code == 0 && e->signal == 0;
+    if (timed_out) {
+      message = absl::StrCat("timed out after ", absl::FormatDuration(absl::FromChrono(limit)),
+                             message.empty() ? "" : ": ", message);
+    } else if (!ok && message.empty()) {
+      message = e->ToString();
+    }
   }
   absl::MutexLock lock(&mu_);
   if (ok != health_ok_) {
