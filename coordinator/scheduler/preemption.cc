@@ -13,7 +13,7 @@ class FeasibilityTracker {
  public:
   FeasibilityTracker(const Membership& members, const JobRequest& job,
                      const std::vector<Resources>& base)
-      : members_(members), job_(job), need_(PerNodeNeed(job)), free_(base) {
+      : job_(job), need_(PerNodeNeed(job)), free_(base) {
     fits_.resize(base.size());
     for (size_t i = 0; i < base.size(); ++i) {
       fits_[i] = UpAndStaticallyFits(members, static_cast<int>(i), job);
@@ -38,7 +38,6 @@ class FeasibilityTracker {
     }
   }
 
-  const Membership& members_;
   const JobRequest& job_;
   const Resources need_;
   std::vector<Resources> free_;
