@@ -156,7 +156,7 @@ absl::Status UcxCommunicator::Hello() {
   auto deadline = std::chrono::steady_clock::now() + options_.timeout;
   absl::Status status;
   while (!requests.empty()) {
-    std::lock_guard<std::mutex> lock(mu_);
+    StdMutexLock lock(&mu_);
     ucp_worker_progress(worker_);
     for (size_t i = 0; i < requests.size();) {
       ucs_status_t st = ucp_request_check_status(requests[i]);
@@ -208,7 +208,7 @@ UcxCommunicator::~UcxCommunicator() {
   StopProgressThread();
   bool healthy;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    StdMutexLock lock(&mu_);
     healthy = error_.ok() && peer_error_.ok();
   }
   if (healthy && started_) {
@@ -218,7 +218,7 @@ UcxCommunicator::~UcxCommunicator() {
     if (n.ok()) (void)store_->Get("ucx/finished/all", options_.timeout);
   }
   if (worker_ != nullptr) {
-    std::lock_guard<std::mutex> lock(mu_);
+    StdMutexLock lock(&mu_);
     if (hier_on_ && shm_->phase_times().ops > 0) {
       const auto& t = shm_->phase_times();
       ATHANOR_LOG(DEBUG) << "ucx: rank " << options_.rank << ": " << t.ops
@@ -256,7 +256,7 @@ UcxCommunicator::~UcxCommunicator() {
   if (context_ != nullptr) ucp_cleanup(context_);
   for (const auto& w : peer_watch_) close(w.pidfd);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    StdMutexLock lock(&mu_);
     for (char* p : all_scratch_) free(p);
   }
   store_.reset();
@@ -313,7 +313,7 @@ std::unique_ptr<Work> UcxCommunicator::Submit(ScheduleParams params, size_t scra
   pending->kind = what;
   pending->user_tag = options.tag;
   pending->deadline = std::chrono::steady_clock::now() + options.timeout;
-  std::lock_guard<std::mutex> lock(mu_);
+  StdMutexLock lock(&mu_);
   if (!error_.ok()) return MakeDoneWork(error_);
   if (scratch_bytes > 0) {
     params.scratch = pending->scratch = AcquireScratch(scratch_bytes);

@@ -28,6 +28,7 @@
 #include "collectives/ucx/shm_all_reduce.h"
 #include "collectives/ucx/topology.h"
 #include "collectives/ucx/ucx_communicator.h"
+#include "common/annotated_mutex.h"
 
 namespace athanor {
 namespace ucx_internal {
@@ -193,9 +194,10 @@ class UcxCommunicator final : public Communicator {
   SteadyTime next_watch_ ABSL_GUARDED_BY(mu_);
   uint32_t progress_calls_ ABSL_GUARDED_BY(mu_) = 0;
 
-  // Guards the worker and everything marked "guarded by mu_". A plain
-  // std::mutex: Debian's absl::Mutex runs deadlock detection on every Lock.
-  std::mutex mu_;
+  // Guards the worker and everything marked "guarded by mu_". A std::mutex
+  // (annotated for clang's analysis): Debian's absl::Mutex runs deadlock
+  // detection on every Lock.
+  StdMutex mu_;
   // The progress thread; wake_fd_ is its eventfd, worker_fd_ UCX's event fd
   // (-1 when the worker has none: the thread then naps a millisecond).
   std::thread progress_thread_;

@@ -41,7 +41,7 @@ std::unique_ptr<Work> UcxCommunicator::PairAllReduce(const void* send, void* rec
   ucs_status_t ucs = UCS_OK;
   char* scratch;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    StdMutexLock lock(&mu_);
     // Earlier async calls still running: keep their order and progress on
     // the generic path.
     if (!ops_.empty()) return nullptr;
@@ -67,7 +67,7 @@ std::unique_ptr<Work> UcxCommunicator::PairAllReduce(const void* send, void* rec
   SteadyTime deadline{}, failed_at{};
   for (int idle = 0;; ++idle) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      StdMutexLock lock(&mu_);
       if (ucs == UCS_OK) ProgressLocked();
       const bool recv_done = Settle(&rreq, &ucs);
       const bool done = Settle(&sreq, &ucs) && recv_done;

@@ -283,12 +283,12 @@ absl::Status UcxCommunicator::WaitFor(const std::shared_ptr<PendingOp>& op,
   } leave{this};
   for (int idle = 0;; ++idle) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      StdMutexLock lock(&mu_);
       ProgressLocked();
       if (op->finished) return op->status;
     }
     if ((idle & 63) == 63 && std::chrono::steady_clock::now() > deadline) {
-      std::lock_guard<std::mutex> lock(mu_);
+      StdMutexLock lock(&mu_);
       return absl::DeadlineExceededError(
           absl::StrCat("ucx: ", op->What(), " not done after ", timeout.count(), " ms",
                        op->shared != nullptr ? shm_->Progress() : ""));
@@ -309,13 +309,13 @@ absl::Status UcxCommunicator::WaitFor(const std::shared_ptr<PendingOp>& op,
 }
 
 bool UcxCommunicator::Poll(const std::shared_ptr<PendingOp>& op) {
-  std::lock_guard<std::mutex> lock(mu_);
+  StdMutexLock lock(&mu_);
   ProgressLocked();
   return op->finished;
 }
 
 void UcxCommunicator::Abort() {
-  std::lock_guard<std::mutex> lock(mu_);
+  StdMutexLock lock(&mu_);
   if (error_.ok()) error_ = absl::AbortedError("ucx: communicator aborted");
   FailAll(error_);
 }

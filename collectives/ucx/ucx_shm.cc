@@ -122,7 +122,7 @@ std::unique_ptr<Work> UcxCommunicator::SharedAllReduce(const void* send, void* r
   shared->type = type;
   shared->op = op;
   shared->user_tag = options.tag;
-  std::lock_guard<std::mutex> lock(mu_);
+  StdMutexLock lock(&mu_);
   if (!error_.ok()) return MakeDoneWork(error_);
   if (hier_on_) {
     // Tags of its messages between hosts, numbered as the tag-message paths do.

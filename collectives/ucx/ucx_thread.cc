@@ -42,7 +42,7 @@ absl::Status UcxCommunicator::StartProgressThread() {
 void UcxCommunicator::StopProgressThread() {
   if (!progress_thread_.joinable()) return;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    StdMutexLock lock(&mu_);
     stop_ = true;
     sleeping_ = true;  // force the write below
     WakeLocked();
@@ -66,7 +66,7 @@ void UcxCommunicator::LeaveWait() {
   // The last waiter left: hand what is still pending to the progress thread.
   // (An operation submitted after this read wakes the thread itself.)
   if (num_ops_.load(std::memory_order_acquire) == 0) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  StdMutexLock lock(&mu_);
   if (!ops_.empty()) WakeLocked();
 }
 
@@ -76,7 +76,7 @@ void UcxCommunicator::ProgressThreadMain() {
   for (;;) {
     bool armed = false, pending = false, watch = false;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      StdMutexLock lock(&mu_);
       if (stop_) return;
       pending = !ops_.empty();
       if (pending && waiters_.load(std::memory_order_acquire) == 0) {
@@ -118,7 +118,7 @@ void UcxCommunicator::ProgressThreadMain() {
     }
     bool peer_gone = false;
     for (size_t i = first_pid; i < fds.size(); ++i) peer_gone |= fds[i].revents != 0;
-    std::lock_guard<std::mutex> lock(mu_);
+    StdMutexLock lock(&mu_);
     sleeping_ = false;
     idle = 0;
     if (peer_gone) {

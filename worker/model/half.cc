@@ -1,6 +1,9 @@
 #include "worker/model/half.h"
 
+#if defined(ATHANOR_X86_SIMD)
+#include <cpuid.h>
 #include <immintrin.h>
+#endif
 
 #include <cstring>
 
@@ -51,8 +54,18 @@ inline uint32_t Bf16Bits(float f) {
   return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
 }
 
+#if defined(ATHANOR_X86_SIMD)
+// F16C and AVX from CPUID leaf 1 (clang's __builtin_cpu_supports does not
+// know "f16c"), and the OS saving the YMM registers (OSXSAVE + XCR0).
 bool HasF16c() {
-  static const bool has = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+  static const bool has = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return false;
+    if ((ecx & bit_F16C) == 0 || (ecx & bit_AVX) == 0 || (ecx & bit_OSXSAVE) == 0) return false;
+    unsigned xcr0_lo = 0, xcr0_hi = 0;
+    __asm__("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+    return (xcr0_lo & 0x6) == 0x6;
+  }();
   return has;
 }
 
@@ -84,6 +97,12 @@ __attribute__((target("avx,f16c"))) void RoundF16c(const float* in, float* out, 
   }
   for (; i < n; ++i) out[i] = F16ToFloat(FloatToF16(in[i]));
 }
+#else  // portable build (aarch64, or ATHANOR_SIMD=OFF): the scalar loops only
+constexpr bool HasF16c() { return false; }
+void PackF16c(const float*, uint16_t*, size_t) {}
+void UnpackF16c(const uint16_t*, float*, size_t) {}
+void RoundF16c(const float*, float*, size_t) {}
+#endif  // ATHANOR_X86_SIMD
 
 }  // namespace
 
