@@ -24,6 +24,7 @@
 #include "absl/strings/str_format.h"
 #include "checkpoint/builtin_stores.h"
 #include "checkpoint/checkpointer.h"
+#include "checkpoint/retention.h"
 #include "collectives/factory.h"
 #include "common/logging.h"
 #include "common/rank_env.h"
@@ -212,6 +213,15 @@ absl::Status Run(TrainFlags flags) {
     ckpt->checkpointer =
         std::make_unique<Checkpointer>(ckpt->store.get(), ckpt->commit_barrier.get(), co);
     if (env.rank == 0) {
+      // A run killed between a commit and its retention pass left that pass
+      // undone; one at start catches up (it touches only steps older than the
+      // newest commit, never one this run writes).
+      if (absl::StatusOr<RetentionReport> kept =
+              ApplyRetention(ckpt->store.get(), flags.job_id, co.retention);
+          !kept.ok()) {
+        ATHANOR_LOG(WARNING) << "retention for " << flags.job_id << " at start failed: "
+                             << kept.status().ToString();
+      }
       size_t bytes = 0;
       double ms = MemcpyBaselineMs(*trainer, &bytes);
       std::cout << absl::StrFormat(
