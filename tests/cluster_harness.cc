@@ -140,6 +140,9 @@ void LocalCluster::StartAgent(const std::string& name, int gpus, const std::stri
             "--host", host};
   if (sandboxed_) {
     if (share_dir_) o.argv.insert(o.argv.end(), {"--sandbox-shared-dir", dir_});
+    // The binaries ranks run: a checkout under /tmp is hidden by the
+    // sandbox's private /tmp otherwise.
+    if (!bin_dir_.empty()) o.argv.insert(o.argv.end(), {"--sandbox-shared-dir", bin_dir_});
     if (std::find(extra_flags.begin(), extra_flags.end(), "--rendezvous-key-file") == extra_flags.end()) {
       o.argv.insert(o.argv.end(), {"--rendezvous-key-file", dir_ + "/cluster.key"});
     }

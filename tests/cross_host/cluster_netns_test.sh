@@ -30,7 +30,7 @@ for spec in "$ns_a node-a $addr_a" "$ns_b node-b $addr_b"; do
   mkdir -p "$work/$2"
   spawn_on_host "$1" "host-${2#node-}" "$work/agent-$2.log" timeout 300 "$bin_dir/athanor-agent" \
     --coordinator "$coordinator" --name "$2" --gpus 1 --host "$3" --listen "$3:0" \
-    --work-dir "$work/$2" --sandbox-shared-dir "$work" --rendezvous-key-file "$work/cluster.key"
+    --work-dir "$work/$2" --sandbox-shared-dir "$work" --sandbox-shared-dir "$bin_dir" --rendezvous-key-file "$work/cluster.key"
 done
 
 # Both nodes registered and UP: each `nodes` call is one round trip to the
