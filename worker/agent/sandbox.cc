@@ -290,6 +290,16 @@ absl::Status Sandbox::Wrap(const RankTarget& target, const JobShare& share, cons
     std::string dst = m.substr(m.rfind(':') + 1);
     if (!UsablePath(dst)) return absl::InvalidArgumentError(absl::StrCat("sandbox path '", dst, "' is not usable"));
   }
+  if (!options->argv.empty()) {
+    std::string hidden = HiddenBy(mounts, options->argv[0]);
+    if (!hidden.empty()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the command ", options->argv[0], " lies under ", hidden,
+          ", which the rank's sandbox hides (ranks get a private /tmp and do not see /root, /home, "
+          "/run or the agent's work dir); install it elsewhere, ship it in the job's workdir, or "
+          "start the agent with --sandbox-shared-dir for its folder"));
+    }
+  }
   ASSIGN_OR_RETURN(Box * box, BoxFor(target, share, uid));
   mounts.push_back(absl::StrCat("bind:", box->shm_dir, ":/dev/shm"));
 
@@ -324,6 +334,25 @@ absl::Status Sandbox::Wrap(const RankTarget& target, const JobShare& share, cons
   options->working_dir.clear();
   box->ranks.insert(key.rank);
   return absl::OkStatus();
+}
+
+std::string Sandbox::HiddenBy(const std::vector<std::string>& mounts, const std::string& command) {
+  if (command.empty() || command[0] != '/') return "";
+  std::string path = fs::path(command).lexically_normal().string();
+  std::string best;
+  bool hides = false;
+  for (const std::string& m : mounts) {
+    size_t first = m.find(':');
+    size_t last = m.rfind(':');
+    if (first == std::string::npos || first == last) continue;
+    std::string dst = m.substr(last + 1);
+    bool inside = path == dst || (absl::StartsWith(path, dst) && (dst.back() == '/' || path[dst.size()] == '/'));
+    if (!inside || dst.size() < best.size()) continue;
+    std::string kind = m.substr(0, first);
+    best = dst;
+    hides = (kind == "ro" || kind == "tmpfs") && last == first + 1;
+  }
+  return hides ? best : "";
 }
 
 std::string Sandbox::Ended(const RankKey& key, int signal) {

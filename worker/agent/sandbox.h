@@ -84,6 +84,12 @@ class Sandbox {
   // The per-attempt secret ("" without a cluster key).
   static std::string RendezvousSecret(const std::string& key, const std::string& job_id, int32_t attempt);
   uint32_t TenantUid(const std::string& tenant) const;
+  // The folder whose mount hides `command` from a rank given `mounts` (Wrap's
+  // "KIND:SRC:DST" list), or "" when the rank sees it: the mount with the
+  // longest DST containing the command decides, and only the empty kinds
+  // ("ro::", "tmpfs::") hide. Relative commands are found in the rank's cwd
+  // or PATH, which ranks see.
+  static std::string HiddenBy(const std::vector<std::string>& mounts, const std::string& command);
 
  private:
   struct Box {

@@ -20,6 +20,21 @@ TEST(RendezvousSecret, OnePerAttemptTheSameOnEveryNode) {
   EXPECT_EQ(Sandbox::RendezvousSecret("", "42", 1), "");  // no key: no secret
 }
 
+TEST(SandboxHiddenBy, NamesTheMountThatHidesACommand) {
+  const std::vector<std::string> mounts = {"ro::/var/agent", "tmpfs::/tmp", "ro::/root",
+                                           "bind:/var/agent/jobs/7/work:/var/agent/jobs/7/work",
+                                           "bind:/tmp/shared:/tmp/shared", "dev:/dev/nvidia0:/dev/nvidia0"};
+  EXPECT_EQ(Sandbox::HiddenBy(mounts, "/tmp/train.sh"), "/tmp");
+  EXPECT_EQ(Sandbox::HiddenBy(mounts, "/tmp/../tmp/x/train"), "/tmp");
+  EXPECT_EQ(Sandbox::HiddenBy(mounts, "/root/bin/train"), "/root");
+  EXPECT_EQ(Sandbox::HiddenBy(mounts, "/var/agent/bin/x"), "/var/agent");
+  EXPECT_EQ(Sandbox::HiddenBy(mounts, "/var/agent/jobs/7/work/train.py"), "");  // bound back in
+  EXPECT_EQ(Sandbox::HiddenBy(mounts, "/tmp/shared/train"), "");                // a shared dir
+  EXPECT_EQ(Sandbox::HiddenBy(mounts, "/tmpfoo/train"), "");                    // only a prefix
+  EXPECT_EQ(Sandbox::HiddenBy(mounts, "/usr/bin/python3"), "");
+  EXPECT_EQ(Sandbox::HiddenBy(mounts, "train.sh"), "");  // found in the cwd or PATH
+}
+
 TEST(SandboxCreate, RefusesWithoutRootAndSaysWhy) {
   if (geteuid() == 0) {
     // As root the refusal cannot happen here; tests/sandbox covers an unprivileged agent.
