@@ -7,26 +7,41 @@
 
 namespace athanor::coord {
 
-int32_t AttemptLauncher::ChoosePort() {
-  const int32_t span = options_->master_port_max - options_->master_port_min + 1;
-  for (int32_t i = 0; i < span; ++i) {
-    int32_t port = options_->master_port_min + (port_cursor_ + i) % span;
-    if (!ports_in_use_.count(port)) {
-      port_cursor_ = (port_cursor_ + i + 1) % span;
-      return port;
-    }
+void AttemptLauncher::FillPool() {
+  if (pool_filled_) return;
+  pool_filled_ = true;
+  for (int32_t p = options_->master_port_min; p <= options_->master_port_max; ++p) {
+    if (ports_in_use_.count(p) == 0) free_ports_.insert(free_ports_.end(), p);
   }
-  return options_->master_port_min;  // every port taken: share one
+}
+
+int32_t AttemptLauncher::ChoosePort() {
+  FillPool();
+  if (free_ports_.empty()) return options_->master_port_min;  // every port taken: share one
+  auto it = free_ports_.lower_bound(port_cursor_);
+  if (it == free_ports_.end()) it = free_ports_.begin();
+  port_cursor_ = *it + 1;
+  return *it;
+}
+
+void AttemptLauncher::Hold(int32_t port) {
+  ports_in_use_.insert(port);
+  free_ports_.erase(port);
 }
 
 void AttemptLauncher::Release(const JobRecord& job) {
   auto it = ports_in_use_.find(job.master_port);
-  if (it != ports_in_use_.end()) ports_in_use_.erase(it);
+  if (it == ports_in_use_.end()) return;
+  ports_in_use_.erase(it);
+  if (pool_filled_ && ports_in_use_.count(job.master_port) == 0 &&
+      job.master_port >= options_->master_port_min && job.master_port <= options_->master_port_max) {
+    free_ports_.insert(job.master_port);
+  }
 }
 
 void AttemptLauncher::Start(JobRecord* job, const std::vector<sched::NodeAllocation>& chosen) {
   const int32_t port = ChoosePort();
-  ports_in_use_.insert(port);
+  Hold(port);
   job->attempt++;
   job->allocation.clear();
   job->ranks.clear();

@@ -28,7 +28,7 @@ class AttemptLauncher {
   // order): STARTING, allocation, ranks, master address and port.
   void Start(JobRecord* job, const std::vector<sched::NodeAllocation>& chosen);
   // The attempt's GPUs are held again after a restart (its port is in use).
-  void Restore(const JobRecord& job) { ports_in_use_.insert(job.master_port); }
+  void Restore(const JobRecord& job) { Hold(job.master_port); }
   // The attempt released its GPUs: its port is free.
   void Release(const JobRecord& job);
   // Appends the ranks of `job` placed on `node`, with their environment.
@@ -36,13 +36,19 @@ class AttemptLauncher {
                      std::vector<DesiredRank>* out) const;
 
  private:
+  // The next free port of --master-port-range after the last one chosen
+  // (O(log n)); the range's first port, shared, when every one is taken.
   int32_t ChoosePort();
+  void Hold(int32_t port);
+  void FillPool();
 
   const StateOptions* const options_;
   const NodeTable* const nodes_;
   ChangeLog* const log_;
   const WallClock* const clock_;
-  std::multiset<int32_t> ports_in_use_;
+  std::multiset<int32_t> ports_in_use_;  // a shared port once per holder
+  std::set<int32_t> free_ports_;         // in the range, held by nobody
+  bool pool_filled_ = false;
   int32_t port_cursor_ = 0;
 };
 

@@ -82,6 +82,26 @@ TEST_F(ClusterStateTest, PlacesGangAndBuildsEnvContract) {
   EXPECT_EQ(c.jobs[0].state, JobState::kStarting);  // the placement is persisted
 }
 
+TEST_F(ClusterStateTest, MasterPortsAreSharedOnlyWhenEveryPortIsTaken) {
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(state_.SubmitJob(Spec(1, 1)).ok());
+  std::vector<int32_t> ports;
+  for (const char* id : {"1", "2", "3", "4"}) ports.push_back(state_.jobs().Find(id)->master_port);
+  EXPECT_EQ(ports, (std::vector<int32_t>{30000, 30001, 30000, 30000}));
+  // Job 2 ends: its port is free again, and the next attempt takes it.
+  ASSERT_TRUE(state_.CancelJob("2").ok());
+  const std::string node = state_.jobs().Find("2")->allocation[0].node;
+  std::vector<RankReport> reports;
+  for (const char* id : {"1", "2", "3", "4"}) {
+    if (state_.jobs().Find(id)->allocation[0].node != node) continue;
+    bool cancelled = std::string(id) == "2";
+    reports.push_back(Report(id, 1, 0, cancelled ? RankPhase::kExited : RankPhase::kRunning, cancelled ? 143 : 0));
+  }
+  HeartbeatAll(node, reports);
+  ASSERT_EQ(state_.jobs().Find("2")->state, JobState::kCancelled);
+  ASSERT_TRUE(state_.SubmitJob(Spec(1, 1)).ok());
+  EXPECT_EQ(state_.jobs().Find("5")->master_port, 30001);
+}
+
 TEST_F(ClusterStateTest, AllExitZeroSucceeds) {
   ASSERT_TRUE(state_.SubmitJob(Spec(2, 2)).ok());
   HeartbeatAll("n1", {Report("1", 1, 0, RankPhase::kRunning), Report("1", 1, 1, RankPhase::kRunning)});

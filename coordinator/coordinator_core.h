@@ -94,6 +94,10 @@ class CoordinatorCore {
   absl::StatusOr<std::vector<LogTarget>> LogTargets(const std::string& job_id, int32_t rank,
                                                     int32_t attempt);
 
+  // Heartbeats parked now; and a wait (for tests) until `n` are.
+  size_t parked_polls() const { return polls_->size(); }
+  bool AwaitParkedPolls(size_t n, absl::Duration timeout) const { return polls_->AwaitParked(n, timeout); }
+
   // Answers every parked poll and stops the loops; later heartbeats are
   // answered Unavailable at once.
   void Shutdown();

@@ -221,12 +221,14 @@ TEST_F(CoordinatorCoreTest, ShutdownAnswersParkedPolls) {
   ASSERT_TRUE(first.ok());
   absl::StatusOr<HeartbeatResult> parked;
   std::thread poller([&] { parked = Beat(core.get(), "n1", first->generation, {}, Seconds(3600)); });
-  // Wait for the poll to park (an event, not a sleep): Shutdown answers it,
-  // and a poll arriving after Shutdown is answered at once, so either way
-  // the thread ends with Unavailable.
+  // Shutdown must answer a poll that is parked (one arriving after it is
+  // refused at once, also Unavailable): wait for the park, an event.
+  ASSERT_TRUE(core->AwaitParkedPolls(1, absl::Seconds(30)));
+  EXPECT_EQ(core->parked_polls(), 1u);
   core->Shutdown();
   poller.join();
   EXPECT_EQ(parked.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(core->parked_polls(), 0u);
 }
 
 }  // namespace

@@ -44,6 +44,14 @@ void LongPolls::EraseIndexes(const Poll& poll) {
   }
 }
 
+LongPolls::Poll LongPolls::TakeLocked(Id id) {
+  auto p = polls_.find(id);
+  EraseIndexes(p->second);
+  Poll poll = std::move(p->second);
+  polls_.erase(p);
+  return poll;
+}
+
 std::vector<LongPolls::Poll> LongPolls::TakeNodes(const std::set<std::string>& nodes) {
   std::vector<Poll> out;
   absl::MutexLock lock(&mu_);
@@ -51,12 +59,7 @@ std::vector<LongPolls::Poll> LongPolls::TakeNodes(const std::set<std::string>& n
     std::vector<Id> ids;
     auto [b, e] = by_node_.equal_range(node);
     for (auto it = b; it != e; ++it) ids.push_back(it->second);
-    for (Id id : ids) {
-      auto p = polls_.find(id);
-      EraseIndexes(p->second);
-      out.push_back(std::move(p->second));
-      polls_.erase(p);
-    }
+    for (Id id : ids) out.push_back(TakeLocked(id));
   }
   return out;
 }
@@ -64,11 +67,8 @@ std::vector<LongPolls::Poll> LongPolls::TakeNodes(const std::set<std::string>& n
 std::vector<LongPolls::Poll> LongPolls::Take(Id id) {
   std::vector<Poll> out;
   absl::MutexLock lock(&mu_);
-  auto p = polls_.find(id);
-  if (p == polls_.end()) return out;
-  EraseIndexes(p->second);
-  out.push_back(std::move(p->second));
-  polls_.erase(p);
+  if (polls_.count(id) == 0) return out;
+  out.push_back(TakeLocked(id));
   return out;
 }
 
@@ -87,6 +87,12 @@ size_t LongPolls::size() const {
   return polls_.size();
 }
 
+bool LongPolls::AwaitParked(size_t n, absl::Duration timeout) const {
+  absl::MutexLock lock(&mu_);
+  auto enough = [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return polls_.size() >= n; };
+  return mu_.AwaitWithTimeout(absl::Condition(&enough), timeout);
+}
+
 void LongPolls::TimerLoop() {
   for (;;) {
     std::vector<Poll> expired;
@@ -101,17 +107,7 @@ void LongPolls::TimerLoop() {
       if (stop_) return;
       const absl::Time now = absl::Now();
       while (!by_deadline_.empty() && by_deadline_.begin()->first <= now) {
-        auto p = polls_.find(by_deadline_.begin()->second);
-        by_deadline_.erase(by_deadline_.begin());
-        auto [nb, ne] = by_node_.equal_range(p->second.node);
-        for (auto it = nb; it != ne; ++it) {
-          if (it->second == p->first) {
-            by_node_.erase(it);
-            break;
-          }
-        }
-        expired.push_back(std::move(p->second));
-        polls_.erase(p);
+        expired.push_back(TakeLocked(by_deadline_.begin()->second));
       }
     }
     if (!expired.empty()) expire_(std::move(expired));

@@ -50,10 +50,14 @@ class LongPolls {
   std::vector<Poll> Take(Id id);  // empty when it was answered already
   std::vector<Poll> TakeAll();
   size_t size() const;
+  // Waits until at least `n` polls are parked or `timeout` passes; says which.
+  bool AwaitParked(size_t n, absl::Duration timeout) const;
 
  private:
   void TimerLoop();
   void EraseIndexes(const Poll& poll) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Removes the parked poll `id` (which must exist) from every index.
+  Poll TakeLocked(Id id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::function<void(std::vector<Poll>)> expire_;
   mutable absl::Mutex mu_;

@@ -13,6 +13,7 @@
 #include "collectives/local_communicator.h"
 #include "collectives/testing/conformance.h"
 #include "collectives/testing/rank_harness.h"
+#include "collectives/ucx/ucx_internal.h"
 #include "common/status.h"
 #include "gtest/gtest.h"
 
@@ -42,17 +43,7 @@ class ShmOnlyCommunicator final : public Communicator {
       (void)store_->Get("shm-test/all", o_.timeout);
     }
     if (shm_ != nullptr) shm_->ReleaseKeys();
-    ucp_request_param_t param{};
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    param.flags = UCP_EP_CLOSE_FLAG_FORCE;
-    for (ucp_ep_h ep : eps_) {
-      if (ep == nullptr) continue;
-      ucs_status_ptr_t p = ucp_ep_close_nbx(ep, &param);
-      if (UCS_PTR_IS_PTR(p)) {
-        while (ucp_request_check_status(p) == UCS_INPROGRESS) ucp_worker_progress(worker_);
-        ucp_request_free(p);
-      }
-    }
+    ucx_internal::CloseEndpoints(worker_, eps_);
     if (worker_ != nullptr) ucp_worker_destroy(worker_);
     shm_.reset();
     if (context_ != nullptr) ucp_cleanup(context_);

@@ -230,19 +230,7 @@ UcxCommunicator::~UcxCommunicator() {
     FailAll(absl::AbortedError("communicator destroyed"));
     for (int i = 0; i < 1000 && !ops_.empty(); ++i) ProgressLocked();
     TearDownShared();
-    ucp_request_param_t param{};
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    param.flags = UCP_EP_CLOSE_FLAG_FORCE;
-    for (ucp_ep_h ep : eps_) {
-      if (ep == nullptr) continue;
-      ucs_status_ptr_t p = ucp_ep_close_nbx(ep, &param);
-      if (UCS_PTR_IS_PTR(p)) {
-        for (int i = 0; i < 100000 && ucp_request_check_status(p) == UCS_INPROGRESS; ++i) {
-          ucp_worker_progress(worker_);
-        }
-        ucp_request_free(p);
-      }
-    }
+    CloseEndpoints(worker_, eps_);
     // An operation UCX still holds requests of (a rendezvous send nobody
     // matched) is leaked rather than freed under a late callback.
     for (auto& op : ops_) {

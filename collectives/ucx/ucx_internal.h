@@ -249,5 +249,10 @@ class UcxWork final : public Work {
 // The endpoint error callback; arg is the EpContext.
 void OnEpError(void* arg, ucp_ep_h, ucs_status_t status);
 
+// Closes `eps` (null entries skipped) with UCP_EP_CLOSE_FLAG_FORCE, driving
+// `worker` a bounded number of times per endpoint: a peer that is gone
+// cannot hold a destructor forever.
+void CloseEndpoints(ucp_worker_h worker, const std::vector<ucp_ep_h>& eps);
+
 }  // namespace ucx_internal
 }  // namespace athanor

@@ -15,6 +15,22 @@
 namespace athanor {
 namespace ucx_internal {
 
+void CloseEndpoints(ucp_worker_h worker, const std::vector<ucp_ep_h>& eps) {
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+  param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+  for (ucp_ep_h ep : eps) {
+    if (ep == nullptr) continue;
+    ucs_status_ptr_t p = ucp_ep_close_nbx(ep, &param);
+    if (UCS_PTR_IS_PTR(p)) {
+      for (int i = 0; i < 100000 && ucp_request_check_status(p) == UCS_INPROGRESS; ++i) {
+        ucp_worker_progress(worker);
+      }
+      ucp_request_free(p);
+    }
+  }
+}
+
 void SendDone(void* request, ucs_status_t status, void* user_data) {
   auto* cs = static_cast<ChainState*>(user_data);
   cs->send_req = nullptr;
