@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 
+#include "common/logging.h"
 #include "coordinator/grpc_status.h"
 #include "coordinator/proto_convert.h"
 
@@ -41,11 +42,28 @@ class HeartbeatReactor final : public grpc::ServerUnaryReactor {
   const LongPolls::Id id_;
 };
 
+grpc::ServerUnaryReactor* Refuse(grpc::CallbackServerContext* ctx, const absl::Status& s) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  reactor->Finish(ToGrpc(s));
+  return reactor;
+}
+
 }  // namespace
+
+absl::Status AgentService::Authorize(const grpc::CallbackServerContext& ctx,
+                                     absl::string_view method, const AuthTarget& target) {
+  absl::StatusOr<Identity> who = auth_->Check(ctx, method);
+  absl::Status s = who.ok() ? auth_->CheckOwner(*who, method, target) : who.status();
+  if (!s.ok()) ATHANOR_LOG(WARNING) << method << " refused: " << s.message();
+  return s;
+}
 
 grpc::ServerUnaryReactor* AgentService::RegisterNode(grpc::CallbackServerContext* ctx,
                                                      const rpc::RegisterNodeRequest* req,
                                                      rpc::RegisterNodeResponse* resp) {
+  if (absl::Status s = Authorize(*ctx, "NodeAgent.RegisterNode", {.node = req->name()}); !s.ok()) {
+    return Refuse(ctx, s);
+  }
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   const int64_t interval_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(heartbeat_interval_).count();
@@ -60,6 +78,9 @@ grpc::ServerUnaryReactor* AgentService::RegisterNode(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* AgentService::Heartbeat(grpc::CallbackServerContext* ctx,
                                                   const rpc::HeartbeatRequest* req,
                                                   rpc::HeartbeatResponse* resp) {
+  if (absl::Status s = Authorize(*ctx, "NodeAgent.Heartbeat", {.node = req->node()}); !s.ok()) {
+    return Refuse(ctx, s);
+  }
   if (req->max_wait_ms() < 0) {
     grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
     reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "max_wait_ms: must be >= 0"));
@@ -80,6 +101,13 @@ grpc::ServerUnaryReactor* AgentService::Heartbeat(grpc::CallbackServerContext* c
 grpc::ServerUnaryReactor* AgentService::ReportCheckpoint(grpc::CallbackServerContext* ctx,
                                                          const rpc::ReportCheckpointRequest* req,
                                                          rpc::ReportCheckpointResponse*) {
+  AuthTarget target;
+  if (absl::StatusOr<JobRecord> job = core_->GetJob(req->job_id()); job.ok()) {
+    for (const RankPlacement& p : job->allocation) target.nodes.push_back(p.node);
+  }
+  if (absl::Status s = Authorize(*ctx, "NodeAgent.ReportCheckpoint", target); !s.ok()) {
+    return Refuse(ctx, s);
+  }
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   core_->ReportCheckpoint(req->job_id(), req->step(), 0,
                           [reactor](absl::Status s) { reactor->Finish(ToGrpc(s)); });

@@ -3,7 +3,9 @@
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/security/server_credentials.h>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "common/uri.h"
 #include "common/status.h"
 #include "security/cluster_ca.h"
 #include "security/private_file.h"
@@ -58,6 +60,14 @@ std::shared_ptr<grpc::ChannelCredentials> ClientCredentials(const TlsMaterial& m
     creds = grpc::CompositeChannelCredentials(creds, grpc::AccessTokenCredentials(bearer_token));
   }
   return creds;
+}
+
+bool IsLoopbackListen(const std::string& listen) {
+  std::string host;
+  int port = 0;
+  if (!SplitHostPort(listen, &host, &port).ok()) return false;
+  host = absl::AsciiStrToLower(host);
+  return host == "localhost" || host == "::1" || host == "[::1]" || absl::StartsWith(host, "127.");
 }
 
 std::optional<std::string> PeerNode(const grpc::AuthContext& auth) {

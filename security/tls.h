@@ -41,6 +41,10 @@ std::shared_ptr<grpc::ChannelCredentials> ClientCredentials(const TlsMaterial& m
                                                             const std::string& bearer_token,
                                                             grpc::ChannelArguments* args);
 
+// True for 127.0.0.0/8, ::1 and "localhost" HOST:PORT addresses: the only
+// ones --insecure may serve on.
+bool IsLoopbackListen(const std::string& listen);
+
 // The node named by the peer's verified certificate (subjectAltName
 // "<node>.node.athanor"), if any.
 std::optional<std::string> PeerNode(const grpc::AuthContext& auth);
