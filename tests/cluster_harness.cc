@@ -241,10 +241,14 @@ CliResult LocalCluster::CliAs(const std::string& token, const std::vector<std::s
   return RunCli(args, token);
 }
 
-CliResult LocalCluster::RunCli(const std::vector<std::string>& args, const std::string& token) {
+CliResult LocalCluster::CliPlaintext(const std::vector<std::string>& args) {
+  return RunCli(args, "", /*tls=*/false);
+}
+
+CliResult LocalCluster::RunCli(const std::vector<std::string>& args, const std::string& token, bool tls) {
   SubprocessOptions o;
   o.argv = {Bin("athanor"), "--coordinator", address_};
-  if (secure_) o.argv.insert(o.argv.end(), {"--ca", tls_dir() + "/ca.crt"});
+  if (secure_ && tls) o.argv.insert(o.argv.end(), {"--ca", tls_dir() + "/ca.crt"});
   o.argv.insert(o.argv.end(), args.begin(), args.end());
   // The token travels in the environment, never on a command line.
   o.env["ATHANOR_TOKEN"] = token;

@@ -59,6 +59,9 @@ class LocalCluster {
   // The same with `token` ($ATHANOR_TOKEN) instead of the admin's.
   CliResult CliAs(const std::string& token, const std::vector<std::string>& args);
 
+  // The same without the CA: a plaintext call (with no token).
+  CliResult CliPlaintext(const std::vector<std::string>& args);
+
   // A new bearer token for `tenant` (made through the admin CLI; fails the
   // test and returns "" if that fails).
   std::string CreateToken(const std::string& tenant, const std::string& role = "user",
@@ -93,7 +96,7 @@ class LocalCluster {
  private:
   std::string Bin(const std::string& name) const;
   std::shared_ptr<grpc::Channel> Channel(const std::string& token, const std::string& cert_base);
-  CliResult RunCli(const std::vector<std::string>& args, const std::string& token);
+  CliResult RunCli(const std::vector<std::string>& args, const std::string& token, bool tls = true);
   void Track(Subprocess* p);
 
   std::string dir_;
