@@ -15,8 +15,8 @@ namespace {
 // CANCELLED. gRPC deletes nothing: OnDone deletes the reactor.
 class HeartbeatReactor final : public grpc::ServerUnaryReactor {
  public:
-  HeartbeatReactor(CoordinatorCore* core, rpc::HeartbeatResponse* resp)
-      : core_(core), resp_(resp), id_(core->NewPollId()) {}
+  HeartbeatReactor(CoordinatorCore* core, const SecretStore* secrets, rpc::HeartbeatResponse* resp)
+      : core_(core), secrets_(secrets), resp_(resp), id_(core->NewPollId()) {}
 
   void Start(HeartbeatRequest req) {
     core_->Heartbeat(id_, std::move(req), [this](HeartbeatResult r) { Answer(std::move(r)); });
@@ -33,11 +33,19 @@ class HeartbeatReactor final : public grpc::ServerUnaryReactor {
     resp_->set_reregister(r.reregister);
     resp_->set_generation(r.generation);
     resp_->set_held_ms(std::chrono::duration_cast<std::chrono::milliseconds>(r.held).count());
-    for (const DesiredRank& d : r.desired) ToProto(d, resp_->add_desired());
+    for (const DesiredRank& d : r.desired) {
+      rpc::RankSpec* spec = resp_->add_desired();
+      ToProto(d, spec);
+      // The tenant's store credentials, added here only (never in the job's record).
+      if (secrets_ != nullptr) {
+        for (const auto& [k, v] : secrets_->RankEnv(d.tenant)) (*spec->mutable_env())[k] = v;
+      }
+    }
     Finish(grpc::Status::OK);
   }
 
   CoordinatorCore* const core_;
+  const SecretStore* const secrets_;
   rpc::HeartbeatResponse* const resp_;
   const LongPolls::Id id_;
 };
@@ -93,7 +101,7 @@ grpc::ServerUnaryReactor* AgentService::Heartbeat(grpc::CallbackServerContext* c
   in.max_wait = std::min<Duration>(Millis(req->max_wait_ms()), heartbeat_interval_);
   in.health_ok = req->health_ok() || req->health_message().empty();
   in.health_message = req->health_message();
-  auto* reactor = new HeartbeatReactor(core_, resp);
+  auto* reactor = new HeartbeatReactor(core_, secrets_, resp);
   reactor->Start(std::move(in));
   return reactor;
 }

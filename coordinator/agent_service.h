@@ -11,6 +11,7 @@
 #include "common/clock.h"
 #include "coordinator/auth_policy.h"
 #include "coordinator/coordinator_core.h"
+#include "coordinator/secret_store.h"
 #include "proto/athanor.grpc.pb.h"
 
 namespace athanor::coord {
@@ -19,8 +20,10 @@ class AgentService final : public rpc::NodeAgent::CallbackService {
  public:
   // `heartbeat_interval`: what agents are told to use, and the longest a
   // heartbeat is held.
-  AgentService(CoordinatorCore* core, const Authorizer* auth, Duration heartbeat_interval)
-      : core_(core), auth_(auth), heartbeat_interval_(heartbeat_interval) {}
+  // `secrets` (not owned): tenants' store credentials added to their ranks' env.
+  AgentService(CoordinatorCore* core, const Authorizer* auth, const SecretStore* secrets,
+               Duration heartbeat_interval)
+      : core_(core), auth_(auth), secrets_(secrets), heartbeat_interval_(heartbeat_interval) {}
 
   grpc::ServerUnaryReactor* RegisterNode(grpc::CallbackServerContext* ctx,
                                          const rpc::RegisterNodeRequest* req,
@@ -39,6 +42,7 @@ class AgentService final : public rpc::NodeAgent::CallbackService {
 
   CoordinatorCore* const core_;
   const Authorizer* const auth_;
+  const SecretStore* const secrets_;
   const Duration heartbeat_interval_;
 };
 

@@ -32,6 +32,8 @@ constexpr AuthRule kRules[] = {
     {"Security.RevokeToken",           false, true,  false, Owner::kNone},
     {"Security.SetTenantPolicy",       false, true,  false, Owner::kNone},
     {"Security.ListTenantPolicies",    false, true,  false, Owner::kNone},
+    {"Security.SetTenantCredentials",  false, true,  false, Owner::kNone},
+    {"Security.ListTenantCredentials", false, true,  false, Owner::kNone},
     // Agents: only with their node's certificate, only about their node.
     {"NodeAgent.RegisterNode",         false, false, true,  Owner::kOwnNode},
     {"NodeAgent.Heartbeat",            false, false, true,  Owner::kOwnNode},

@@ -88,4 +88,28 @@ grpc::Status SecurityService::ListTenantPolicies(grpc::ServerContext* ctx,
   return grpc::Status::OK;
 }
 
+grpc::Status SecurityService::SetTenantCredentials(grpc::ServerContext* ctx,
+                                                   const rpc::SetTenantCredentialsRequest* req,
+                                                   rpc::ListTenantCredentialsResponse* resp) {
+  absl::StatusOr<Identity> who = auth_->Check(*ctx, "Security.SetTenantCredentials");
+  if (!who.ok()) return ToGrpc(who.status());
+  const rpc::TenantCredentials& c = req->credentials();
+  absl::Status s = secrets_->Set(req->tenant(), {c.access_key(), c.secret_key(), c.session_token()});
+  if (!s.ok()) return ToGrpc(s);
+  // The tenant only: never the credentials.
+  ATHANOR_LOG(INFO) << who->Describe() << ": " << (c.access_key().empty() ? "removed" : "set")
+                    << " store credentials of tenant " << req->tenant();
+  for (const std::string& t : secrets_->Tenants()) resp->add_tenants(t);
+  return grpc::Status::OK;
+}
+
+grpc::Status SecurityService::ListTenantCredentials(grpc::ServerContext* ctx,
+                                                    const rpc::ListTenantCredentialsRequest*,
+                                                    rpc::ListTenantCredentialsResponse* resp) {
+  absl::StatusOr<Identity> who = auth_->Check(*ctx, "Security.ListTenantCredentials");
+  if (!who.ok()) return ToGrpc(who.status());
+  for (const std::string& t : secrets_->Tenants()) resp->add_tenants(t);
+  return grpc::Status::OK;
+}
+
 }  // namespace athanor::coord

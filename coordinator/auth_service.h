@@ -6,6 +6,7 @@
 #pragma once
 
 #include "coordinator/auth_policy.h"
+#include "coordinator/secret_store.h"
 #include "coordinator/token_store.h"
 #include "proto/athanor.grpc.pb.h"
 
@@ -13,7 +14,8 @@ namespace athanor::coord {
 
 class SecurityService final : public rpc::Security::Service {
  public:
-  SecurityService(const Authorizer* auth, TokenStore* tokens) : auth_(auth), tokens_(tokens) {}
+  SecurityService(const Authorizer* auth, TokenStore* tokens, SecretStore* secrets)
+      : auth_(auth), tokens_(tokens), secrets_(secrets) {}
 
   grpc::Status CreateToken(grpc::ServerContext* ctx, const rpc::CreateTokenRequest* req,
                            rpc::CreateTokenResponse* resp) override;
@@ -25,10 +27,15 @@ class SecurityService final : public rpc::Security::Service {
                                rpc::ListTenantPoliciesResponse* resp) override;
   grpc::Status ListTenantPolicies(grpc::ServerContext* ctx, const rpc::ListTenantPoliciesRequest* req,
                                   rpc::ListTenantPoliciesResponse* resp) override;
+  grpc::Status SetTenantCredentials(grpc::ServerContext* ctx, const rpc::SetTenantCredentialsRequest* req,
+                                    rpc::ListTenantCredentialsResponse* resp) override;
+  grpc::Status ListTenantCredentials(grpc::ServerContext* ctx, const rpc::ListTenantCredentialsRequest* req,
+                                     rpc::ListTenantCredentialsResponse* resp) override;
 
  private:
   const Authorizer* const auth_;
   TokenStore* const tokens_;
+  SecretStore* const secrets_;
 };
 
 }  // namespace athanor::coord

@@ -27,7 +27,10 @@ void AddSecurityFlags(po::options_description& desc, SecurityFlags* f) {
        "submissions a user token may make at once")
       ("allow-store-endpoint", po::value(&f->allowed_endpoints)->composing(),
        "an object-store endpoint (e.g. https://minio.internal:9000) that jobs' s3:// URIs may name "
-       "(repeatable); others are refused");
+       "(repeatable); others are refused")
+      ("secrets-key-file", po::value(&f->secrets_key_file)->default_value(""),
+       "key (64 hex digits, mode 0600) sealing tenants' store credentials in the state database "
+       "(default: TLS_DIR/secrets.key when present)");
 }
 
 absl::StatusOr<std::unique_ptr<CoordinatorSecurity>> CoordinatorSecurity::Create(
@@ -66,6 +69,18 @@ absl::StatusOr<std::unique_ptr<CoordinatorSecurity>> CoordinatorSecurity::Create
       return absl::FailedPreconditionError(absl::StrCat("--tls-dir: ", admin.status().message()));
     }
   }
+  std::string key_file = flags.secrets_key_file;
+  struct stat st;
+  if (key_file.empty() && !flags.tls_dir.empty() && stat((flags.tls_dir + "/secrets.key").c_str(), &st) == 0) {
+    key_file = flags.tls_dir + "/secrets.key";
+  }
+  std::optional<security::SecretBox> box;
+  if (!key_file.empty()) {
+    absl::StatusOr<security::SecretBox> b = security::SecretBox::FromKeyFile(key_file);
+    if (!b.ok()) return absl::FailedPreconditionError(absl::StrCat("secrets key: ", b.status().message()));
+    box = std::move(*b);
+  }
+  ASSIGN_OR_RETURN(s->secrets_, SecretStore::Open(state_path, std::move(box)));
   s->authorizer_ = std::make_unique<Authorizer>(s->tokens_.get(), flags.insecure);
   SubmitLimits limits;
   limits.rate_per_s = flags.submit_rate;
@@ -75,7 +90,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorSecurity>> CoordinatorSecurity::Create
     limits.allowed_endpoints.push_back(e);
   }
   s->submissions_ = std::make_unique<SubmissionGuard>(s->tokens_.get(), clock, std::move(limits));
-  s->service_ = std::make_unique<SecurityService>(s->authorizer_.get(), s->tokens_.get());
+  s->service_ =
+      std::make_unique<SecurityService>(s->authorizer_.get(), s->tokens_.get(), s->secrets_.get());
   return s;
 }
 

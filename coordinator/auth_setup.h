@@ -19,6 +19,7 @@
 #include "coordinator/auth_service.h"
 #include "coordinator/auth_submit.h"
 #include "coordinator/coordinator_service.h"
+#include "coordinator/secret_store.h"
 #include "coordinator/token_store.h"
 #include "security/tls.h"
 
@@ -31,6 +32,7 @@ struct SecurityFlags {
   double submit_rate = 10;
   double submit_burst = 50;
   std::vector<std::string> allowed_endpoints;
+  std::string secrets_key_file;  // empty: TLS_DIR/secrets.key when present
 };
 
 void AddSecurityFlags(po::options_description& desc, SecurityFlags* flags);
@@ -47,12 +49,14 @@ class CoordinatorSecurity {
   ServiceSecurity service_security();
   const Authorizer* authorizer() const { return authorizer_.get(); }
   SecurityService* security_service() { return service_.get(); }
+  const SecretStore* secrets() const { return secrets_.get(); }
 
  private:
   CoordinatorSecurity() = default;
 
   std::optional<security::TlsMaterial> tls_;
   std::unique_ptr<TokenStore> tokens_;
+  std::unique_ptr<SecretStore> secrets_;
   std::unique_ptr<Authorizer> authorizer_;
   std::unique_ptr<SubmissionGuard> submissions_;
   std::unique_ptr<SecurityService> service_;

@@ -144,7 +144,13 @@ int Run(int argc, char** argv) {
     return 1;
   }
   CoordinatorService coordinator_service(core->get(), (*security)->service_security());
-  AgentService agent_service(core->get(), (*security)->authorizer(), Millis(heartbeat_interval_ms));
+  AgentService agent_service(core->get(), (*security)->authorizer(), (*security)->secrets(),
+                             Millis(heartbeat_interval_ms));
+  // The checkpoint poller reads a tenant's store with that tenant's credentials only.
+  (*core)->SetStoreUriResolver([secrets = (*security)->secrets()](const std::string& tenant,
+                                                                  const std::string& uri) {
+    return secrets->UriForTenant(tenant, uri);
+  });
   grpc::ServerBuilder builder;
   // The CLI's synchronous calls get a bounded pool; agents' calls and
   // submissions take no thread while they wait (callback API).

@@ -8,6 +8,9 @@
 //   athanor admin token revoke ID
 //   athanor admin tenant set T --max-priority P
 //   athanor admin tenant list [--json]
+//   athanor admin credentials set TENANT --file F   a tenant's store credentials (F: 0600,
+//                                                   lines access_key=, secret_key=, session_token=)
+//   athanor admin credentials clear TENANT | list
 //
 // `ca` works on files only; the others call the coordinator's Security
 // service (admins only). A new token is printed once, alone on stdout.
@@ -19,7 +22,10 @@
 #include "launcher/cli_commands.h"
 #include "launcher/cli_format.h"
 #include "launcher/cli_util.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_split.h"
 #include "security/cluster_ca.h"
+#include "security/private_file.h"
 
 namespace athanor::cli {
 namespace {
@@ -33,7 +39,10 @@ constexpr char kUsage[] =
     "       athanor admin token list [--tenant T] [--json]\n"
     "       athanor admin token revoke ID\n"
     "       athanor admin tenant set TENANT --max-priority P\n"
-    "       athanor admin tenant list [--json]\n";
+    "       athanor admin tenant list [--json]\n"
+    "       athanor admin credentials set TENANT --file F   a tenant's object-store credentials\n"
+    "                  (F: mode 0600, lines access_key=..., secret_key=..., session_token=...)\n"
+    "       athanor admin credentials clear TENANT | list\n";
 
 int Usage(const std::string& msg) {
   if (!msg.empty()) std::cerr << "athanor admin: " << msg << "\n\n";
@@ -207,6 +216,58 @@ int RunTenant(CliContext& ctx, const std::vector<std::string>& args) {
   return kExitOk;
 }
 
+int RunCredentials(CliContext& ctx, const std::vector<std::string>& args) {
+  std::string verb = args.size() > 1 ? args[1] : "";
+  std::string tenant, file;
+  po::options_description desc("athanor admin credentials options");
+  desc.add_options()
+      ("tenant", po::value(&tenant), "the tenant")
+      ("file", po::value(&file), "key=value lines: access_key, secret_key, session_token (mode 0600)");
+  po::positional_options_description pos;
+  pos.add("tenant", 1);
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (rest.empty()) return Usage("credentials: expected set, clear or list");
+  rest[0] = "admin credentials " + verb;
+  ParsedCommandLine cmd;
+  if (int rc = ParseFlags(rest, desc, kUsage, &cmd, &pos); rc >= 0) return rc;
+  auto stub = rpc::Security::NewStub(ctx.channel);
+  grpc::ClientContext c;
+  PrepareCall(ctx, &c);
+  rpc::ListTenantCredentialsResponse resp;
+  grpc::Status s;
+  if (verb == "set" || verb == "clear") {
+    if (tenant.empty()) return Usage("credentials " + verb + ": expected a TENANT");
+    rpc::SetTenantCredentialsRequest req;
+    req.set_tenant(tenant);
+    if (verb == "set") {
+      if (file.empty()) return Usage("credentials set: --file is required (secrets never go on a command line)");
+      absl::StatusOr<std::string> text = security::ReadPrivateFile(file);
+      if (!text.ok()) return FileError("credentials set", text.status());
+      for (absl::string_view line : absl::StrSplit(*text, '\n', absl::SkipWhitespace())) {
+        std::pair<std::string, std::string> kv = absl::StrSplit(line, absl::MaxSplits('=', 1));
+        std::string key(absl::StripAsciiWhitespace(kv.first));
+        std::string value(absl::StripAsciiWhitespace(kv.second));
+        if (key == "access_key") req.mutable_credentials()->set_access_key(value);
+        else if (key == "secret_key") req.mutable_credentials()->set_secret_key(value);
+        else if (key == "session_token") req.mutable_credentials()->set_session_token(value);
+        else return FileError("credentials set", absl::InvalidArgumentError(file + ": unknown key '" + key + "'"));
+      }
+      if (req.credentials().access_key().empty() || req.credentials().secret_key().empty()) {
+        return FileError("credentials set",
+                         absl::InvalidArgumentError(file + ": needs access_key= and secret_key= lines"));
+      }
+    }
+    s = stub->SetTenantCredentials(&c, req, &resp);
+  } else if (verb == "list") {
+    s = stub->ListTenantCredentials(&c, rpc::ListTenantCredentialsRequest(), &resp);
+  } else {
+    return Usage("credentials: expected set, clear or list, got '" + verb + "'");
+  }
+  if (!s.ok()) return RpcError("admin credentials " + verb, ctx, s);
+  for (const std::string& t : resp.tenants()) std::cout << t << "\n";
+  return kExitOk;
+}
+
 }  // namespace
 
 int RunAdmin(CliContext& ctx, const std::vector<std::string>& args) {
@@ -218,6 +279,7 @@ int RunAdmin(CliContext& ctx, const std::vector<std::string>& args) {
   if (rest[0] == "ca") return RunCa(rest);
   if (rest[0] == "token") return RunToken(ctx, rest);
   if (rest[0] == "tenant") return RunTenant(ctx, rest);
+  if (rest[0] == "credentials") return RunCredentials(ctx, rest);
   return Usage("unknown admin command '" + rest[0] + "'");
 }
 

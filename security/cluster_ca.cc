@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "security/private_file.h"
+#include "security/secret_box.h"
 #include "security/token.h"
 
 namespace athanor::security {
@@ -174,6 +175,7 @@ absl::Status InitClusterCa(const std::string& dir, int valid_days) {
   RETURN_IF_ERROR(WritePrivateFile(dir + "/ca.crt", Pem(cert.get()), true));
   chmod((dir + "/ca.crt").c_str(), 0644);
   RETURN_IF_ERROR(IssueCoordinatorCertificate(dir, valid_days));
+  RETURN_IF_ERROR(SecretBox::CreateKeyFile(dir + "/secrets.key"));
   ASSIGN_OR_RETURN(NewToken token, GenerateToken());
   return WritePrivateFile(dir + "/admin.token", token.token + "\n");
 }

@@ -5,6 +5,7 @@
 //   DIR/coordinator.crt  DIR/coordinator.key   names kCoordinatorName
 //   DIR/agent-<node>.crt DIR/agent-<node>.key  names AgentName(node); CN = node
 //   DIR/admin.token                            the bootstrap admin token (0600)
+//   DIR/secrets.key                            the key tenants' secrets are sealed with (0600)
 //
 // Peers are told apart by the DNS name in their certificate's
 // subjectAltName, which gRPC checks on every connection (the client sets the

@@ -8,6 +8,7 @@
 
 #include "security/cluster_ca.h"
 #include "security/private_file.h"
+#include "security/secret_box.h"
 #include "security/tls.h"
 #include "security/token.h"
 
@@ -115,6 +116,33 @@ TEST(ClusterCaTest, InitIssuesNamedCertificatesWithPrivateKeys) {
   EXPECT_EQ(IssueAgentCertificate(dir, "coordinator.athanor").code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(IssueAgentCertificate(dir, "").code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(SecretBoxTest, SealsAndOpensOnlyUnderItsKeyAndOwner) {
+  std::string dir = TempDir();
+  ASSERT_TRUE(SecretBox::CreateKeyFile(dir + "/k1").ok());
+  ASSERT_TRUE(SecretBox::CreateKeyFile(dir + "/k2").ok());
+  EXPECT_EQ(Mode(dir + "/k1"), 0600u);
+  absl::StatusOr<SecretBox> k1 = SecretBox::FromKeyFile(dir + "/k1");
+  absl::StatusOr<SecretBox> k2 = SecretBox::FromKeyFile(dir + "/k2");
+  ASSERT_TRUE(k1.ok() && k2.ok());
+  absl::StatusOr<std::string> sealed = k1->Seal("wJalrXUtnFEMI", "alpha");
+  ASSERT_TRUE(sealed.ok()) << sealed.status();
+  EXPECT_EQ(sealed->find("wJalrXUtnFEMI"), std::string::npos);
+  EXPECT_EQ(sealed->size(), 2u * (12 + 13 + 16));
+  absl::StatusOr<std::string> opened = k1->Open(*sealed, "alpha");
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  EXPECT_EQ(*opened, "wJalrXUtnFEMI");
+  EXPECT_EQ(k1->Open(*sealed, "beta").status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(k2->Open(*sealed, "alpha").status().code(), absl::StatusCode::kDataLoss);
+  std::string altered = *sealed;
+  altered[30] = altered[30] == '0' ? '1' : '0';
+  EXPECT_EQ(k1->Open(altered, "alpha").status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(k1->Open("zz", "alpha").status().code(), absl::StatusCode::kDataLoss);
+  // Two seals of one secret differ (fresh nonces).
+  EXPECT_NE(*k1->Seal("wJalrXUtnFEMI", "alpha"), *sealed);
+  chmod((dir + "/k1").c_str(), 0640);
+  EXPECT_EQ(SecretBox::FromKeyFile(dir + "/k1").status().code(), absl::StatusCode::kPermissionDenied);
 }
 
 }  // namespace

@@ -17,6 +17,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "security/cluster_ca.h"
+#include "security/private_file.h"
+#include "security/token.h"
 #include "security/tls.h"
 #include "tests/cluster_harness.h"
 
@@ -497,6 +499,47 @@ TEST_F(AttackTest, TokensNeverInRepliesOrLogs) {
                                                                  : "absent";
   Attack("alpha's token in replies and logs", "absent", found);
   EXPECT_NE(replies.find(alpha_->substr(4, 16)), std::string::npos) << "the token id should be listed";
+}
+
+TEST_F(AttackTest, TenantStoreSecretStaysSecret) {
+  // An admin sets alpha's store credentials from a 0600 file.
+  const std::string secret = "alpha-store-secret-" + std::to_string(getpid());
+  const std::string file = cluster_->dir() + "/alpha.credentials";
+  ASSERT_TRUE(security::WritePrivateFile(file, "access_key=AKIAALPHA\nsecret_key=" + secret + "\n").ok());
+  CliResult set = cluster_->Cli({"admin", "credentials", "set", "alpha", "--file", file});
+  ASSERT_EQ(set.exit_code, 0) << set.err;
+  EXPECT_EQ(set.out, "alpha\n");
+  CliResult by_user = cluster_->CliAs(*beta_, {"admin", "credentials", "set", "beta", "--file", file});
+  Attack("a user sets store credentials", "PERMISSION_DENIED",
+         by_user.err.find("(PERMISSION_DENIED") != std::string::npos ? "PERMISSION_DENIED" : by_user.err);
+  // alpha's rank gets them (it prints their SHA-256, not them); beta's does not.
+  auto run = [&](const std::string& token, const std::string& script) {
+    CliResult r = cluster_->CliAs(token, {"submit", "--nodes", "1", "--gpus-per-node", "1", "--", "sh", "-c", script});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::string id(absl::StripAsciiWhitespace(r.out));
+    EXPECT_EQ(cluster_->Cli({"wait", id, "--timeout", "30"}).exit_code, 0);
+    return std::make_pair(id, cluster_->CliAs(token, {"logs", id}).out);
+  };
+  auto [alpha_job, alpha_log] = run(*alpha_, "printf %s \"$AWS_SECRET_ACCESS_KEY\" | sha256sum | cut -c1-64");
+  Attack("alpha's rank gets alpha's store secret", "its SHA-256",
+         alpha_log == "[rank 0] " + security::HashSecret("", secret) + "\n" ? "its SHA-256" : alpha_log);
+  auto [beta_job, beta_log] = run(*beta_, "echo ${AWS_SECRET_ACCESS_KEY:-none}");
+  Attack("beta's rank gets alpha's store secret", "none", beta_log == "[rank 0] none\n" ? "none" : beta_log);
+  before_ = Snapshot();  // the jobs above are not the attack
+  // Nowhere else: no reply (job record, job --json, listings), no log, not
+  // in the state database's bytes (sealed at rest).
+  std::string replies = cluster_->Cli({"job", alpha_job, "--json"}).out + cluster_->CliAs(*alpha_, {"job", alpha_job, "--json"}).out +
+                        cluster_->Cli({"jobs", "--all", "--json"}).out + cluster_->Cli({"admin", "credentials", "list"}).out +
+                        cluster_->Cli({"nodes", "--json"}).out + cluster_->Cli({"usage", "--json"}).out;
+  rpc::Job record = cluster_->GetJob(alpha_job);
+  replies += record.DebugString();
+  std::string logs = ReadFile(cluster_->dir() + "/coordinator.log") + ReadFile(cluster_->dir() + "/agent-node-a.log") +
+                     ReadFile(cluster_->dir() + "/agent-node-b.log");
+  std::string db = ReadFile(cluster_->dir() + "/state.db") + ReadFile(cluster_->dir() + "/state.db-wal");
+  Attack("alpha's store secret in RPC replies", "absent", replies.find(secret) == std::string::npos ? "absent" : "present");
+  Attack("alpha's store secret in daemon logs", "absent", logs.find(secret) == std::string::npos ? "absent" : "present");
+  Attack("alpha's store secret in the state database", "absent", db.find(secret) == std::string::npos ? "absent" : "present");
+  EXPECT_NE(db.find("tenant_secrets"), std::string::npos);
 }
 
 }  // namespace
