@@ -161,6 +161,9 @@ TEST(AuthSetupTest, InsecureOnlyOnLoopback) {
   EXPECT_TRUE(security::IsLoopbackListen("127.0.0.1:7700"));
   EXPECT_TRUE(security::IsLoopbackListen("localhost:7700"));
   EXPECT_TRUE(security::IsLoopbackListen("[::1]:7700"));
+  EXPECT_TRUE(security::IsLoopbackListen("127.0.0.1:0"));
+  EXPECT_FALSE(security::IsLoopbackListen("127.0.0.1"));
+  EXPECT_FALSE(security::IsLoopbackListen("127.evil.example:7700"));
   EXPECT_FALSE(security::IsLoopbackListen("0.0.0.0:7700"));
   EXPECT_FALSE(security::IsLoopbackListen("10.0.0.1:7700"));
   SecurityFlags flags;

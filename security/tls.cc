@@ -1,11 +1,12 @@
 #include "security/tls.h"
 
+#include <arpa/inet.h>
+
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/security/server_credentials.h>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
-#include "common/uri.h"
 #include "common/status.h"
 #include "security/cluster_ca.h"
 #include "security/private_file.h"
@@ -63,11 +64,12 @@ std::shared_ptr<grpc::ChannelCredentials> ClientCredentials(const TlsMaterial& m
 }
 
 bool IsLoopbackListen(const std::string& listen) {
-  std::string host;
-  int port = 0;
-  if (!SplitHostPort(listen, &host, &port).ok()) return false;
-  host = absl::AsciiStrToLower(host);
-  return host == "localhost" || host == "::1" || host == "[::1]" || absl::StartsWith(host, "127.");
+  size_t colon = listen.rfind(':');
+  if (colon == std::string::npos || colon == 0) return false;
+  std::string host = absl::AsciiStrToLower(listen.substr(0, colon));  // port 0 (pick one) allowed
+  if (host == "localhost" || host == "::1" || host == "[::1]") return true;
+  in_addr v4{};
+  return inet_pton(AF_INET, host.c_str(), &v4) == 1 && (ntohl(v4.s_addr) >> 24) == 127;
 }
 
 std::optional<std::string> PeerNode(const grpc::AuthContext& auth) {

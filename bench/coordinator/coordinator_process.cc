@@ -76,9 +76,14 @@ absl::Status CoordinatorProcess::Start(std::chrono::milliseconds ready_timeout) 
 
 std::shared_ptr<grpc::ChannelCredentials> CoordinatorProcess::ChannelCredentials(
     grpc::ChannelArguments* args) const {
-  if (options_.tls_dir.empty()) return grpc::InsecureChannelCredentials();
-  absl::StatusOr<security::TlsMaterial> m = security::LoadTlsMaterial(options_.tls_dir, "");
-  absl::StatusOr<std::string> token = security::ReadPrivateFile(options_.tls_dir + "/admin.token");
+  return BenchCredentials(options_.tls_dir, args);
+}
+
+std::shared_ptr<grpc::ChannelCredentials> BenchCredentials(const std::string& tls_dir,
+                                                           grpc::ChannelArguments* args) {
+  if (tls_dir.empty()) return grpc::InsecureChannelCredentials();
+  absl::StatusOr<security::TlsMaterial> m = security::LoadTlsMaterial(tls_dir, "");
+  absl::StatusOr<std::string> token = security::ReadPrivateFile(tls_dir + "/admin.token");
   if (!m.ok() || !token.ok()) return grpc::InsecureChannelCredentials();  // the calls then fail, saying so
   return security::ClientCredentials(*m, security::kCoordinatorName,
                                      std::string(absl::StripAsciiWhitespace(*token)), args);

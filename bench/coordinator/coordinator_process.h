@@ -66,6 +66,12 @@ class CoordinatorProcess {
   std::atomic<pid_t> pid_{0};
 };
 
+// Credentials for a bench client of a coordinator whose CA folder is
+// `tls_dir` (TLS + its admin.token, the coordinator's name set in *args);
+// plaintext when `tls_dir` is empty.
+std::shared_ptr<grpc::ChannelCredentials> BenchCredentials(const std::string& tls_dir,
+                                                           grpc::ChannelArguments* args);
+
 // $ATHANOR_BIN_DIR/athanor-coordinator when that is set, else the one beside
 // the running binary or in ../bin from it, else "athanor-coordinator" (PATH).
 std::string DefaultCoordinatorBinary();
