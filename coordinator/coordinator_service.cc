@@ -33,9 +33,12 @@ std::string Caller(const grpc::ServerContextBase* ctx) {
   return user.size() > 256 ? user.substr(0, 256) : user;
 }
 
-std::string Who(const grpc::ServerContextBase* ctx) {
+// For logs: the caller's proven identity (never the metadata alone).
+std::string Who(const Authorizer* auth, const grpc::ServerContextBase* ctx) {
+  absl::StatusOr<Identity> id = auth->Authenticate(*ctx);
+  if (id.ok() && !id->insecure) return id->Describe();
   std::string user = Caller(ctx);
-  return user.empty() ? "(anonymous)" : user;
+  return user.empty() ? "(anonymous)" : "user " + user + " (unauthenticated)";
 }
 
 rpc::JobState WireState(JobState s) {
@@ -89,9 +92,9 @@ grpc::ServerUnaryReactor* CoordinatorService::SubmitJob(grpc::CallbackServerCont
   }
   // Answered from the committer thread once the job is durable.
   core_->SubmitJob(spec, req->idempotency_key(),
-                   [reactor, resp, who = Who(ctx), tenant = spec.tenant](
+                   [reactor, resp, who = Who(security_.auth, ctx), tenant = spec.tenant](
                        absl::StatusOr<SubmitResult> r) {
-                     ATHANOR_LOG(INFO) << "user " << who << ": submit (tenant '" << tenant << "') -> "
+                     ATHANOR_LOG(INFO) << who << ": submit (tenant '" << tenant << "') -> "
                                        << (r.ok() ? absl::StrCat("job ", r->job_id,
                                                                  r->duplicate ? " (a retry)" : "")
                                                   : r.status().ToString());
@@ -136,7 +139,7 @@ grpc::Status CoordinatorService::CancelJob(grpc::ServerContext* ctx,
                                            const rpc::CancelJobRequest* req,
                                            rpc::CancelJobResponse* resp) {
   if (grpc::Status s = AuthorizeJob(*ctx, "Coordinator.CancelJob", req->job_id()); !s.ok()) return s;
-  ATHANOR_LOG(INFO) << "user " << Who(ctx) << ": cancel job " << req->job_id();
+  ATHANOR_LOG(INFO) << Who(security_.auth, ctx) << ": cancel job " << req->job_id();
   absl::StatusOr<JobRecord> job = core_->CancelJob(req->job_id());
   if (!job.ok()) return ToGrpc(job.status());
   ToProto(*job, resp->mutable_job());
@@ -241,7 +244,7 @@ grpc::Status CoordinatorService::PreemptJob(grpc::ServerContext* ctx,
   if (req->grace_period_s() < 0) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "grace_period_s: must be >= 0");
   }
-  ATHANOR_LOG(INFO) << "user " << Who(ctx) << ": preempt job " << req->job_id();
+  ATHANOR_LOG(INFO) << Who(security_.auth, ctx) << ": preempt job " << req->job_id();
   absl::StatusOr<JobRecord> job =
       core_->PreemptJob(req->job_id(), Seconds(static_cast<double>(req->grace_period_s())));
   if (!job.ok()) return ToGrpc(job.status());
@@ -260,8 +263,8 @@ grpc::Status CoordinatorService::DrainNode(grpc::ServerContext* ctx,
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         "grace_period_s must be >= 0 and reason at most 4096 bytes");
   }
-  ATHANOR_LOG(INFO) << "user " << Who(ctx) << ": drain node " << req->node();
-  std::string reason = req->reason().empty() ? "drained by " + Who(ctx) : req->reason();
+  ATHANOR_LOG(INFO) << Who(security_.auth, ctx) << ": drain node " << req->node();
+  std::string reason = req->reason().empty() ? "drained by " + Who(security_.auth, ctx) : req->reason();
   absl::StatusOr<NodeView> node =
       core_->DrainNode(req->node(), Seconds(static_cast<double>(req->grace_period_s())), reason);
   if (!node.ok()) return ToGrpc(node.status());
@@ -276,7 +279,7 @@ grpc::Status CoordinatorService::UndrainNode(grpc::ServerContext* ctx,
     return ToGrpc(who.status());
   }
   if (grpc::Status s = ToGrpc(ValidateName("node", req->node())); !s.ok()) return s;
-  ATHANOR_LOG(INFO) << "user " << Who(ctx) << ": undrain node " << req->node();
+  ATHANOR_LOG(INFO) << Who(security_.auth, ctx) << ": undrain node " << req->node();
   absl::StatusOr<NodeView> node = core_->UndrainNode(req->node());
   if (!node.ok()) return ToGrpc(node.status());
   ToProto(*node, resp->mutable_node());
@@ -341,7 +344,7 @@ grpc::Status CoordinatorService::SetQuota(grpc::ServerContext* ctx, const rpc::S
   if (absl::StatusOr<Identity> who = Authorize(*ctx, "Coordinator.SetQuota"); !who.ok()) {
     return ToGrpc(who.status());
   }
-  ATHANOR_LOG(INFO) << "user " << Who(ctx) << ": quota " << req->tenant().substr(0, 64) << " = "
+  ATHANOR_LOG(INFO) << Who(security_.auth, ctx) << ": quota " << req->tenant().substr(0, 64) << " = "
                     << req->gpus();
   absl::StatusOr<std::vector<QuotaRow>> rows = core_->SetQuota(req->tenant(), req->gpus());
   if (!rows.ok()) return ToGrpc(rows.status());
@@ -355,7 +358,7 @@ grpc::Status CoordinatorService::ListQuotas(grpc::ServerContext* ctx, const rpc:
   if (!who.ok()) return ToGrpc(who.status());
   // Users see their own tenant's quota only.
   bool all = who->insecure || who->role == Role::kAdmin;
-  QuotasToProto(core_->Quotas(), resp, all ? "" : (who->tenant.empty() ? "\n" : who->tenant));
+  QuotasToProto(core_->Quotas(), resp, all ? "" : who->tenant);
   return grpc::Status::OK;
 }
 
