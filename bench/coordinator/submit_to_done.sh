@@ -2,8 +2,9 @@
 # Submit-to-done of a trivial job through the real CLI, coordinator and one
 # agent: plain (--insecure, loopback) against secure (TLS with a token for the
 # CLI, mutual TLS for the agent), both measured in this run. Each sample is
-# `athanor submit -- true` then `athanor wait` (two CLI processes, so every
-# sample pays the TLS handshakes a user pays). Ranks run --no-sandbox in both
+# `athanor submit -- true` then `athanor wait --interval-ms 5` (two CLI
+# processes, so every sample pays the TLS handshakes a user pays; a 5 ms poll
+# so that wait's default 200 ms poll does not quantise the result). Ranks run --no-sandbox in both
 # modes: this measures the RPC security, not the sandbox.
 #
 #   bench/coordinator/submit_to_done.sh BIN_DIR [SAMPLES]
@@ -59,7 +60,7 @@ measure() {
     local t0 t1 id
     t0=$(date +%s%N)
     id=$("${cli_cmd[@]}" submit --nodes 1 --gpus-per-node 1 -- true)
-    "${cli_cmd[@]}" wait "$id" --timeout 30 >/dev/null
+    "${cli_cmd[@]}" wait "$id" --timeout 30 --interval-ms 5 >/dev/null
     t1=$(date +%s%N)
     echo $(( (t1 - t0) / 1000 ))
   done
