@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 
+#include "common/logging.h"
 #include "coordinator/grpc_status.h"
 #include "coordinator/proto_convert.h"
 
@@ -14,8 +15,8 @@ namespace {
 // CANCELLED. gRPC deletes nothing: OnDone deletes the reactor.
 class HeartbeatReactor final : public grpc::ServerUnaryReactor {
  public:
-  HeartbeatReactor(CoordinatorCore* core, rpc::HeartbeatResponse* resp)
-      : core_(core), resp_(resp), id_(core->NewPollId()) {}
+  HeartbeatReactor(CoordinatorCore* core, const SecretStore* secrets, rpc::HeartbeatResponse* resp)
+      : core_(core), secrets_(secrets), resp_(resp), id_(core->NewPollId()) {}
 
   void Start(HeartbeatRequest req) {
     core_->Heartbeat(id_, std::move(req), [this](HeartbeatResult r) { Answer(std::move(r)); });
@@ -32,20 +33,45 @@ class HeartbeatReactor final : public grpc::ServerUnaryReactor {
     resp_->set_reregister(r.reregister);
     resp_->set_generation(r.generation);
     resp_->set_held_ms(std::chrono::duration_cast<std::chrono::milliseconds>(r.held).count());
-    for (const DesiredRank& d : r.desired) ToProto(d, resp_->add_desired());
+    for (const DesiredRank& d : r.desired) {
+      rpc::RankSpec* spec = resp_->add_desired();
+      ToProto(d, spec);
+      // The tenant's store credentials, added here only (never in the job's record).
+      if (secrets_ != nullptr) {
+        for (const auto& [k, v] : secrets_->RankEnv(d.tenant)) (*spec->mutable_env())[k] = v;
+      }
+    }
     Finish(grpc::Status::OK);
   }
 
   CoordinatorCore* const core_;
+  const SecretStore* const secrets_;
   rpc::HeartbeatResponse* const resp_;
   const LongPolls::Id id_;
 };
 
+grpc::ServerUnaryReactor* Refuse(grpc::CallbackServerContext* ctx, const absl::Status& s) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  reactor->Finish(ToGrpc(s));
+  return reactor;
+}
+
 }  // namespace
+
+absl::Status AgentService::Authorize(const grpc::CallbackServerContext& ctx,
+                                     absl::string_view method, const AuthTarget& target) {
+  absl::StatusOr<Identity> who = auth_->Check(ctx, method);
+  absl::Status s = who.ok() ? auth_->CheckOwner(*who, method, target) : who.status();
+  if (!s.ok()) ATHANOR_LOG(WARNING) << method << " refused: " << s.message();
+  return s;
+}
 
 grpc::ServerUnaryReactor* AgentService::RegisterNode(grpc::CallbackServerContext* ctx,
                                                      const rpc::RegisterNodeRequest* req,
                                                      rpc::RegisterNodeResponse* resp) {
+  if (absl::Status s = Authorize(*ctx, "NodeAgent.RegisterNode", {.node = req->name()}); !s.ok()) {
+    return Refuse(ctx, s);
+  }
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   const int64_t interval_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(heartbeat_interval_).count();
@@ -60,6 +86,9 @@ grpc::ServerUnaryReactor* AgentService::RegisterNode(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* AgentService::Heartbeat(grpc::CallbackServerContext* ctx,
                                                   const rpc::HeartbeatRequest* req,
                                                   rpc::HeartbeatResponse* resp) {
+  if (absl::Status s = Authorize(*ctx, "NodeAgent.Heartbeat", {.node = req->node()}); !s.ok()) {
+    return Refuse(ctx, s);
+  }
   if (req->max_wait_ms() < 0) {
     grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
     reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "max_wait_ms: must be >= 0"));
@@ -72,7 +101,7 @@ grpc::ServerUnaryReactor* AgentService::Heartbeat(grpc::CallbackServerContext* c
   in.max_wait = std::min<Duration>(Millis(req->max_wait_ms()), heartbeat_interval_);
   in.health_ok = req->health_ok() || req->health_message().empty();
   in.health_message = req->health_message();
-  auto* reactor = new HeartbeatReactor(core_, resp);
+  auto* reactor = new HeartbeatReactor(core_, secrets_, resp);
   reactor->Start(std::move(in));
   return reactor;
 }
@@ -80,6 +109,13 @@ grpc::ServerUnaryReactor* AgentService::Heartbeat(grpc::CallbackServerContext* c
 grpc::ServerUnaryReactor* AgentService::ReportCheckpoint(grpc::CallbackServerContext* ctx,
                                                          const rpc::ReportCheckpointRequest* req,
                                                          rpc::ReportCheckpointResponse*) {
+  AuthTarget target;
+  if (absl::StatusOr<JobRecord> job = core_->GetJob(req->job_id()); job.ok()) {
+    for (const RankPlacement& p : job->allocation) target.nodes.push_back(p.node);
+  }
+  if (absl::Status s = Authorize(*ctx, "NodeAgent.ReportCheckpoint", target); !s.ok()) {
+    return Refuse(ctx, s);
+  }
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   core_->ReportCheckpoint(req->job_id(), req->step(), 0,
                           [reactor](absl::Status s) { reactor->Finish(ToGrpc(s)); });

@@ -2,11 +2,16 @@
 // report checkpoints here. Served through gRPC's callback API: a parked
 // heartbeat is an open call and a record in LongPolls, not a thread, so the
 // coordinator's thread count stays flat however many agents there are.
-// A thin edge over CoordinatorCore. Thread-safe; the core is not owned.
+// A thin edge over CoordinatorCore. Every call is authorised first
+// (auth_policy.h): only an agent's certificate, only about its own node (a
+// checkpoint report: only for a job with ranks on it). Thread-safe; the core
+// and the authorizer are not owned.
 #pragma once
 
 #include "common/clock.h"
+#include "coordinator/auth_policy.h"
 #include "coordinator/coordinator_core.h"
+#include "coordinator/secret_store.h"
 #include "proto/athanor.grpc.pb.h"
 
 namespace athanor::coord {
@@ -15,8 +20,10 @@ class AgentService final : public rpc::NodeAgent::CallbackService {
  public:
   // `heartbeat_interval`: what agents are told to use, and the longest a
   // heartbeat is held.
-  AgentService(CoordinatorCore* core, Duration heartbeat_interval)
-      : core_(core), heartbeat_interval_(heartbeat_interval) {}
+  // `secrets` (not owned): tenants' store credentials added to their ranks' env.
+  AgentService(CoordinatorCore* core, const Authorizer* auth, const SecretStore* secrets,
+               Duration heartbeat_interval)
+      : core_(core), auth_(auth), secrets_(secrets), heartbeat_interval_(heartbeat_interval) {}
 
   grpc::ServerUnaryReactor* RegisterNode(grpc::CallbackServerContext* ctx,
                                          const rpc::RegisterNodeRequest* req,
@@ -29,7 +36,13 @@ class AgentService final : public rpc::NodeAgent::CallbackService {
                                              rpc::ReportCheckpointResponse* resp) override;
 
  private:
+  // Check and CheckOwner for `method`; logs a refusal.
+  absl::Status Authorize(const grpc::CallbackServerContext& ctx, absl::string_view method,
+                         const AuthTarget& target);
+
   CoordinatorCore* const core_;
+  const Authorizer* const auth_;
+  const SecretStore* const secrets_;
   const Duration heartbeat_interval_;
 };
 

@@ -306,9 +306,19 @@ std::map<std::string, std::string> CoordinatorCore::CheckpointTargets() {
   std::map<std::string, std::string> targets;
   for (int64_t seq : state_.jobs().active()) {
     const JobRecord& job = state_.jobs().all().at(seq);
-    if (!job.spec.checkpoint_uri.empty()) targets[job.id] = job.spec.checkpoint_uri;
+    if (job.spec.checkpoint_uri.empty()) continue;
+    if (!store_uri_resolver_) {
+      targets[job.id] = job.spec.checkpoint_uri;
+    } else if (std::optional<std::string> uri = store_uri_resolver_(job.spec.tenant, job.spec.checkpoint_uri)) {
+      targets[job.id] = std::move(*uri);
+    }
   }
   return targets;
+}
+
+void CoordinatorCore::SetStoreUriResolver(StoreUriResolver resolver) {
+  absl::MutexLock lock(&mu_);
+  store_uri_resolver_ = std::move(resolver);
 }
 
 absl::StatusOr<SubmitResult> SubmitAndWait(CoordinatorCore* core, const JobSpec& spec,

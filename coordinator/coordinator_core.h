@@ -18,6 +18,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -59,6 +60,13 @@ class CoordinatorCore {
       StateOptions options, const std::string& state_path, const Clock* clock,
       Duration tick_interval, Duration checkpoint_poll = Seconds(30));
   ~CoordinatorCore();  // Shutdown(), then joins the threads
+
+  // The URI the checkpoint poller opens for a job of `tenant` stored at
+  // `uri` (e.g. with the tenant's credentials); nullopt: not polled. Unset:
+  // the job's URI as it is. Runs on the poller's thread under the state lock.
+  using StoreUriResolver =
+      std::function<std::optional<std::string>(const std::string& tenant, const std::string& uri)>;
+  void SetStoreUriResolver(StoreUriResolver resolver);
 
   using SubmitDone = std::function<void(absl::StatusOr<SubmitResult>)>;
   void SubmitJob(const JobSpec& spec, const std::string& idempotency_key, SubmitDone done);
@@ -118,7 +126,7 @@ class CoordinatorCore {
   HeartbeatResult ReplyLocked(const LongPolls::Poll& poll) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnDurable(const std::set<std::string>& nodes, uint64_t generation);
   void SchedulerLoop(Duration tick_interval);
-  // Running jobs with a checkpoint store: id -> URI.
+  // Running jobs with a checkpoint store: id -> URI (as the resolver gives it).
   std::map<std::string, std::string> CheckpointTargets();
 
   absl::Mutex mu_;
@@ -130,6 +138,7 @@ class CoordinatorCore {
   std::unique_ptr<LongPolls> polls_;
   std::thread scheduler_;
   std::unique_ptr<CheckpointPoller> checkpoint_poller_;
+  StoreUriResolver store_uri_resolver_ ABSL_GUARDED_BY(mu_);
 };
 
 // Blocking forms, for tests and tools.

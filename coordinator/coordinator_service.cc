@@ -9,6 +9,7 @@
 #include "coordinator/grpc_status.h"
 #include "coordinator/proto_convert.h"
 #include "coordinator/validation.h"
+#include "security/cluster_ca.h"
 
 namespace athanor::coord {
 namespace {
@@ -32,9 +33,12 @@ std::string Caller(const grpc::ServerContextBase* ctx) {
   return user.size() > 256 ? user.substr(0, 256) : user;
 }
 
-std::string Who(const grpc::ServerContextBase* ctx) {
+// For logs: the caller's proven identity (never the metadata alone).
+std::string Who(const Authorizer* auth, const grpc::ServerContextBase* ctx) {
+  absl::StatusOr<Identity> id = auth->Authenticate(*ctx);
+  if (id.ok() && !id->insecure) return id->Describe();
   std::string user = Caller(ctx);
-  return user.empty() ? "(anonymous)" : user;
+  return user.empty() ? "(anonymous)" : "user " + user + " (unauthenticated)";
 }
 
 rpc::JobState WireState(JobState s) {
@@ -47,17 +51,50 @@ rpc::JobState WireState(JobState s) {
 
 }  // namespace
 
+absl::StatusOr<Identity> CoordinatorService::Authorize(const grpc::ServerContextBase& ctx,
+                                                       absl::string_view method) {
+  absl::StatusOr<Identity> who = security_.auth->Check(ctx, method);
+  if (!who.ok()) {
+    ATHANOR_LOG(WARNING) << method << " refused: " << who.status().message();
+  }
+  return who;
+}
+
+grpc::Status CoordinatorService::AuthorizeJob(const grpc::ServerContextBase& ctx,
+                                              absl::string_view method, const std::string& job_id,
+                                              JobRecord* out) {
+  absl::StatusOr<Identity> who = Authorize(ctx, method);
+  if (!who.ok()) return ToGrpc(who.status());
+  if (grpc::Status s = CheckId(job_id); !s.ok()) return s;
+  absl::StatusOr<JobRecord> job = core_->GetJob(job_id);
+  if (!job.ok()) return ToGrpc(job.status());
+  absl::Status owner = security_.auth->CheckOwner(*who, method, AuthTarget{.tenant = job->spec.tenant});
+  if (!owner.ok()) {
+    ATHANOR_LOG(WARNING) << method << " of job " << job_id << " refused: " << owner.message();
+    return ToGrpc(owner);
+  }
+  if (out != nullptr) *out = std::move(*job);
+  return grpc::Status::OK;
+}
+
 grpc::ServerUnaryReactor* CoordinatorService::SubmitJob(grpc::CallbackServerContext* ctx,
                                                        const rpc::SubmitJobRequest* req,
                                                        rpc::SubmitJobResponse* resp) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  absl::StatusOr<Identity> who = Authorize(*ctx, "Coordinator.SubmitJob");
   JobSpec spec = FromProto(req->spec());
-  if (spec.tenant.empty()) spec.tenant = Caller(ctx);
+  absl::Status admitted =
+      who.ok() ? security_.submissions->Admit(*who, Caller(ctx), &spec) : who.status();
+  if (!admitted.ok()) {
+    if (who.ok()) ATHANOR_LOG(WARNING) << who->Describe() << ": submit refused: " << admitted.message();
+    reactor->Finish(ToGrpc(admitted));
+    return reactor;
+  }
   // Answered from the committer thread once the job is durable.
   core_->SubmitJob(spec, req->idempotency_key(),
-                   [reactor, resp, who = Who(ctx), tenant = spec.tenant](
+                   [reactor, resp, who = Who(security_.auth, ctx), tenant = spec.tenant](
                        absl::StatusOr<SubmitResult> r) {
-                     ATHANOR_LOG(INFO) << "user " << who << ": submit (tenant '" << tenant << "') -> "
+                     ATHANOR_LOG(INFO) << who << ": submit (tenant '" << tenant << "') -> "
                                        << (r.ok() ? absl::StrCat("job ", r->job_id,
                                                                  r->duplicate ? " (a retry)" : "")
                                                   : r.status().ToString());
@@ -70,59 +107,76 @@ grpc::ServerUnaryReactor* CoordinatorService::SubmitJob(grpc::CallbackServerCont
   return reactor;
 }
 
-grpc::Status CoordinatorService::GetJob(grpc::ServerContext*, const rpc::GetJobRequest* req,
+grpc::Status CoordinatorService::GetJob(grpc::ServerContext* ctx, const rpc::GetJobRequest* req,
                                         rpc::Job* resp) {
-  if (grpc::Status s = CheckId(req->job_id()); !s.ok()) return s;
-  absl::StatusOr<JobRecord> job = core_->GetJob(req->job_id());
-  if (!job.ok()) return ToGrpc(job.status());
-  ToProto(*job, resp);
+  JobRecord job;
+  if (grpc::Status s = AuthorizeJob(*ctx, "Coordinator.GetJob", req->job_id(), &job); !s.ok()) {
+    return s;
+  }
+  ToProto(job, resp);
   return grpc::Status::OK;
 }
 
-grpc::Status CoordinatorService::ListJobs(grpc::ServerContext*, const rpc::ListJobsRequest* req,
+grpc::Status CoordinatorService::ListJobs(grpc::ServerContext* ctx, const rpc::ListJobsRequest* req,
                                           rpc::ListJobsResponse* resp) {
+  absl::StatusOr<Identity> who = Authorize(*ctx, "Coordinator.ListJobs");
+  if (!who.ok()) return ToGrpc(who.status());
   if (req->tenant().size() > kMaxStringBytes) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "tenant: longer than 4096 bytes");
   }
-  for (const JobRecord& j : core_->ListJobs(req->all(), req->tenant())) ToProto(j, resp->add_jobs());
+  // Users list their own tenant's jobs: naming another is refused, naming none is theirs.
+  std::string tenant = req->tenant();
+  if (tenant.empty() && !who->insecure && who->role != Role::kAdmin) tenant = who->tenant;
+  if (absl::Status s = security_.auth->CheckOwner(*who, "Coordinator.ListJobs", {.tenant = tenant});
+      !s.ok()) {
+    return ToGrpc(s);
+  }
+  for (const JobRecord& j : core_->ListJobs(req->all(), tenant)) ToProto(j, resp->add_jobs());
   return grpc::Status::OK;
 }
 
 grpc::Status CoordinatorService::CancelJob(grpc::ServerContext* ctx,
                                            const rpc::CancelJobRequest* req,
                                            rpc::CancelJobResponse* resp) {
-  if (grpc::Status s = CheckId(req->job_id()); !s.ok()) return s;
-  ATHANOR_LOG(INFO) << "user " << Who(ctx) << ": cancel job " << req->job_id();
+  if (grpc::Status s = AuthorizeJob(*ctx, "Coordinator.CancelJob", req->job_id()); !s.ok()) return s;
+  ATHANOR_LOG(INFO) << Who(security_.auth, ctx) << ": cancel job " << req->job_id();
   absl::StatusOr<JobRecord> job = core_->CancelJob(req->job_id());
   if (!job.ok()) return ToGrpc(job.status());
   ToProto(*job, resp->mutable_job());
   return grpc::Status::OK;
 }
 
-grpc::Status CoordinatorService::ListNodes(grpc::ServerContext*, const rpc::ListNodesRequest*,
+grpc::Status CoordinatorService::ListNodes(grpc::ServerContext* ctx, const rpc::ListNodesRequest*,
                                            rpc::ListNodesResponse* resp) {
+  if (absl::StatusOr<Identity> who = Authorize(*ctx, "Coordinator.ListNodes"); !who.ok()) {
+    return ToGrpc(who.status());
+  }
   for (const NodeView& n : core_->ListNodes()) ToProto(n, resp->add_nodes());
   return grpc::Status::OK;
 }
 
-std::shared_ptr<rpc::AgentControl::Stub> CoordinatorService::AgentStub(const std::string& address) {
+std::shared_ptr<rpc::AgentControl::Stub> CoordinatorService::AgentStub(const std::string& node,
+                                                                       const std::string& address) {
   absl::MutexLock lock(&mu_);
-  auto& stub = stubs_[address];
+  auto& stub = stubs_[node + "@" + address];
   if (!stub) {
     grpc::ChannelArguments args;  // a restarted agent is reachable again quickly
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
     args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
     args.SetInt(GRPC_ARG_DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS, 500);
-    stub = rpc::AgentControl::NewStub(
-        grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
+    std::shared_ptr<grpc::ChannelCredentials> creds =
+        security_.agent_tls == nullptr
+            ? grpc::InsecureChannelCredentials()
+            : security::ClientCredentials(*security_.agent_tls, security::AgentName(node), "", &args);
+    stub = rpc::AgentControl::NewStub(grpc::CreateCustomChannel(address, creds, args));
   }
   return stub;
 }
 
-grpc::Status CoordinatorService::GetLogs(grpc::ServerContext*, const rpc::GetLogsRequest* req,
+grpc::Status CoordinatorService::GetLogs(grpc::ServerContext* ctx, const rpc::GetLogsRequest* req,
                                          rpc::GetLogsResponse* resp) {
-  if (grpc::Status s = CheckId(req->job_id()); !s.ok()) return s;
+  if (grpc::Status s = AuthorizeJob(*ctx, "Coordinator.GetLogs", req->job_id()); !s.ok()) return s;
   if (req->attempt() < 0 || req->page_start() < 0) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         "attempt and page_start: must be >= 0");
@@ -168,7 +222,7 @@ void CoordinatorService::ReadRankLog(const std::string& job_id, const LogTarget&
   rpc::ReadLogResponse data;
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  grpc::Status s = AgentStub(t.agent_address)->ReadLog(&ctx, read, &data);
+  grpc::Status s = AgentStub(t.node, t.agent_address)->ReadLog(&ctx, read, &data);
   if (!s.ok()) {
     log->set_error(absl::StrCat("agent ", t.agent_address.substr(0, 256), " (node ",
                                 t.node.substr(0, 256), "): ",
@@ -186,11 +240,11 @@ void CoordinatorService::ReadRankLog(const std::string& job_id, const LogTarget&
 grpc::Status CoordinatorService::PreemptJob(grpc::ServerContext* ctx,
                                             const rpc::PreemptJobRequest* req,
                                             rpc::PreemptJobResponse* resp) {
-  if (grpc::Status s = CheckId(req->job_id()); !s.ok()) return s;
+  if (grpc::Status s = AuthorizeJob(*ctx, "Coordinator.PreemptJob", req->job_id()); !s.ok()) return s;
   if (req->grace_period_s() < 0) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "grace_period_s: must be >= 0");
   }
-  ATHANOR_LOG(INFO) << "user " << Who(ctx) << ": preempt job " << req->job_id();
+  ATHANOR_LOG(INFO) << Who(security_.auth, ctx) << ": preempt job " << req->job_id();
   absl::StatusOr<JobRecord> job =
       core_->PreemptJob(req->job_id(), Seconds(static_cast<double>(req->grace_period_s())));
   if (!job.ok()) return ToGrpc(job.status());
@@ -201,13 +255,16 @@ grpc::Status CoordinatorService::PreemptJob(grpc::ServerContext* ctx,
 grpc::Status CoordinatorService::DrainNode(grpc::ServerContext* ctx,
                                            const rpc::DrainNodeRequest* req,
                                            rpc::NodeResponse* resp) {
+  if (absl::StatusOr<Identity> who = Authorize(*ctx, "Coordinator.DrainNode"); !who.ok()) {
+    return ToGrpc(who.status());
+  }
   if (grpc::Status s = ToGrpc(ValidateName("node", req->node())); !s.ok()) return s;
   if (req->grace_period_s() < 0 || req->reason().size() > kMaxStringBytes) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         "grace_period_s must be >= 0 and reason at most 4096 bytes");
   }
-  ATHANOR_LOG(INFO) << "user " << Who(ctx) << ": drain node " << req->node();
-  std::string reason = req->reason().empty() ? "drained by " + Who(ctx) : req->reason();
+  ATHANOR_LOG(INFO) << Who(security_.auth, ctx) << ": drain node " << req->node();
+  std::string reason = req->reason().empty() ? "drained by " + Who(security_.auth, ctx) : req->reason();
   absl::StatusOr<NodeView> node =
       core_->DrainNode(req->node(), Seconds(static_cast<double>(req->grace_period_s())), reason);
   if (!node.ok()) return ToGrpc(node.status());
@@ -218,20 +275,32 @@ grpc::Status CoordinatorService::DrainNode(grpc::ServerContext* ctx,
 grpc::Status CoordinatorService::UndrainNode(grpc::ServerContext* ctx,
                                              const rpc::UndrainNodeRequest* req,
                                              rpc::NodeResponse* resp) {
+  if (absl::StatusOr<Identity> who = Authorize(*ctx, "Coordinator.UndrainNode"); !who.ok()) {
+    return ToGrpc(who.status());
+  }
   if (grpc::Status s = ToGrpc(ValidateName("node", req->node())); !s.ok()) return s;
-  ATHANOR_LOG(INFO) << "user " << Who(ctx) << ": undrain node " << req->node();
+  ATHANOR_LOG(INFO) << Who(security_.auth, ctx) << ": undrain node " << req->node();
   absl::StatusOr<NodeView> node = core_->UndrainNode(req->node());
   if (!node.ok()) return ToGrpc(node.status());
   ToProto(*node, resp->mutable_node());
   return grpc::Status::OK;
 }
 
-grpc::Status CoordinatorService::Usage(grpc::ServerContext*, const rpc::UsageRequest* req,
+grpc::Status CoordinatorService::Usage(grpc::ServerContext* ctx, const rpc::UsageRequest* req,
                                        rpc::UsageResponse* resp) {
+  absl::StatusOr<Identity> who = Authorize(*ctx, "Coordinator.Usage");
+  if (!who.ok()) return ToGrpc(who.status());
   if (req->tenant().size() > kMaxStringBytes) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "tenant: longer than 4096 bytes");
   }
-  for (const UsageRow& r : core_->Usage(req->tenant(), static_cast<double>(req->since_unix()))) {
+  // Other tenants' usage is for admins: a user's is their own tenant's.
+  std::string tenant = req->tenant();
+  if (tenant.empty() && !who->insecure && who->role != Role::kAdmin) tenant = who->tenant;
+  if (absl::Status s = security_.auth->CheckOwner(*who, "Coordinator.Usage", {.tenant = tenant});
+      !s.ok()) {
+    return ToGrpc(s);
+  }
+  for (const UsageRow& r : core_->Usage(tenant, static_cast<double>(req->since_unix()))) {
     rpc::UsageRow* row = resp->add_rows();
     row->set_tenant(r.tenant);
     row->set_job_id(r.job_id);
@@ -241,10 +310,10 @@ grpc::Status CoordinatorService::Usage(grpc::ServerContext*, const rpc::UsageReq
   return grpc::Status::OK;
 }
 
-grpc::Status CoordinatorService::WhyPending(grpc::ServerContext*,
+grpc::Status CoordinatorService::WhyPending(grpc::ServerContext* ctx,
                                             const rpc::WhyPendingRequest* req,
                                             rpc::WhyPendingResponse* resp) {
-  if (grpc::Status s = CheckId(req->job_id()); !s.ok()) return s;
+  if (grpc::Status s = AuthorizeJob(*ctx, "Coordinator.WhyPending", req->job_id()); !s.ok()) return s;
   absl::StatusOr<WhyResult> why = core_->Why(req->job_id());
   if (!why.ok()) return ToGrpc(why.status());
   resp->set_job_id(req->job_id());
@@ -256,8 +325,11 @@ grpc::Status CoordinatorService::WhyPending(grpc::ServerContext*,
 
 namespace {
 
-void QuotasToProto(const std::vector<QuotaRow>& rows, rpc::ListQuotasResponse* resp) {
+// `tenant` non-empty: that tenant's row only.
+void QuotasToProto(const std::vector<QuotaRow>& rows, rpc::ListQuotasResponse* resp,
+                   const std::string& tenant = "") {
   for (const QuotaRow& q : rows) {
+    if (!tenant.empty() && q.tenant != tenant) continue;
     rpc::QuotaRow* row = resp->add_quotas();
     row->set_tenant(q.tenant);
     row->set_gpus(q.gpus);
@@ -269,7 +341,10 @@ void QuotasToProto(const std::vector<QuotaRow>& rows, rpc::ListQuotasResponse* r
 
 grpc::Status CoordinatorService::SetQuota(grpc::ServerContext* ctx, const rpc::SetQuotaRequest* req,
                                           rpc::ListQuotasResponse* resp) {
-  ATHANOR_LOG(INFO) << "user " << Who(ctx) << ": quota " << req->tenant().substr(0, 64) << " = "
+  if (absl::StatusOr<Identity> who = Authorize(*ctx, "Coordinator.SetQuota"); !who.ok()) {
+    return ToGrpc(who.status());
+  }
+  ATHANOR_LOG(INFO) << Who(security_.auth, ctx) << ": quota " << req->tenant().substr(0, 64) << " = "
                     << req->gpus();
   absl::StatusOr<std::vector<QuotaRow>> rows = core_->SetQuota(req->tenant(), req->gpus());
   if (!rows.ok()) return ToGrpc(rows.status());
@@ -277,9 +352,13 @@ grpc::Status CoordinatorService::SetQuota(grpc::ServerContext* ctx, const rpc::S
   return grpc::Status::OK;
 }
 
-grpc::Status CoordinatorService::ListQuotas(grpc::ServerContext*, const rpc::ListQuotasRequest*,
+grpc::Status CoordinatorService::ListQuotas(grpc::ServerContext* ctx, const rpc::ListQuotasRequest*,
                                             rpc::ListQuotasResponse* resp) {
-  QuotasToProto(core_->Quotas(), resp);
+  absl::StatusOr<Identity> who = Authorize(*ctx, "Coordinator.ListQuotas");
+  if (!who.ok()) return ToGrpc(who.status());
+  // Users see their own tenant's quota only.
+  bool all = who->insecure || who->role == Role::kAdmin;
+  QuotasToProto(core_->Quotas(), resp, all ? "" : who->tenant);
   return grpc::Status::OK;
 }
 

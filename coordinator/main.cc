@@ -1,7 +1,11 @@
 // athanor-coordinator: the cluster's single authority over allocations.
 //
 //   athanor-coordinator --listen 0.0.0.0:7700 --state /var/lib/athanor/state.db
+//                       --tls-dir /etc/athanor/tls
 //
+// Secure by default (docs/security.md): TLS from --tls-dir, agents by their
+// certificates, users by bearer tokens. It refuses to start without TLS
+// material unless told --insecure and listening on loopback only.
 // Serves the Coordinator (CLI) and NodeAgent (agents) gRPC services on one
 // port. SIGTERM/SIGINT shut it down cleanly; kill -9 loses nothing durable.
 #include <signal.h>
@@ -21,6 +25,7 @@
 #include "coordinator/agent_service.h"
 #include "coordinator/coordinator_core.h"
 #include "coordinator/coordinator_service.h"
+#include "coordinator/auth_setup.h"
 
 namespace athanor::coord {
 namespace {
@@ -33,6 +38,7 @@ int Run(int argc, char** argv) {
   double idle_reclaim_grace_s = 60, checkpoint_poll_s = 30;
   bool no_backfill = false;
   std::vector<std::string> quotas;
+  SecurityFlags security_flags;
   int64_t heartbeat_interval_ms = 1000, kill_after_ms = 5000;
   po::options_description desc("athanor-coordinator options");
   desc.add_options()
@@ -60,6 +66,7 @@ int Run(int argc, char** argv) {
       ("checkpoint-poll-s", po::value(&checkpoint_poll_s)->default_value(30),
        "read running jobs' newest committed checkpoint this often (0: never)")
       ("log-level", po::value(&log_level)->default_value("info"), "debug, info, warning, error");
+  AddSecurityFlags(desc, &security_flags);
   ParsedCommandLine cmd;
   absl::Status s = ParseOptions(argc, argv, desc,
                                 "usage: athanor-coordinator --state PATH [--listen HOST:PORT] ...",
@@ -123,6 +130,12 @@ int Run(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   RegisterBuiltinObjectStores();
 
+  absl::StatusOr<std::unique_ptr<CoordinatorSecurity>> security =
+      CoordinatorSecurity::Create(security_flags, listen, state_path, RealClock::Get());
+  if (!security.ok()) {
+    std::cerr << "athanor-coordinator: " << security.status().message() << "\n";
+    return 2;
+  }
   absl::StatusOr<std::unique_ptr<CoordinatorCore>> core =
       CoordinatorCore::Create(options, state_path, RealClock::Get(), Millis(200),
                               Seconds(checkpoint_poll_s));
@@ -130,17 +143,24 @@ int Run(int argc, char** argv) {
     ATHANOR_LOG(ERROR) << "cannot start: " << core.status();
     return 1;
   }
-  CoordinatorService coordinator_service(core->get());
-  AgentService agent_service(core->get(), Millis(heartbeat_interval_ms));
+  CoordinatorService coordinator_service(core->get(), (*security)->service_security());
+  AgentService agent_service(core->get(), (*security)->authorizer(), (*security)->secrets(),
+                             Millis(heartbeat_interval_ms));
+  // The checkpoint poller reads a tenant's store with that tenant's credentials only.
+  (*core)->SetStoreUriResolver([secrets = (*security)->secrets()](const std::string& tenant,
+                                                                  const std::string& uri) {
+    return secrets->UriForTenant(tenant, uri);
+  });
   grpc::ServerBuilder builder;
   // The CLI's synchronous calls get a bounded pool; agents' calls and
   // submissions take no thread while they wait (callback API).
   grpc::ResourceQuota quota("athanor-coordinator");
   quota.SetMaxThreads(kMaxRpcThreads);
   builder.SetResourceQuota(quota);
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(listen, (*security)->server_credentials(), &port);
   builder.RegisterService(&coordinator_service);
   builder.RegisterService(&agent_service);
+  builder.RegisterService((*security)->security_service());
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || port == 0) {
     ATHANOR_LOG(ERROR) << "cannot listen on " << listen;

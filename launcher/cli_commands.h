@@ -27,6 +27,7 @@ struct CliContext {
   std::string coordinator;  // HOST:PORT
   std::string user;         // sent as x-athanor-user ($USER)
   std::unique_ptr<rpc::Coordinator::Stub> stub;
+  std::shared_ptr<grpc::Channel> channel;  // stub's channel (TLS + token: cli_security.h)
 };
 
 // args[0] is the subcommand name.
@@ -47,5 +48,6 @@ int RunWhy(CliContext& ctx, const std::vector<std::string>& args);
 // Interactive allocations (cli_alloc.cc).
 int RunAlloc(CliContext& ctx, const std::vector<std::string>& args);
 int RunCheckpoints(CliContext& ctx, const std::vector<std::string>& args);  // cli_checkpoints.cc
+int RunAdmin(CliContext& ctx, const std::vector<std::string>& args);  // cli_security_admin.cc
 
 }  // namespace athanor::cli

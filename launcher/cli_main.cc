@@ -13,6 +13,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "launcher/cli_commands.h"
+#include "launcher/cli_security.h"
 
 namespace athanor::cli {
 namespace {
@@ -20,7 +21,7 @@ namespace {
 constexpr char kDefaultCoordinator[] = "127.0.0.1:7700";
 
 void Usage(std::ostream& out) {
-  out << "usage: athanor [--coordinator HOST:PORT] COMMAND [ARGS...]\n\n"
+  out << "usage: athanor [--coordinator HOST:PORT] [--ca FILE] [--token-file FILE] COMMAND [ARGS...]\n\n"
          "The coordinator is --coordinator, else $ATHANOR_COORDINATOR, else "
       << kDefaultCoordinator
       << ".\n\n"
@@ -41,8 +42,12 @@ void Usage(std::ostream& out) {
          "  undrain NODE                             let a drained node take work again\n"
          "  usage   [--tenant T] [--since D] [--json]   GPU-seconds per tenant and job\n"
          "  quota   [set TENANT GPUS | unset TENANT] [--json]   show or change GPU quotas\n\n"
-         "Every call carries your identity ($USER) as gRPC metadata x-athanor-user;\n"
-         "a submitted job's tenant defaults to it.\n"
+         "  admin   ca|token|tenant ...              cluster CA, bearer tokens, tenants' limits\n\n"
+         "Calls go over TLS verified against the cluster CA (--ca, else $ATHANOR_CA, else\n"
+         "~/.athanor/ca.crt) with your bearer token ($ATHANOR_TOKEN, else --token-file or\n"
+         "$ATHANOR_TOKEN_FILE, else ~/.athanor/token; a token file must be mode 0600).\n"
+         "Your tenant comes from your token. Without a CA the call is plaintext, for a\n"
+         "coordinator started --insecure on loopback, and no token is sent.\n"
          "`athanor COMMAND --help` describes each command.\n";
 }
 
@@ -55,12 +60,14 @@ int Main(int argc, char** argv) {
       {"usage", RunUsage},   {"quota", RunQuota},   {"why", RunWhy},
       {"alloc", RunAlloc},
       {"checkpoints", RunCheckpoints},
+      {"admin", RunAdmin},
   };
   CliContext ctx;
   const char* env = std::getenv("ATHANOR_COORDINATOR");
   ctx.coordinator = env != nullptr && *env != '\0' ? env : kDefaultCoordinator;
   const char* user = std::getenv("USER");
   ctx.user = user != nullptr ? user : "";
+  CliSecurity security;
   int i = 1;
   for (; i < argc; ++i) {
     std::string a = argv[i];
@@ -71,6 +78,8 @@ int Main(int argc, char** argv) {
       ctx.coordinator = argv[++i];
     } else if (a.rfind("--coordinator=", 0) == 0) {
       ctx.coordinator = a.substr(14);
+    } else if ((a == "--ca" || a == "--token-file") && i + 1 < argc) {
+      (a == "--ca" ? security.ca_path : security.token_path) = argv[++i];
     } else if (a.rfind("-", 0) == 0) {
       std::cerr << "athanor: unknown option '" << a << "'\n\n";
       Usage(std::cerr);
@@ -90,8 +99,17 @@ int Main(int argc, char** argv) {
     return kExitUsage;
   }
   std::vector<std::string> args(argv + i, argv + argc);
-  ctx.stub = rpc::Coordinator::NewStub(
-      grpc::CreateChannel(ctx.coordinator, grpc::InsecureChannelCredentials()));
+  // `admin ca` works on files alone (and may be making the CA named by $ATHANOR_CA).
+  const bool files_only = args[0] == "admin" && args.size() > 1 && args[1] == "ca";
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+      files_only ? grpc::CreateChannel(ctx.coordinator, grpc::InsecureChannelCredentials())
+                 : ConnectCoordinator(ctx.coordinator, ResolveCliSecurity(security));
+  if (!channel.ok()) {
+    std::cerr << "athanor: " << channel.status().message() << "\n";
+    return kExitUsage;
+  }
+  ctx.channel = *channel;
+  ctx.stub = rpc::Coordinator::NewStub(ctx.channel);
   return it->second(ctx, args);
 }
 

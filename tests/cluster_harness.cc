@@ -15,8 +15,12 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/net.h"
+#include "security/cluster_ca.h"
+#include "security/private_file.h"
+#include "security/tls.h"
 
 namespace athanor::testing {
 namespace {
@@ -82,14 +86,72 @@ LocalCluster::LocalCluster(std::vector<std::string> coordinator_flags)
   bin_dir_ = bin != nullptr ? bin : "";
   int port = PickFreePort().value();
   address_ = absl::StrCat("127.0.0.1:", port);
+  secure_ = std::find(coordinator_flags_.begin(), coordinator_flags_.end(), "--insecure") ==
+            coordinator_flags_.end();
+  if (secure_) {
+    absl::Status ca = security::InitClusterCa(tls_dir());
+    EXPECT_TRUE(ca.ok()) << ca;
+    absl::StatusOr<std::string> token = security::ReadPrivateFile(tls_dir() + "/admin.token");
+    EXPECT_TRUE(token.ok()) << token.status();
+    if (token.ok()) admin_token_ = std::string(absl::StripAsciiWhitespace(*token));
+  }
+  stub_ = rpc::Coordinator::NewStub(Channel(admin_token_, ""));
+}
+
+std::shared_ptr<grpc::Channel> LocalCluster::Channel(const std::string& token,
+                                                     const std::string& cert_base) {
   grpc::ChannelArguments args;  // reconnect at once after coordinator (re)starts
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 50);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 50);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 200);
   args.SetInt(GRPC_ARG_DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS, 50);
-  auto channel = grpc::CreateCustomChannel(address_, grpc::InsecureChannelCredentials(), args);
-  stub_ = rpc::Coordinator::NewStub(channel);
-  agent_stub_ = rpc::NodeAgent::NewStub(channel);
+  if (!secure_) return grpc::CreateCustomChannel(address_, grpc::InsecureChannelCredentials(), args);
+  absl::StatusOr<security::TlsMaterial> m = security::LoadTlsMaterial(tls_dir(), cert_base);
+  EXPECT_TRUE(m.ok()) << m.status();
+  if (!m.ok()) return grpc::CreateCustomChannel(address_, grpc::InsecureChannelCredentials(), args);
+  return grpc::CreateCustomChannel(
+      address_, security::ClientCredentials(*m, security::kCoordinatorName, token, &args), args);
+}
+
+std::unique_ptr<rpc::Coordinator::Stub> LocalCluster::CoordinatorStubAs(const std::string& token) {
+  return rpc::Coordinator::NewStub(Channel(token, ""));
+}
+
+std::unique_ptr<rpc::NodeAgent::Stub> LocalCluster::AgentStub(const std::string& node) {
+  if (secure_ && !node.empty()) {
+    struct stat st;
+    if (stat((tls_dir() + "/agent-" + node + ".crt").c_str(), &st) != 0) {
+      absl::Status s = security::IssueAgentCertificate(tls_dir(), node);
+      EXPECT_TRUE(s.ok()) << s;
+    }
+  }
+  return rpc::NodeAgent::NewStub(Channel("", node.empty() ? "" : "agent-" + node));
+}
+
+std::vector<std::string> LocalCluster::AgentSecurityFlags(const std::string& node, uid_t owner) {
+  if (!secure_) return {"--insecure"};
+  absl::Status s = security::IssueAgentCertificate(tls_dir(), node);
+  EXPECT_TRUE(s.ok()) << s;
+  if (owner == geteuid()) return {"--tls-dir", tls_dir()};
+  std::string own = absl::StrCat(dir_, "/tls-", node);
+  mkdir(own.c_str(), 0700);
+  for (const std::string& f : {std::string("ca.crt"), "agent-" + node + ".crt", "agent-" + node + ".key"}) {
+    std::string to = own + "/" + f;
+    std::ofstream(to) << ReadFile(tls_dir() + "/" + f);
+    chmod(to.c_str(), 0600);
+    EXPECT_EQ(chown(to.c_str(), owner, static_cast<gid_t>(-1)), 0) << to;
+  }
+  EXPECT_EQ(chown(own.c_str(), owner, static_cast<gid_t>(-1)), 0) << own;
+  return {"--tls-dir", own};
+}
+
+std::string LocalCluster::CreateToken(const std::string& tenant, const std::string& role,
+                                      const std::string& ttl) {
+  std::vector<std::string> args = {"admin", "token", "create", "--tenant", tenant, "--role", role};
+  if (!ttl.empty()) args.insert(args.end(), {"--ttl", ttl});
+  CliResult r = Cli(args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return std::string(absl::StripAsciiWhitespace(r.out));
 }
 
 LocalCluster::~LocalCluster() {
@@ -113,6 +175,7 @@ void LocalCluster::StartCoordinator() {
   SubprocessOptions o;
   o.argv = {Bin("athanor-coordinator"), "--listen", address_, "--state", dir_ + "/state.db",
             "--heartbeat-interval-ms", "500"};
+  if (secure_) o.argv.insert(o.argv.end(), {"--tls-dir", tls_dir()});
   o.argv.insert(o.argv.end(), coordinator_flags_.begin(), coordinator_flags_.end());
   o.stdout_path = dir_ + "/coordinator.log";
   o.stderr_path = "=stdout";
@@ -138,6 +201,13 @@ void LocalCluster::StartAgent(const std::string& name, int gpus, const std::stri
   o.argv = {Bin("athanor-agent"), "--coordinator", address_, "--name", name, "--gpus",
             std::to_string(gpus), "--work-dir", dir_ + "/" + name, "--listen", host + ":0",
             "--host", host};
+  if (secure_) {
+    absl::Status s = security::IssueAgentCertificate(tls_dir(), name);
+    ASSERT_TRUE(s.ok()) << s;
+    o.argv.insert(o.argv.end(), {"--tls-dir", tls_dir()});
+  } else {
+    o.argv.push_back("--insecure");
+  }
   if (sandboxed_) {
     if (share_dir_) o.argv.insert(o.argv.end(), {"--sandbox-shared-dir", dir_});
     // The binaries ranks run: a checkout under /tmp is hidden by the
@@ -165,10 +235,23 @@ pid_t LocalCluster::agent_pid(const std::string& name) const {
   return it == agents_.end() || !it->second ? 0 : it->second->pid();
 }
 
-CliResult LocalCluster::Cli(const std::vector<std::string>& args) {
+CliResult LocalCluster::Cli(const std::vector<std::string>& args) { return RunCli(args, admin_token_); }
+
+CliResult LocalCluster::CliAs(const std::string& token, const std::vector<std::string>& args) {
+  return RunCli(args, token);
+}
+
+CliResult LocalCluster::CliPlaintext(const std::vector<std::string>& args) {
+  return RunCli(args, "", /*tls=*/false);
+}
+
+CliResult LocalCluster::RunCli(const std::vector<std::string>& args, const std::string& token, bool tls) {
   SubprocessOptions o;
   o.argv = {Bin("athanor"), "--coordinator", address_};
+  if (secure_ && tls) o.argv.insert(o.argv.end(), {"--ca", tls_dir() + "/ca.crt"});
   o.argv.insert(o.argv.end(), args.begin(), args.end());
+  // The token travels in the environment, never on a command line.
+  o.env["ATHANOR_TOKEN"] = token;
   o.capture_stdout = true;
   std::string err_path = dir_ + "/cli.err";
   unlink(err_path.c_str());

@@ -1,12 +1,17 @@
 // A local athanor cluster for integration tests: one coordinator and N agents
 // as real processes on loopback, plus the `athanor` CLI, all found through
 // $ATHANOR_BIN_DIR. Ports are picked with PickFreePort; everything lives in a
-// fresh temp dir. The destructor stops every child (agents SIGTERM their
+// fresh temp dir. Every cluster is secure, as in production: a cluster CA in
+// DIR/tls (coordinator and agent certificates, mutual TLS), and the harness's
+// own calls (stub(), Cli()) carry the bootstrap admin token; CreateToken makes
+// tenants' tokens. Passing "--insecure" among the coordinator flags runs a
+// plaintext, unauthenticated cluster instead. The destructor stops every child (agents SIGTERM their
 // ranks). A process-wide watchdog (alarm) kills the children and fails the
 // test binary if a test hangs. Not thread-safe: one test thread drives it.
 #pragma once
 
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <functional>
@@ -49,8 +54,30 @@ class LocalCluster {
   // The agent's pid (0 when it is not running).
   pid_t agent_pid(const std::string& name) const;
 
-  // Runs `athanor --coordinator ADDR args...` to completion.
+  // Runs `athanor --coordinator ADDR args...` to completion, as the admin.
   CliResult Cli(const std::vector<std::string>& args);
+  // The same with `token` ($ATHANOR_TOKEN) instead of the admin's.
+  CliResult CliAs(const std::string& token, const std::vector<std::string>& args);
+
+  // The same without the CA: a plaintext call (with no token).
+  CliResult CliPlaintext(const std::vector<std::string>& args);
+
+  // A new bearer token for `tenant` (made through the admin CLI; fails the
+  // test and returns "" if that fails).
+  std::string CreateToken(const std::string& tenant, const std::string& role = "user",
+                          const std::string& ttl = "");
+  // A Coordinator stub calling with `token` ("" for none) over verified TLS.
+  std::unique_ptr<rpc::Coordinator::Stub> CoordinatorStubAs(const std::string& token);
+  // A NodeAgent stub presenting node `node`'s agent certificate ("" for no
+  // certificate), issued on first use.
+  std::unique_ptr<rpc::NodeAgent::Stub> AgentStub(const std::string& node);
+  // The flags an agent of node `node` needs to reach this cluster (its
+  // certificate is issued on first use): "--tls-dir DIR", or "--insecure". For
+  // an agent running as another uid, the certificate, key and CA are copied
+  // into a folder of that uid's own.
+  std::vector<std::string> AgentSecurityFlags(const std::string& node, uid_t owner = geteuid());
+  // Where the CA, the certificates and admin.token are ("" when --insecure).
+  std::string tls_dir() const { return secure_ ? dir_ + "/tls" : ""; }
 
   // Polls `cond` every 20 ms until it holds or `timeout` passes.
   static bool WaitFor(const std::function<bool()>& cond,
@@ -61,7 +88,6 @@ class LocalCluster {
   rpc::Coordinator::Stub& stub() { return *stub_; }
   // The job as the coordinator has it now (a default Job, with a test failure, if the RPC fails).
   rpc::Job GetJob(const std::string& id);
-  rpc::NodeAgent::Stub& agent_stub() { return *agent_stub_; }
   const std::string& address() const { return address_; }
   const std::string& dir() const { return dir_; }
   // The coordinator's log so far, for failure messages.
@@ -69,6 +95,8 @@ class LocalCluster {
 
  private:
   std::string Bin(const std::string& name) const;
+  std::shared_ptr<grpc::Channel> Channel(const std::string& token, const std::string& cert_base);
+  CliResult RunCli(const std::vector<std::string>& args, const std::string& token, bool tls = true);
   void Track(Subprocess* p);
 
   std::string dir_;
@@ -77,10 +105,11 @@ class LocalCluster {
   std::vector<std::string> coordinator_flags_;
   bool sandboxed_;
   bool share_dir_ = true;
+  bool secure_ = true;
+  std::string admin_token_;
   std::unique_ptr<Subprocess> coordinator_;
   std::map<std::string, std::unique_ptr<Subprocess>> agents_;
   std::unique_ptr<rpc::Coordinator::Stub> stub_;
-  std::unique_ptr<rpc::NodeAgent::Stub> agent_stub_;
 };
 
 // Reads a whole file ("" when missing).

@@ -225,7 +225,7 @@ TEST_F(ClusterTest, HostileRequestsAreRefusedAndServiceContinues) {
     req.set_name("bad");
     req.mutable_inventory()->set_gpus(-4);
     rpc::RegisterNodeResponse resp;
-    grpc::Status s = cluster_.agent_stub().RegisterNode(&ctx, req, &resp);
+    grpc::Status s = cluster_.AgentStub("bad")->RegisterNode(&ctx, req, &resp);
     EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
     EXPECT_EQ(s.error_message(), "inventory.gpus: must be in 0..1024, got -4");
   }
@@ -235,7 +235,7 @@ TEST_F(ClusterTest, HostileRequestsAreRefusedAndServiceContinues) {
     req.set_node("never-registered");
     req.set_max_wait_ms(100000000);
     rpc::HeartbeatResponse resp;
-    ASSERT_TRUE(cluster_.agent_stub().Heartbeat(&ctx, req, &resp).ok());
+    ASSERT_TRUE(cluster_.AgentStub("never-registered")->Heartbeat(&ctx, req, &resp).ok());
     EXPECT_TRUE(resp.reregister());
   }
   CliResult cancel = cluster_.Cli({"cancel", "12345"});

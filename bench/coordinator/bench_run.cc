@@ -14,6 +14,7 @@
 #include "bench/coordinator/submit_storm.h"
 #include "common/net.h"
 #include "proto/athanor.grpc.pb.h"
+#include "security/cluster_ca.h"
 
 namespace athanor::bench {
 namespace {
@@ -28,10 +29,11 @@ double SelfCpuSeconds() {
 }
 
 // Counts jobs and SUCCEEDED jobs, and UP nodes, as the coordinator has them now.
-void CountCluster(const std::string& address, BenchRunResult* r) {
+void CountCluster(const CoordinatorProcess& coordinator, BenchRunResult* r) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);  // every job ever submitted in one reply
-  auto channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  std::shared_ptr<grpc::ChannelCredentials> creds = coordinator.ChannelCredentials(&args);
+  auto channel = grpc::CreateCustomChannel(coordinator.address(), creds, args);
   std::unique_ptr<rpc::Coordinator::Stub> stub = rpc::Coordinator::NewStub(channel);
   grpc::ClientContext jobs_ctx;
   jobs_ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
@@ -55,6 +57,7 @@ void CountCluster(const std::string& address, BenchRunResult* r) {
 absl::StatusOr<BenchRunResult> RunBench(const BenchRunOptions& o) {
   BenchRunResult r;
   r.agents = o.agents;
+  r.tls = o.tls;
   absl::StatusOr<int> port = PickFreePort();
   if (!port.ok()) return port.status();
   CoordinatorProcessOptions co;
@@ -65,6 +68,10 @@ absl::StatusOr<BenchRunResult> RunBench(const BenchRunOptions& o) {
   co.extra_flags = {"--heartbeat-interval-ms", std::to_string(o.heartbeat_interval_ms)};
   co.extra_flags.insert(co.extra_flags.end(), o.coordinator_flags.begin(),
                         o.coordinator_flags.end());
+  if (o.tls) {
+    co.tls_dir = o.work_dir + "/tls";
+    if (absl::Status s = security::InitClusterCa(co.tls_dir); !s.ok()) return s;
+  }
   CoordinatorProcess coordinator(co);
   if (absl::Status s = coordinator.Start(); !s.ok()) return s;
   ProcSampler sampler(coordinator.pid(), std::chrono::milliseconds(200));
@@ -75,6 +82,7 @@ absl::StatusOr<BenchRunResult> RunBench(const BenchRunOptions& o) {
   fo.connections = o.connections;
   fo.register_concurrency = o.register_concurrency;
   fo.run_time = o.run_time;
+  fo.tls_dir = co.tls_dir;
   SimFleet fleet(fo);
   Clock::time_point t0 = Clock::now();
   fleet.Start();
@@ -98,13 +106,14 @@ absl::StatusOr<BenchRunResult> RunBench(const BenchRunOptions& o) {
   so.clients = o.clients;
   so.duration = o.duration;
   so.seed = o.seed;
+  so.tls_dir = co.tls_dir;
   so.key_prefix = absl::StrCat("bench-", o.agents);
   SubmitStormResult storm = RunSubmitStorm(so);
   FleetCounters fleet_counters = fleet.Take();
   std::optional<ProcSample> after = ReadProcSample(coordinator.pid());
   double self_after = SelfCpuSeconds();
   r.window_s = storm.elapsed_s;
-  CountCluster(coordinator.address(), &r);
+  CountCluster(coordinator, &r);
   fleet.Stop();
 
   if (!before || !after) {

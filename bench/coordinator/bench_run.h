@@ -25,6 +25,9 @@ struct BenchRunOptions {
   std::chrono::milliseconds duration{15000};
   std::chrono::milliseconds register_timeout{180000};
   uint32_t seed = 1;
+  // Secure, as in production: a CA in work_dir/tls, mutual TLS for the fleet
+  // (one certificate per agent), TLS + the admin token for the clients.
+  bool tls = false;
 };
 
 struct BenchRunResult {
@@ -54,6 +57,7 @@ struct BenchRunResult {
   int64_t jobs_total = 0;
   int nodes_up = 0;                        // UP at the end of the window
   double window_s = 0;
+  bool tls = false;
 };
 
 // Runs one measurement. Errors: the coordinator did not start, or exited.

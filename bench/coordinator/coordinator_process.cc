@@ -11,7 +11,11 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "security/cluster_ca.h"
+#include "security/private_file.h"
+#include "security/tls.h"
 #include "proto/athanor.grpc.pb.h"
 
 namespace athanor::bench {
@@ -29,6 +33,11 @@ absl::Status CoordinatorProcess::Start(std::chrono::milliseconds ready_timeout) 
   if (child_) return absl::FailedPreconditionError("the coordinator is already running");
   SubprocessOptions o;
   o.argv = {options_.binary, "--listen", address(), "--state", options_.state_path};
+  if (options_.tls_dir.empty()) {
+    o.argv.push_back("--insecure");
+  } else {
+    o.argv.insert(o.argv.end(), {"--tls-dir", options_.tls_dir});
+  }
   o.argv.insert(o.argv.end(), options_.extra_flags.begin(), options_.extra_flags.end());
   o.stdout_path = options_.log_path;
   o.stderr_path = "=stdout";
@@ -43,8 +52,9 @@ absl::Status CoordinatorProcess::Start(std::chrono::milliseconds ready_timeout) 
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 20);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 20);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 100);
-  std::unique_ptr<rpc::Coordinator::Stub> stub = rpc::Coordinator::NewStub(
-      grpc::CreateCustomChannel(address(), grpc::InsecureChannelCredentials(), args));
+  std::shared_ptr<grpc::ChannelCredentials> creds = ChannelCredentials(&args);
+  std::unique_ptr<rpc::Coordinator::Stub> stub =
+      rpc::Coordinator::NewStub(grpc::CreateCustomChannel(address(), creds, args));
   auto deadline = std::chrono::steady_clock::now() + ready_timeout;
   while (std::chrono::steady_clock::now() < deadline) {
     if (std::optional<ExitInfo> e = child_->Poll()) {
@@ -62,6 +72,21 @@ absl::Status CoordinatorProcess::Start(std::chrono::milliseconds ready_timeout) 
   Kill();
   return absl::UnavailableError(absl::StrCat("athanor-coordinator did not answer within ",
                                              ready_timeout.count(), " ms:\n", LogTail()));
+}
+
+std::shared_ptr<grpc::ChannelCredentials> CoordinatorProcess::ChannelCredentials(
+    grpc::ChannelArguments* args) const {
+  return BenchCredentials(options_.tls_dir, args);
+}
+
+std::shared_ptr<grpc::ChannelCredentials> BenchCredentials(const std::string& tls_dir,
+                                                           grpc::ChannelArguments* args) {
+  if (tls_dir.empty()) return grpc::InsecureChannelCredentials();
+  absl::StatusOr<security::TlsMaterial> m = security::LoadTlsMaterial(tls_dir, "");
+  absl::StatusOr<std::string> token = security::ReadPrivateFile(tls_dir + "/admin.token");
+  if (!m.ok() || !token.ok()) return grpc::InsecureChannelCredentials();  // the calls then fail, saying so
+  return security::ClientCredentials(*m, security::kCoordinatorName,
+                                     std::string(absl::StripAsciiWhitespace(*token)), args);
 }
 
 void CoordinatorProcess::End(int sig) {

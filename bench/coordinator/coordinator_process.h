@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include <grpcpp/grpcpp.h>
+
 #include "absl/status/status.h"
 #include "common/subprocess.h"
 
@@ -25,6 +27,10 @@ struct CoordinatorProcessOptions {
   std::string log_path;               // stdout and stderr, appended
   int port = 0;                       // on 127.0.0.1
   std::vector<std::string> extra_flags;
+  // A cluster CA folder (security::InitClusterCa): the child serves TLS from
+  // it and ChannelCredentials() calls with its admin.token. Empty: the child
+  // runs --insecure (loopback, no authentication).
+  std::string tls_dir;
 };
 
 class CoordinatorProcess {
@@ -44,6 +50,9 @@ class CoordinatorProcess {
   void Stop();
 
   std::string address() const;
+  // Credentials for a channel to the child (TLS + the admin token, with the
+  // coordinator's name set in *args; plaintext without tls_dir).
+  std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials(grpc::ChannelArguments* args) const;
   pid_t pid() const { return pid_.load(); }  // 0 when not running
   const CoordinatorProcessOptions& options() const { return options_; }
   // The last `max_bytes` of the child's log.
@@ -56,6 +65,12 @@ class CoordinatorProcess {
   std::unique_ptr<Subprocess> child_;
   std::atomic<pid_t> pid_{0};
 };
+
+// Credentials for a bench client of a coordinator whose CA folder is
+// `tls_dir` (TLS + its admin.token, the coordinator's name set in *args);
+// plaintext when `tls_dir` is empty.
+std::shared_ptr<grpc::ChannelCredentials> BenchCredentials(const std::string& tls_dir,
+                                                           grpc::ChannelArguments* args);
 
 // $ATHANOR_BIN_DIR/athanor-coordinator when that is set, else the one beside
 // the running binary or in ../bin from it, else "athanor-coordinator" (PATH).

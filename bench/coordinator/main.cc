@@ -61,7 +61,8 @@ nlohmann::json ToJson(const BenchRunResult& r) {
           {"ranks_exited", r.ranks_exited},
           {"jobs_succeeded", r.jobs_succeeded},
           {"jobs_total", r.jobs_total},
-          {"nodes_up", r.nodes_up}};
+          {"nodes_up", r.nodes_up},
+          {"tls", r.tls}};
 }
 
 void PrintTable(const std::vector<BenchRunResult>& rows) {
@@ -71,6 +72,7 @@ void PrintTable(const std::vector<BenchRunResult>& rows) {
       "rtt0_p50", "rtt0_p99", "hb_err", "submit/s", "sub_p50", "sub_p99", "flr_p50", "flr_p99", "s_err", "done",
       "up");
   for (const BenchRunResult& r : rows) {
+    if (r.tls) std::cout << "(tls) ";
     int64_t submit_errors = 0;
     for (const auto& [code, n] : r.submit_errors) submit_errors += n;
     std::cout << absl::StrFormat(
@@ -89,7 +91,19 @@ void PrintTable(const std::vector<BenchRunResult>& rows) {
                "rtt0: heartbeats sent with max_wait_ms 0 (exit reports); flr: the baseline, a GetJob\n"
                "rejected at the service's edge (no lock, no commit) during the same window;\n"
                "s_err: failed submissions; done: jobs SUCCEEDED;\n"
-               "up: nodes UP at the end of the window.\n";
+               "up: nodes UP at the end of the window; (tls): mutual TLS and tokens (--security).\n";
+  // --security both: each TLS run against the plain run before it.
+  for (size_t i = 1; i < rows.size(); ++i) {
+    const BenchRunResult& plain = rows[i - 1];
+    const BenchRunResult& tls = rows[i];
+    if (plain.tls || !tls.tls || plain.agents != tls.agents) continue;
+    auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
+    std::cout << absl::StrFormat(
+        "tls/plain at %d agents: cpu_ms/k %.2fx, sub_p50 %.2fx, sub_p99 %.2fx, flr_p50 %.2fx, rtt0_p50 %.2fx\n",
+        tls.agents, ratio(tls.coordinator_cpu_ms_per_1k_heartbeats, plain.coordinator_cpu_ms_per_1k_heartbeats),
+        ratio(tls.submit_p50_ms, plain.submit_p50_ms), ratio(tls.submit_p99_ms, plain.submit_p99_ms),
+        ratio(tls.floor_p50_ms, plain.floor_p50_ms), ratio(tls.nowait_rtt_p50_ms, plain.nowait_rtt_p50_ms));
+  }
 }
 
 // Raises the soft open-file limit to what `needed` descriptors require.
@@ -103,7 +117,7 @@ bool RaiseFileLimit(rlim_t needed) {
 }
 
 int Run(int argc, char** argv) {
-  std::string agents_list, coordinator, work_dir, coordinator_flags, json_file;
+  std::string agents_list, coordinator, work_dir, coordinator_flags, json_file, security = "plain";
   int clients = 16, connections = 0, interval_ms = 1000, register_concurrency = 64;
   double duration_s = 15, warmup_s = 3, run_time_ms = 2000, register_timeout_s = 180;
   uint32_t seed = 1;
@@ -133,6 +147,8 @@ int Run(int argc, char** argv) {
       ("work-dir", po::value(&work_dir)->default_value(""),
        "where each run's state and log go (default: a fresh folder under /tmp)")
       ("seed", po::value(&seed)->default_value(1), "seed of the job shapes")
+      ("security", po::value(&security)->default_value("plain"),
+       "plain (--insecure), tls (a CA, mutual TLS, tokens) or both (plain then tls per size)")
       ("json", po::bool_switch(&json), "print JSON instead of the table")
       ("json-file", po::value(&json_file)->default_value(""), "also write the JSON to this file");
   ParsedCommandLine cmd;
@@ -142,6 +158,10 @@ int Run(int argc, char** argv) {
     return 2;
   }
   if (cmd.help) return 0;
+  if (security != "plain" && security != "tls" && security != "both") {
+    std::cerr << "athanor-bench-coordinator: --security: expected plain, tls or both, got '" << security << "'\n";
+    return 2;
+  }
   std::vector<int> sizes;
   for (absl::string_view part : absl::StrSplit(agents_list, ',', absl::SkipEmpty())) {
     int n = 0;
@@ -179,9 +199,12 @@ int Run(int argc, char** argv) {
                 << " open files, above the hard limit (ulimit -Hn); use --connections\n";
       return 1;
     }
+    for (bool tls : {false, true}) {
+    if ((tls && security == "plain") || (!tls && security == "tls")) continue;
     BenchRunOptions o;
+    o.tls = tls;
     o.coordinator_binary = coordinator;
-    o.work_dir = absl::StrCat(work_dir, "/agents-", n);
+    o.work_dir = absl::StrCat(work_dir, "/agents-", n, tls ? "-tls" : "");
     std::filesystem::create_directories(o.work_dir);
     o.coordinator_flags = absl::StrSplit(coordinator_flags, ' ', absl::SkipEmpty());
     o.agents = n;
@@ -210,6 +233,7 @@ int Run(int argc, char** argv) {
                 << " agents: first failed agent RPC: " << r->first_fleet_error << "\n";
     }
     rows.push_back(*r);
+    }
   }
   nlohmann::json out;
   out["config"] = {{"clients", clients},           {"duration_s", duration_s},

@@ -1,5 +1,7 @@
 #include "bench/coordinator/sim_fleet.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <map>
 #include <set>
@@ -10,6 +12,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
+#include "security/cluster_ca.h"
+#include "security/tls.h"
 
 namespace athanor::bench {
 namespace {
@@ -76,8 +80,9 @@ struct SimFleet::Call {
 };
 
 SimFleet::SimFleet(SimFleetOptions options) : options_(std::move(options)) {
-  int connections = options_.connections > 0 ? std::min(options_.connections, options_.agents)
-                                             : options_.agents;
+  int connections = options_.connections > 0 && options_.tls_dir.empty()
+                        ? std::min(options_.connections, options_.agents)
+                        : options_.agents;
   for (int i = 0; i < connections; ++i) {
     grpc::ChannelArguments args;  // as the real agent, plus one connection per channel
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
@@ -85,8 +90,18 @@ SimFleet::SimFleet(SimFleetOptions options) : options_(std::move(options)) {
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     args.SetInt("athanor.bench.connection", i);
-    channels_.push_back(
-        grpc::CreateCustomChannel(options_.address, grpc::InsecureChannelCredentials(), args));
+    std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
+    if (!options_.tls_dir.empty()) {
+      // One node certificate per agent; a failure leaves the agent refused, which the run reports.
+      std::string node = absl::StrFormat("%s-%05d", options_.name_prefix, i);
+      struct stat st;
+      if (stat((options_.tls_dir + "/agent-" + node + ".crt").c_str(), &st) != 0) {
+        security::IssueAgentCertificate(options_.tls_dir, node).IgnoreError();
+      }
+      absl::StatusOr<security::TlsMaterial> m = security::LoadTlsMaterial(options_.tls_dir, "agent-" + node);
+      if (m.ok()) creds = security::ClientCredentials(*m, security::kCoordinatorName, "", &args);
+    }
+    channels_.push_back(grpc::CreateCustomChannel(options_.address, creds, args));
     stubs_.push_back(rpc::NodeAgent::NewStub(channels_.back()));
   }
   for (int i = 0; i < options_.agents; ++i) {

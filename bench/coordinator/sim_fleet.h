@@ -35,6 +35,10 @@ struct SimFleetOptions {
   std::string address;               // the coordinator, HOST:PORT
   int agents = 1000;
   int connections = 0;               // TCP connections shared round-robin; 0: one per agent
+  // A cluster CA folder: each agent presents its own node certificate (issued
+  // into it on first use) over mutual TLS, on a connection of its own.
+  // Empty: plaintext, for a coordinator started --insecure.
+  std::string tls_dir;
   int gpus_per_agent = 8;
   // RegisterNode calls in flight at once across the fleet (a rolling start);
   // the others wait their turn. 0: no limit (every agent at once).

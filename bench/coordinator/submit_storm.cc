@@ -1,5 +1,7 @@
 #include "bench/coordinator/submit_storm.h"
 
+#include "bench/coordinator/coordinator_process.h"
+
 #include <random>
 #include <thread>
 
@@ -30,8 +32,9 @@ void Client(const SubmitStormOptions& options, int index, Clock::time_point end,
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   args.SetInt("athanor.bench.client", index);
-  std::unique_ptr<rpc::Coordinator::Stub> stub = rpc::Coordinator::NewStub(
-      grpc::CreateCustomChannel(options.address, grpc::InsecureChannelCredentials(), args));
+  std::shared_ptr<grpc::ChannelCredentials> creds = BenchCredentials(options.tls_dir, &args);
+  std::unique_ptr<rpc::Coordinator::Stub> stub =
+      rpc::Coordinator::NewStub(grpc::CreateCustomChannel(options.address, creds, args));
   std::mt19937 rng(options.seed * 7919 + static_cast<uint32_t>(index));
   std::uniform_int_distribution<int> gpus(1, 8);
   for (int64_t seq = 0; Clock::now() < end; ++seq) {
@@ -66,8 +69,9 @@ void Probe(const SubmitStormOptions& options, Clock::time_point end, std::vector
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   args.SetInt("athanor.bench.client", -1);
-  std::unique_ptr<rpc::Coordinator::Stub> stub = rpc::Coordinator::NewStub(
-      grpc::CreateCustomChannel(options.address, grpc::InsecureChannelCredentials(), args));
+  std::shared_ptr<grpc::ChannelCredentials> creds = BenchCredentials(options.tls_dir, &args);
+  std::unique_ptr<rpc::Coordinator::Stub> stub =
+      rpc::Coordinator::NewStub(grpc::CreateCustomChannel(options.address, creds, args));
   rpc::GetJobRequest req;
   req.set_job_id("/");
   while (Clock::now() < end) {

@@ -24,6 +24,7 @@ struct SubmitStormOptions {
   std::string key_prefix = "bench";  // keys are PREFIX-CLIENT-SEQ
   std::string tenant = "bench";
   uint32_t seed = 1;
+  std::string tls_dir;               // the coordinator's CA folder; empty: plaintext
 };
 
 struct SubmitStormResult {

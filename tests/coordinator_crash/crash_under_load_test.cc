@@ -33,6 +33,7 @@
 #include "bench/coordinator/sim_fleet.h"
 #include "common/net.h"
 #include "proto/athanor.grpc.pb.h"
+#include "security/cluster_ca.h"
 
 namespace athanor {
 namespace {
@@ -71,7 +72,9 @@ rpc::SubmitJobRequest Request(const std::string& key) {
   return req;
 }
 
-std::unique_ptr<rpc::Coordinator::Stub> NewStub(const std::string& address, int index) {
+std::unique_ptr<rpc::Coordinator::Stub> NewStub(const bench::CoordinatorProcess& coordinator,
+                                                int index) {
+  const std::string address = coordinator.address();
   grpc::ChannelArguments args;  // reconnect at once after the restart
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 50);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 50);
@@ -79,8 +82,9 @@ std::unique_ptr<rpc::Coordinator::Stub> NewStub(const std::string& address, int 
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   args.SetInt("athanor.test.client", index);
   args.SetMaxReceiveMessageSize(-1);
-  return rpc::Coordinator::NewStub(
-      grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
+  // TLS with the cluster's admin token, as every client of a secure coordinator.
+  std::shared_ptr<grpc::ChannelCredentials> creds = coordinator.ChannelCredentials(&args);
+  return rpc::Coordinator::NewStub(grpc::CreateCustomChannel(address, creds, args));
 }
 
 // What the clients were answered, shared by their threads.
@@ -197,6 +201,9 @@ TEST(CoordinatorCrashTest, KillDuringSubmissionStormLosesAndDuplicatesNothing) {
   co.state_path = dir + "/state.db";
   co.log_path = dir + "/coordinator.log";
   co.port = *port;
+  co.tls_dir = dir + "/tls";  // secure, as in production
+  absl::Status ca = security::InitClusterCa(co.tls_dir);
+  ASSERT_TRUE(ca.ok()) << ca;
   bench::CoordinatorProcess coordinator(co);
   ASSERT_TRUE(coordinator.Start().ok()) << coordinator.LogTail();
   g_coordinator_pid = coordinator.pid();
@@ -207,6 +214,7 @@ TEST(CoordinatorCrashTest, KillDuringSubmissionStormLosesAndDuplicatesNothing) {
   fo.agents = 4;
   fo.run_time = std::chrono::milliseconds(100);
   fo.name_prefix = "crash-node";
+  fo.tls_dir = co.tls_dir;
   bench::SimFleet fleet(fo);
   fleet.Start();
   ASSERT_TRUE(fleet.WaitRegistered(std::chrono::seconds(20))) << coordinator.LogTail();
@@ -215,7 +223,7 @@ TEST(CoordinatorCrashTest, KillDuringSubmissionStormLosesAndDuplicatesNothing) {
   std::vector<std::thread> clients;
   for (int c = 0; c < kClients; ++c) {
     clients.emplace_back([&, c] {
-      std::unique_ptr<rpc::Coordinator::Stub> stub = NewStub(coordinator.address(), c);
+      std::unique_ptr<rpc::Coordinator::Stub> stub = NewStub(coordinator, c);
       for (int i = 0; i < kJobsPerClient; ++i) SubmitUntilAnswered(*stub, Key(trial, c, i), &answers);
     });
   }
@@ -235,7 +243,7 @@ TEST(CoordinatorCrashTest, KillDuringSubmissionStormLosesAndDuplicatesNothing) {
                                           << Head(answers.failures());
 
   // A deliberate retry of every key: the first job again, never a second.
-  std::unique_ptr<rpc::Coordinator::Stub> stub = NewStub(coordinator.address(), kClients);
+  std::unique_ptr<rpc::Coordinator::Stub> stub = NewStub(coordinator, kClients);
   std::vector<std::string> not_duplicate;
   for (const auto& [key, id] : answers.ids()) {
     grpc::ClientContext ctx;

@@ -20,17 +20,26 @@ chmod 1777 "$work"  # sandboxed ranks (tenant uids) write their weights here
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 coordinator="$addr_a:29621"
-cli() { on_host "$ns_a" host-a timeout 60 "$bin_dir/athanor" --coordinator "$coordinator" "$@"; }
+# Secure, as in production: one cluster CA, mutual TLS between the hosts, the
+# CLI with the CA and the bootstrap admin token (docs/security.md).
+"$bin_dir/athanor" admin ca init --dir "$work/tls" > /dev/null || { echo "FAIL: ca init"; exit 1; }
+for n in node-a node-b; do
+  "$bin_dir/athanor" admin ca agent --dir "$work/tls" --node "$n" > /dev/null || { echo "FAIL: ca agent $n"; exit 1; }
+done
+cli() {
+  ATHANOR_TOKEN_FILE="$work/tls/admin.token" on_host "$ns_a" host-a timeout 60 "$bin_dir/athanor" \
+    --coordinator "$coordinator" --ca "$work/tls/ca.crt" "$@"
+}
 
 # Daemons under a watchdog; killed on exit.
 spawn_on_host "$ns_a" host-a "$work/coordinator.log" timeout 300 "$bin_dir/athanor-coordinator" \
-  --listen "$coordinator" --state "$work/state.db"
+  --listen "$coordinator" --state "$work/state.db" --tls-dir "$work/tls"
 for spec in "$ns_a node-a $addr_a" "$ns_b node-b $addr_b"; do
   set -- $spec
   mkdir -p "$work/$2"
   spawn_on_host "$1" "host-${2#node-}" "$work/agent-$2.log" timeout 300 "$bin_dir/athanor-agent" \
     --coordinator "$coordinator" --name "$2" --gpus 1 --host "$3" --listen "$3:0" \
-    --work-dir "$work/$2" --sandbox-shared-dir "$work" --sandbox-shared-dir "$bin_dir" --rendezvous-key-file "$work/cluster.key"
+    --work-dir "$work/$2" --tls-dir "$work/tls" --sandbox-shared-dir "$work" --sandbox-shared-dir "$bin_dir" --rendezvous-key-file "$work/cluster.key"
 done
 
 # Both nodes registered and UP: each `nodes` call is one round trip to the

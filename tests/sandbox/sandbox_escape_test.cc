@@ -361,6 +361,8 @@ TEST(SandboxRefusalTest, UnprivilegedAgentRefusesWithoutNoSandbox) {
               "--gpus", "1", "--work-dir", cluster.dir() + "/nobody"};
     if (geteuid() != 0) o.argv.erase(o.argv.begin(), o.argv.begin() + 7);
     o.argv.insert(o.argv.end(), extra.begin(), extra.end());
+    std::vector<std::string> tls = cluster.AgentSecurityFlags("nobody", geteuid() == 0 ? 65534 : geteuid());
+    o.argv.insert(o.argv.end(), tls.begin(), tls.end());
     o.stdout_path = cluster.dir() + "/nobody.log";
     o.stderr_path = "=stdout";
     return Subprocess::Start(o);

@@ -1,5 +1,7 @@
 #include "worker/agent/agent.h"
 
+#include "security/cluster_ca.h"
+
 #include <chrono>
 #include <csignal>
 #include <optional>
@@ -58,8 +60,10 @@ Agent::Agent(AgentOptions options, RankSupervisor* supervisor)
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   args.SetInt(GRPC_ARG_DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS, 500);
-  stub_ = rpc::NodeAgent::NewStub(grpc::CreateCustomChannel(
-      options_.coordinator, grpc::InsecureChannelCredentials(), args));
+  std::shared_ptr<grpc::ChannelCredentials> creds =
+      options_.tls ? security::ClientCredentials(*options_.tls, security::kCoordinatorName, "", &args)
+                   : grpc::InsecureChannelCredentials();
+  stub_ = rpc::NodeAgent::NewStub(grpc::CreateCustomChannel(options_.coordinator, creds, args));
   reaper_ = std::thread([this] { ReaperLoop(); });
   if (!options_.health_check.empty()) health_ = std::thread([this] { HealthLoop(); });
 }

@@ -24,6 +24,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "proto/athanor.grpc.pb.h"
+#include "security/tls.h"
 #include "worker/agent/inventory.h"
 #include "worker/agent/rank_supervisor.h"
 
@@ -44,6 +45,9 @@ struct AgentOptions {
   Duration health_interval = Seconds(30);
   std::string archive_uri;  // default store for interactive work dirs
   bool sandboxed = true;    // false: --no-sandbox, reported at registration
+  // Mutual TLS to the coordinator with this node's certificate; nullopt:
+  // plaintext (--insecure, loopback only).
+  std::optional<security::TlsMaterial> tls;
 };
 
 class Agent {

@@ -5,12 +5,18 @@
 #include <unistd.h>
 
 #include "absl/strings/str_cat.h"
+#include "security/tls.h"
 #include "worker/agent/rank_supervisor.h"
 
 namespace athanor::agent {
 
-grpc::Status AgentControlService::ReadLog(grpc::ServerContext*, const rpc::ReadLogRequest* req,
+grpc::Status AgentControlService::ReadLog(grpc::ServerContext* ctx, const rpc::ReadLogRequest* req,
                                           rpc::ReadLogResponse* resp) {
+  if (coordinator_only_ &&
+      (ctx->auth_context() == nullptr || !security::PeerIsCoordinator(*ctx->auth_context()))) {
+    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                        "ReadLog is for the coordinator only (its certificate)");
+  }
   absl::StatusOr<std::string> path =
       RankSupervisor::LogPath(work_dir_, RankKey{req->job_id(), req->attempt(), req->rank()});
   if (!path.ok()) {

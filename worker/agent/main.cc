@@ -5,6 +5,10 @@
 //                 [--labels k=v,...] [--listen HOST:PORT] [--host ADDR]
 //                 [--no-sandbox | --sandbox-uids FIRST-LAST --sandbox-hide PATH ...]
 //
+// Coordinator traffic is mutual TLS in both directions with this node's
+// certificate from --tls-dir (ca.crt, agent-NAME.crt, agent-NAME.key, made by
+// `athanor admin ca agent`); --insecure (loopback --listen only) is plaintext.
+//
 // Ranks run sandboxed (sandbox.h); where that is impossible the agent refuses
 // to start and says why, unless --no-sandbox is given.
 //
@@ -30,6 +34,7 @@
 #include "worker/agent/agent_control_service.h"
 #include "worker/agent/orphans.h"
 #include "worker/agent/sandbox.h"
+#include "security/tls.h"
 
 namespace athanor::agent {
 namespace {
@@ -43,6 +48,8 @@ int Run(int argc, char** argv) {
   std::string coordinator, name, gpus_text, work_dir, labels_text, listen, host, log_level;
   std::string health_check, archive_uri, gpu_model;
   bool no_sandbox = false;
+  bool insecure = false;
+  std::string tls_dir;
   std::string sandbox_uids, sandbox_uid_map, sandbox_exec, gpu_device_dir, rendezvous_key_file;
   std::vector<std::string> sandbox_hide, sandbox_shared, sandbox_env;
   int64_t sandbox_pids_max = 4096;
@@ -73,6 +80,10 @@ int Run(int argc, char** argv) {
       ("cpus", po::value(&cpus)->default_value(-1), "override the detected CPU count")
       ("memory-mb", po::value(&memory_mb)->default_value(-1), "override the detected RAM")
       ("log-level", po::value(&log_level)->default_value("info"), "debug, info, warning, error")
+      ("tls-dir", po::value(&tls_dir)->default_value(""),
+       "cluster CA folder with ca.crt and this node's agent-NAME.crt and agent-NAME.key")
+      ("insecure", po::bool_switch(&insecure),
+       "plaintext to the coordinator and for AgentControl; only with a loopback --listen")
       ("no-sandbox", po::bool_switch(&no_sandbox),
        "run ranks unsandboxed, as the agent's user with its environment (shown in athanor nodes)")
       ("sandbox-uids", po::value(&sandbox_uids)->default_value("200000-265535"),
@@ -182,6 +193,19 @@ int Run(int argc, char** argv) {
     sandbox_options.node_gpus = options.inventory.gpus;
   }
   options.sandboxed = !no_sandbox;
+  if (insecure) {
+    if (!tls_dir.empty()) return Fail("--insecure and --tls-dir: choose one");
+    if (!security::IsLoopbackListen(listen)) {
+      return Fail("--insecure: refused with --listen " + listen + ", which is not a loopback address");
+    }
+  } else if (tls_dir.empty()) {
+    return Fail("no TLS material: pass --tls-dir DIR (ca.crt, agent-" + name + ".crt, agent-" + name +
+                ".key from `athanor admin ca agent`), or --insecure with a loopback --listen");
+  } else {
+    absl::StatusOr<security::TlsMaterial> tls = security::LoadTlsMaterial(tls_dir, "agent-" + name);
+    if (!tls.ok()) return Fail("--tls-dir: " + std::string(tls.status().message()));
+    options.tls = std::move(*tls);
+  }
 
   sigset_t signals;
   sigemptyset(&signals);
@@ -189,10 +213,13 @@ int Run(int argc, char** argv) {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  AgentControlService control(work_dir);
+  AgentControlService control(work_dir, /*coordinator_only=*/options.tls.has_value());
   int port = 0;
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(listen,
+                           options.tls ? security::ServerCredentials(*options.tls, /*require_client_cert=*/true)
+                                       : grpc::InsecureServerCredentials(),
+                           &port);
   builder.RegisterService(&control);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || port == 0) return Fail("cannot listen on " + listen);

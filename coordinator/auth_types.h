@@ -1,0 +1,40 @@
+// Who is calling: the identity a request proves (a bearer token, an agent
+// certificate, or both), never what the request says about itself.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace athanor::coord {
+
+enum class Role { kNone, kUser, kAdmin };
+
+const char* RoleName(Role r);
+// "user" / "admin"; false for anything else.
+bool ParseRole(const std::string& text, Role* out);
+
+struct Identity {
+  Role role = Role::kNone;  // from a bearer token
+  std::string tenant;       // the token's tenant
+  std::string token_id;     // the token's public id ("bootstrap" for the admin file's)
+  std::string node;         // from a verified agent certificate; empty if none
+  bool insecure = false;    // --insecure: no authentication, every call allowed
+
+  // For logs: "user alice (token 0a1b...)", "agent node-a", "insecure".
+  std::string Describe() const;
+};
+
+// A token's record as kept (the secret's salted hash, never the secret).
+struct TokenRecord {
+  std::string id;
+  std::string tenant;
+  Role role = Role::kUser;
+  std::string salt;
+  std::string hash;
+  int64_t created_unix = 0;
+  int64_t expires_unix = 0;  // 0: never
+  bool revoked = false;
+  std::string description;
+};
+
+}  // namespace athanor::coord
