@@ -112,8 +112,24 @@ absl::Status WriteCommit(ObjectStore* store, const std::string& job, int64_t ste
                                         crc32c::Value(text.data(), text.size())});
   }
   std::string key = ckpt_layout::CommitKey(job, step);
-  return Annotate(store->Put(key, EncodeCommit(commit), PutMode::kCreateOnly),
-                  absl::StrCat("writing ", key));
+  absl::Status put = store->Put(key, EncodeCommit(commit), PutMode::kCreateOnly);
+  if (!absl::IsAlreadyExists(put)) return Annotate(put, absl::StrCat("writing ", key));
+  // Written before (by the other committer, or by this one before a crash):
+  // the same commit if it lists the same shards.
+  ASSIGN_OR_RETURN(std::string text, store->Get(key, 0, -1));
+  absl::StatusOr<CommitRecord> existing = DecodeCommit(text);
+  if (!existing.ok()) return Annotate(existing.status(), key);
+  bool same = existing->world_size == world_size && existing->shards.size() == commit.shards.size();
+  for (size_t i = 0; same && i < commit.shards.size(); ++i) {
+    const CommitShard& a = existing->shards[i];
+    const CommitShard& b = commit.shards[i];
+    same = a.key == b.key && a.size == b.size && a.crc32c == b.crc32c;
+  }
+  if (!same) {
+    return absl::AlreadyExistsError(
+        absl::StrCat(key, " exists and lists other shards than this step's manifests"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace athanor

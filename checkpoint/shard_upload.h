@@ -9,7 +9,8 @@
 //    memory) to the store, filling in every tensor's and the shard's CRC32C,
 //    then writes the manifest. The shard is durable when it returns OK.
 //  - WriteCommit: reads every rank's manifest back and writes COMMIT as a
-//    create-only put; AlreadyExists when the step was committed before.
+//    create-only put. Idempotent: OK when a COMMIT listing the same shards is
+//    already there (a retry after a crash); AlreadyExists when one lists others.
 //
 // Pure functions over the store; thread-safe as the store is. Block on I/O.
 #pragma once

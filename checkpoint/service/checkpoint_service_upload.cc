@@ -1,0 +1,272 @@
+// CheckpointService: the stage and hand-off requests and the upload itself.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "checkpoint/layout.h"
+#include "checkpoint/manifest.h"
+#include "checkpoint/service/checkpoint_service.h"
+#include "checkpoint/service/service_area.h"
+#include "checkpoint/service/throttled_store.h"
+#include "checkpoint/service/wire.h"
+#include "checkpoint/shard_upload.h"
+#include "common/logging.h"
+#include "common/status.h"
+
+namespace athanor::ckptsvc {
+namespace {
+
+bool ValidJobName(const std::string& job) {
+  if (job.empty() || job.size() > 128 || job == "." || job == "..") return false;
+  for (char c : job) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) {
+      return false;
+    }
+  }
+  return true;
+}
+
+absl::StatusOr<int64_t> IntField(const nlohmann::json& msg, const char* name, int64_t lo,
+                                 int64_t hi) {
+  auto it = msg.find(name);
+  if (it == msg.end() || !it->is_number_integer()) {
+    return absl::InvalidArgumentError(absl::StrCat("field '", name, "' must be an integer"));
+  }
+  int64_t v = it->get<int64_t>();
+  if (v < lo || v > hi) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("field '", name, "' = ", v, " is outside [", lo, ", ", hi, "]"));
+  }
+  return v;
+}
+
+absl::StatusOr<std::string> StringField(const nlohmann::json& msg, const char* name,
+                                        size_t max_len) {
+  auto it = msg.find(name);
+  if (it == msg.end() || !it->is_string() || it->get<std::string>().size() > max_len) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("field '", name, "' must be a string of at most ", max_len, " bytes"));
+  }
+  return it->get<std::string>();
+}
+
+nlohmann::json ErrorReply(const absl::Status& s) {
+  return {{"ok", false}, {"error", s.ToString()}};
+}
+
+struct StageRequest {
+  std::string job, uri;
+  int32_t attempt = 0, rank = 0, world_size = 0, keep_last = 0;
+  int64_t step = 0;
+  uint64_t bytes = 0;
+  bool wait = true;
+  std::map<std::string, std::string> env;
+};
+
+absl::StatusOr<StageRequest> ParseStage(const nlohmann::json& msg, uint64_t budget) {
+  StageRequest r;
+  ASSIGN_OR_RETURN(r.job, StringField(msg, "job", 128));
+  if (!ValidJobName(r.job)) {
+    return absl::InvalidArgumentError(absl::StrCat("invalid job id '", r.job, "'"));
+  }
+  ASSIGN_OR_RETURN(r.uri, StringField(msg, "uri", 4096));
+  if (r.uri.empty()) return absl::InvalidArgumentError("field 'uri' is empty");
+  ASSIGN_OR_RETURN(int64_t attempt, IntField(msg, "attempt", 0, INT32_MAX));
+  ASSIGN_OR_RETURN(int64_t world, IntField(msg, "world_size", 1, 99999));
+  ASSIGN_OR_RETURN(int64_t rank, IntField(msg, "rank", 0, world - 1));
+  ASSIGN_OR_RETURN(int64_t keep, IntField(msg, "keep_last", 0, 1000000));
+  ASSIGN_OR_RETURN(r.step, IntField(msg, "step", 0, 9999999999));
+  ASSIGN_OR_RETURN(int64_t bytes, IntField(msg, "bytes", 1, INT64_MAX));
+  if (static_cast<uint64_t>(bytes) > budget) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "a ", bytes, "-byte shard can never fit the node's ", budget, "-byte staging budget"));
+  }
+  r.attempt = static_cast<int32_t>(attempt);
+  r.world_size = static_cast<int32_t>(world);
+  r.rank = static_cast<int32_t>(rank);
+  r.keep_last = static_cast<int32_t>(keep);
+  r.bytes = static_cast<uint64_t>(bytes);
+  auto wait = msg.find("wait");
+  r.wait = wait == msg.end() || !wait->is_boolean() || wait->get<bool>();
+  auto env = msg.find("env");
+  if (env != msg.end() && env->is_object()) {
+    if (env->size() > 32) return absl::InvalidArgumentError("field 'env' has more than 32 entries");
+    for (auto it = env->begin(); it != env->end(); ++it) {
+      if (!absl::StartsWith(it.key(), "AWS_") || !it->is_string() ||
+          it->get<std::string>().size() > 4096) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("field 'env' may hold only AWS_* strings; '", it.key(), "' is not one"));
+      }
+      r.env[it.key()] = it->get<std::string>();
+    }
+  }
+  return r;
+}
+
+}  // namespace
+
+absl::Status CheckpointService::HandleStage(Connection* conn, const nlohmann::json& msg) {
+  absl::StatusOr<StageRequest> req = ParseStage(msg, options_.budget_bytes);
+  if (!req.ok()) return SendFrame(conn->fd, ErrorReply(req.status()));
+  const std::string key = absl::StrCat(req->job, "/", req->rank);
+  std::thread finished_uploader;
+  int fd = -1;
+  uint64_t area_id = 0, capacity = 0;
+  std::string skip;
+  {
+    absl::MutexLock lock(&mu_);
+    if (conn->area != nullptr && conn->area->key != key) {
+      return SendFrame(conn->fd, ErrorReply(absl::FailedPreconditionError(absl::StrCat(
+                                     "this connection stages for ", conn->area->key, ", not ", key))));
+    }
+    std::unique_ptr<Area>& slot = areas_[key];
+    if (slot == nullptr) {
+      slot = std::make_unique<Area>();
+      slot->id = next_area_id_++;
+      slot->key = key;
+      slot->job = req->job;
+      slot->rank = req->rank;
+      slot->path = absl::StrCat(options_.staging_dir, "/", req->job, ".", req->rank, ".", slot->id,
+                                ".area");
+    }
+    Area* area = slot.get();
+    if (area->owner != nullptr && area->owner != conn) {
+      return SendFrame(conn->fd, ErrorReply(absl::AlreadyExistsError(absl::StrCat(
+                                     "rank ", req->rank, " of ", req->job,
+                                     " is already connected to the checkpoint service"))));
+    }
+    area->owner = conn;
+    conn->area = area;
+    for (;;) {
+      if (stopping_) return absl::CancelledError("the checkpoint service is stopping");
+      const uint64_t grow = req->bytes > area->capacity ? req->bytes - area->capacity : 0;
+      if (area->uploading) {
+        skip = "the previous checkpoint of this rank is still uploading";
+      } else if (used_bytes_ + grow > options_.budget_bytes) {
+        skip = absl::StrCat("the node's staging budget (", options_.budget_bytes, " bytes, ",
+                            used_bytes_, " in use) cannot take ", grow, " more");
+      } else {
+        skip.clear();
+        used_bytes_ += grow;
+        break;
+      }
+      if (!req->wait) break;
+      cv_.Wait(&mu_);
+    }
+    if (skip.empty()) {
+      if (area->uploader.joinable()) finished_uploader = std::move(area->uploader);
+      if (area->fd < 0) {
+        area->fd = ::open(area->path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+      }
+      if (area->fd < 0 || (req->bytes > area->capacity &&
+                           ::ftruncate(area->fd, static_cast<off_t>(req->bytes)) != 0)) {
+        absl::Status s = absl::ResourceExhaustedError(
+            absl::StrCat("creating staging area ", area->path, ": ", strerror(errno)));
+        used_bytes_ -= req->bytes > area->capacity ? req->bytes - area->capacity : 0;
+        ATHANOR_LOG(ERROR) << s.ToString();
+        return SendFrame(conn->fd, ErrorReply(s));
+      }
+      area->capacity = std::max(area->capacity, req->bytes);
+      area->staged = true;
+      area->attempt = req->attempt;
+      area->world_size = req->world_size;
+      area->keep_last = req->keep_last;
+      area->step = req->step;
+      area->uri = req->uri;
+      area->env = req->env;
+      fd = area->fd;
+      area_id = area->id;
+      capacity = area->capacity;
+    }
+  }
+  if (finished_uploader.joinable()) finished_uploader.join();
+  if (!skip.empty()) {
+    return SendFrame(conn->fd, {{"ok", false}, {"skip", true}, {"reason", skip}});
+  }
+  return SendFrame(conn->fd, {{"ok", true}, {"area", area_id}, {"capacity", capacity}}, fd);
+}
+
+absl::Status CheckpointService::HandleHandoff(Connection* conn, const nlohmann::json& msg) {
+  absl::StatusOr<std::string> text = StringField(msg, "manifest", kMaxFrameBytes);
+  if (!text.ok()) return SendFrame(conn->fd, ErrorReply(text.status()));
+  absl::StatusOr<RankManifest> manifest = DecodeManifest(*text);
+  if (!manifest.ok()) return SendFrame(conn->fd, ErrorReply(manifest.status()));
+  Area* area;
+  {
+    absl::MutexLock lock(&mu_);
+    area = conn->area;
+    absl::Status bad;
+    if (area == nullptr || !area->staged) {
+      bad = absl::FailedPreconditionError("hand-off without a staged area (send 'stage' first)");
+    } else if (manifest->job != area->job || manifest->rank != area->rank ||
+               manifest->world_size != area->world_size || manifest->step != area->step ||
+               manifest->shard_key !=
+                   ckpt_layout::ShardKey(area->job, area->step, area->rank, area->world_size)) {
+      bad = absl::InvalidArgumentError(absl::StrCat(
+          "the hand-off's manifest (", manifest->shard_key, ") is not the shard staged: step ",
+          area->step, " rank ", area->rank, " of ", area->world_size, " of ", area->job));
+    } else if (manifest->shard_size > area->capacity) {
+      bad = absl::InvalidArgumentError(absl::StrCat("the hand-off's shard is ",
+                                                    manifest->shard_size, " bytes, the area ",
+                                                    area->capacity));
+    }
+    if (!bad.ok()) return SendFrame(conn->fd, ErrorReply(bad));
+    area->manifest = std::move(*manifest);
+    area->staged = false;
+    area->uploading = true;
+    std::ofstream(area->path + ".handoff")
+        << "job " << area->job << " step " << area->step << " rank " << area->rank;
+    area->uploader = std::thread([this, area] { UploadArea(area); });
+  }
+  return SendFrame(conn->fd, {{"ok", true}});
+}
+
+void CheckpointService::UploadArea(Area* area) {
+  // Only this thread touches the area's request fields while uploading.
+  RankManifest& m = area->manifest;
+  absl::Status status;
+  void* base = MAP_FAILED;
+  if (m.shard_size > 0) {
+    base = ::mmap(nullptr, m.shard_size, PROT_READ, MAP_SHARED, area->fd, 0);
+  }
+  if (base == MAP_FAILED) {
+    status = absl::InternalError(absl::StrCat("mapping ", area->path, ": ", strerror(errno)));
+  }
+  absl::StatusOr<std::unique_ptr<ObjectStore>> store = opener_(area->uri, area->env);
+  if (status.ok() && !store.ok()) status = Annotate(store.status(), area->uri);
+  if (status.ok()) {
+    std::unique_ptr<ObjectStore> target = std::move(*store);
+    if (options_.upload_bytes_per_second > 0) {
+      target = std::make_unique<ThrottledStore>(std::move(target), options_.upload_bytes_per_second);
+    }
+    status = UploadStagedShard(target.get(), static_cast<const char*>(base),
+                               options_.upload_chunk_bytes, &m);
+  }
+  if (base != MAP_FAILED) ::munmap(base, m.shard_size);
+  if (status.ok()) {
+    DurableShard d{m.job, area->attempt, m.step, m.rank, m.world_size, area->uri, m.shard_key,
+                   m.shard_size, m.shard_crc32c, ckpt_layout::ManifestKey(m.job, m.step, m.rank),
+                   ManifestCrc(m), area->keep_last};
+    ATHANOR_LOG(INFO) << "checkpoint service: " << m.shard_key << " durable (" << m.shard_size
+                      << " bytes)";
+    if (absl::Status r = reporter_->ShardDurable(d); !r.ok()) {
+      ATHANOR_LOG(WARNING) << "reporting " << m.shard_key << " durable failed: " << r.ToString();
+    }
+  } else {
+    ATHANOR_LOG(ERROR) << "checkpoint service: upload of " << m.shard_key << " to " << area->uri
+                       << " failed; step " << m.step << " will not commit: " << status.ToString();
+  }
+  ::unlink((area->path + ".handoff").c_str());
+  absl::MutexLock lock(&mu_);
+  area->uploading = false;
+  cv_.SignalAll();
+  ReleaseIfUnusedLocked(area);
+}
+
+}  // namespace athanor::ckptsvc
