@@ -25,6 +25,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "coordinator/checkpoint_commit.h"
 #include "coordinator/checkpoint_poller.h"
 #include "coordinator/cluster_state.h"
 #include "coordinator/group_commit.h"
@@ -97,6 +98,8 @@ class CoordinatorCore {
   // Answers every parked poll and stops the loops; later heartbeats are
   // answered Unavailable at once.
   void Shutdown();
+  // Commits steps the node checkpoint services made durable (checkpoint_commit.h).
+  CheckpointCommitter* checkpoint_committer() { return checkpoint_committer_.get(); }
 
  private:
   CoordinatorCore(StateOptions options, const Clock* clock);
@@ -126,6 +129,7 @@ class CoordinatorCore {
   std::unique_ptr<LongPolls> polls_;
   std::thread scheduler_;
   std::unique_ptr<CheckpointPoller> checkpoint_poller_;
+  std::unique_ptr<CheckpointCommitter> checkpoint_committer_;
 };
 
 // Blocking forms, for tests and tools.

@@ -19,6 +19,7 @@
 #include "common/options.h"
 #include "common/uri.h"
 #include "coordinator/agent_service.h"
+#include "coordinator/checkpoint_commit_service.h"
 #include "coordinator/coordinator_core.h"
 #include "coordinator/coordinator_service.h"
 
@@ -141,6 +142,8 @@ int Run(int argc, char** argv) {
   builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
   builder.RegisterService(&coordinator_service);
   builder.RegisterService(&agent_service);
+  CheckpointCommitService checkpoint_commit_service(core->get());
+  builder.RegisterService(&checkpoint_commit_service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || port == 0) {
     ATHANOR_LOG(ERROR) << "cannot listen on " << listen;
