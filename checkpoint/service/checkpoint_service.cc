@@ -130,6 +130,9 @@ void CheckpointService::AcceptLoop() {
     }
     auto conn = std::make_unique<Connection>();
     conn->fd = fd;
+    struct ucred cred = {};
+    socklen_t len = sizeof(cred);
+    if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) conn->uid = cred.uid;
     Connection* c = conn.get();
     connections_.push_back(std::move(conn));
     c->thread = std::thread([this, c] { Serve(c); });

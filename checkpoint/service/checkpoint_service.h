@@ -1,7 +1,8 @@
 // CheckpointService: the node checkpoint service (DESIGN.md, "Who uploads").
 //
 // Ranks connect to its unix socket (wire.h). For each (job, rank) the service
-// owns one staging area: a file in `staging_dir` (tmpfs, mode 0600, the
+// owns one staging area (bound to the uid of the rank that first staged it,
+// from SO_PEERCRED: a sandboxed rank of another tenant cannot take it over): a file in `staging_dir` (tmpfs, mode 0600, the
 // service's uid) whose descriptor it passes to the rank, which maps it and
 // copies its shard in; the rank never learns a path, so another job's ranks
 // cannot open it. An area is reused by the rank's next checkpoint and freed

@@ -132,10 +132,16 @@ absl::Status CheckpointService::HandleStage(Connection* conn, const nlohmann::js
       slot->key = key;
       slot->job = req->job;
       slot->rank = req->rank;
+      slot->uid = conn->uid;
       slot->path = absl::StrCat(options_.staging_dir, "/", req->job, ".", req->rank, ".", slot->id,
                                 ".area");
     }
     Area* area = slot.get();
+    if (area->uid != conn->uid) {
+      return SendFrame(conn->fd, ErrorReply(absl::PermissionDeniedError(absl::StrCat(
+                                     "rank ", req->rank, " of ", req->job,
+                                     " stages from another uid"))));
+    }
     if (area->owner != nullptr && area->owner != conn) {
       return SendFrame(conn->fd, ErrorReply(absl::AlreadyExistsError(absl::StrCat(
                                      "rank ", req->rank, " of ", req->job,

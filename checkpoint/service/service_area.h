@@ -3,6 +3,8 @@
 // (attempt..manifest), which the upload thread alone reads while `uploading`.
 #pragma once
 
+#include <sys/types.h>
+
 #include <map>
 #include <string>
 #include <thread>
@@ -16,6 +18,7 @@ struct CheckpointService::Area {
   uint64_t id = 0;
   std::string key, job, path;
   int32_t rank = 0;
+  uid_t uid = 0;  // of the rank that made it; only that uid may stage it again
   int fd = -1;
   uint64_t capacity = 0;
   Connection* owner = nullptr;  // the connection of the rank using it
@@ -31,6 +34,7 @@ struct CheckpointService::Area {
 
 struct CheckpointService::Connection {
   int fd = -1;
+  uid_t uid = 0;  // the peer's (SO_PEERCRED)
   std::thread thread;
   Area* area = nullptr;
   bool done = false;
