@@ -80,6 +80,7 @@ absl::StatusOr<std::optional<int64_t>> CheckpointCommitter::CompleteSteps(
     if (step <= newest) continue;
     std::optional<int> world = CompleteWorld(Classify(objects));
     if (!world.has_value()) continue;
+    if (before_commit_) before_commit_(job, step);
     const int64_t now = clock_->UnixSeconds();
     absl::Status s = WriteCommit(store.get(), job, step, *world, now);
     if (!s.ok()) {

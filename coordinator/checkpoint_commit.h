@@ -47,6 +47,13 @@ class CheckpointCommitter {
   absl::StatusOr<std::optional<int64_t>> CompleteSteps(const std::string& job,
                                                        const std::string& uri, int keep_last);
 
+  // Test hook (the coordinator's ATHANOR_TEST_CRASH_BEFORE_COMMIT): called
+  // after a step is found complete and before its COMMIT is written. Set
+  // before any other call.
+  void set_before_commit(std::function<void(const std::string& job, int64_t step)> hook) {
+    before_commit_ = std::move(hook);
+  }
+
   // CompleteSteps on the worker thread; `done` gets its result there.
   using Done = std::function<void(absl::StatusOr<std::optional<int64_t>>)>;
   void CompleteStepsAsync(std::string job, std::string uri, int keep_last, Done done);
@@ -61,6 +68,7 @@ class CheckpointCommitter {
 
   const Report report_;
   const Clock* const clock_;
+  std::function<void(const std::string&, int64_t)> before_commit_;
   absl::Mutex commit_mu_;  // one CompleteSteps at a time
   std::map<std::string, int> keep_last_ ABSL_GUARDED_BY(commit_mu_);
   absl::Mutex queue_mu_;

@@ -5,6 +5,7 @@
 // Serves the Coordinator (CLI) and NodeAgent (agents) gRPC services on one
 // port. SIGTERM/SIGINT shut it down cleanly; kill -9 loses nothing durable.
 #include <signal.h>
+#include <unistd.h>
 
 #include <iostream>
 #include <memory>
@@ -12,6 +13,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/strings/str_split.h"
 #include "checkpoint/builtin_stores.h"
@@ -130,6 +132,15 @@ int Run(int argc, char** argv) {
   if (!core.ok()) {
     ATHANOR_LOG(ERROR) << "cannot start: " << core.status();
     return 1;
+  }
+  if (const char* crash = getenv("ATHANOR_TEST_CRASH_BEFORE_COMMIT"); crash != nullptr && *crash) {
+    // Fault injection for tests: die between "every shard durable" and COMMIT.
+    (*core)->checkpoint_committer()->set_before_commit([](const std::string& job, int64_t step) {
+      std::string line = absl::StrCat("athanor-coordinator: test crash before the COMMIT of step ",
+                                      step, " of ", job, "\n");
+      (void)!write(STDERR_FILENO, line.data(), line.size());
+      kill(getpid(), SIGKILL);
+    });
   }
   CoordinatorService coordinator_service(core->get());
   AgentService agent_service(core->get(), Millis(heartbeat_interval_ms));

@@ -244,6 +244,8 @@ void CheckpointService::UploadArea(Area* area) {
   if (base == MAP_FAILED) {
     status = absl::InternalError(absl::StrCat("mapping ", area->path, ": ", strerror(errno)));
   }
+  ATHANOR_LOG(INFO) << "checkpoint service: uploading " << m.shard_key << " (" << m.shard_size
+                    << " bytes) for attempt " << area->attempt;
   absl::StatusOr<std::unique_ptr<ObjectStore>> store = opener_(area->uri, area->env);
   if (status.ok() && !store.ok()) status = Annotate(store.status(), area->uri);
   if (status.ok()) {
