@@ -125,7 +125,7 @@ class CkptServiceTest : public ::testing::Test {
 class ThrottledServiceTest : public CkptServiceTest {
  protected:
   void SetUp() override {
-    upload_mbps_ = "1";  // a ~3 MB shard takes ~3 s; the grace is 1 s
+    upload_mbps_ = "0.2";  // an 0.82 MB shard takes ~4 s; the grace is 1 s
     CkptServiceTest::SetUp();
   }
 };
