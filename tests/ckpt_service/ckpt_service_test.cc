@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/net.h"
 #include "absl/strings/str_split.h"
 #include "tests/cluster_harness.h"
 #include "tests/s3/s3rver_fixture.h"
@@ -51,8 +52,12 @@ class CkptServiceTest : public ::testing::Test {
     auto s3 = testing_s3::S3rverProcess::Start("ckpt");
     ASSERT_TRUE(s3.ok()) << s3.status();  // CI has s3rver: its absence is a failure
     s3_ = std::move(*s3);
-    cluster_ = std::make_unique<LocalCluster>(
-        std::vector<std::string>{"--min-run-time-s", "0", "--checkpoint-poll-s", "0.2"});
+    // Rendezvous ports away from the default 29500+, which concurrent test
+    // runs on this machine also use.
+    const int base = PickFreePort().value();
+    cluster_ = std::make_unique<LocalCluster>(std::vector<std::string>{
+        "--min-run-time-s", "0", "--checkpoint-poll-s", "0.2", "--master-port-range",
+        absl::StrCat(base, "-", std::min(base + 200, 65535))});
     cluster_->StartCoordinator();
     for (const char* node : {"node-a", "node-b"}) {
       cluster_->StartAgent(node, 1, "127.0.0.1",
@@ -83,7 +88,13 @@ class CkptServiceTest : public ::testing::Test {
                              s3_->Uri("ref")},
                             Train(weights, 0));
     CliResult wait = cluster_->Cli({"wait", id, "--timeout", "120"});
-    EXPECT_EQ(wait.out, "job " + id + " SUCCEEDED\n") << cluster_->CoordinatorLog();
+    EXPECT_EQ(wait.out, "job " + id + " SUCCEEDED\n")
+        << AllRankLogs(id, 1) << cluster_->CoordinatorLog();
+    // The ranks exit once the last step is handed off; it commits after them.
+    EXPECT_TRUE(LocalCluster::WaitFor(
+        [&] { return cluster_->GetJob(id).committed_step() == std::stoll(steps_); },
+        std::chrono::seconds(60)))
+        << AllRankLogs(id, 1) << cluster_->CoordinatorLog();
     return weights;
   }
   std::string RankLog(const std::string& job, int attempt) {
@@ -93,6 +104,17 @@ class CkptServiceTest : public ::testing::Test {
                                    attempt, "/rank-0.log"));
     }
     return log;
+  }
+  std::string AllRankLogs(const std::string& job, int attempt) {
+    std::string out;
+    for (const char* node : {"node-a", "node-b"}) {
+      for (int r = 0; r < 2; ++r) {
+        out += ReadFile(absl::StrCat(cluster_->dir(), "/", node, "/jobs/", job, "/attempt-",
+                                     attempt, "/rank-", r, ".log"));
+      }
+      out += ReadFile(absl::StrCat(cluster_->dir(), "/", node, "/checkpoint-service.log"));
+    }
+    return out;
   }
   bool RankReached(const std::string& job, int64_t step) {
     return RankLog(job, 1).find(absl::StrCat("{\"step\":", step, ",")) != std::string::npos;
