@@ -321,6 +321,14 @@ std::map<std::string, std::string> CoordinatorCore::CheckpointTargets() {
     const JobRecord& job = state_.jobs().all().at(seq);
     if (!job.spec.checkpoint_uri.empty()) targets[job.id] = job.spec.checkpoint_uri;
   }
+  // Requeued jobs too: a checkpoint service may still be uploading the step
+  // their last attempt handed off, and only a poll commits it when its
+  // report was lost (a coordinator restart).
+  for (const auto& [seq, job] : state_.jobs().all()) {
+    if (job.state == JobState::kPending && job.attempt > 0 && !job.spec.checkpoint_uri.empty()) {
+      targets[job.id] = job.spec.checkpoint_uri;
+    }
+  }
   return targets;
 }
 
