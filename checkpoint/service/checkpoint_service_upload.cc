@@ -13,6 +13,7 @@
 #include "checkpoint/manifest.h"
 #include "checkpoint/service/checkpoint_service.h"
 #include "checkpoint/service/service_area.h"
+#include "checkpoint/service/stage_request.h"
 #include "checkpoint/service/throttled_store.h"
 #include "checkpoint/service/wire.h"
 #include "checkpoint/shard_upload.h"
@@ -22,97 +23,14 @@
 namespace athanor::ckptsvc {
 namespace {
 
-bool ValidJobName(const std::string& job) {
-  if (job.empty() || job.size() > 128 || job == "." || job == "..") return false;
-  for (char c : job) {
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) {
-      return false;
-    }
-  }
-  return true;
-}
-
-absl::StatusOr<int64_t> IntField(const nlohmann::json& msg, const char* name, int64_t lo,
-                                 int64_t hi) {
-  auto it = msg.find(name);
-  if (it == msg.end() || !it->is_number_integer()) {
-    return absl::InvalidArgumentError(absl::StrCat("field '", name, "' must be an integer"));
-  }
-  int64_t v = it->get<int64_t>();
-  if (v < lo || v > hi) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("field '", name, "' = ", v, " is outside [", lo, ", ", hi, "]"));
-  }
-  return v;
-}
-
-absl::StatusOr<std::string> StringField(const nlohmann::json& msg, const char* name,
-                                        size_t max_len) {
-  auto it = msg.find(name);
-  if (it == msg.end() || !it->is_string() || it->get<std::string>().size() > max_len) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("field '", name, "' must be a string of at most ", max_len, " bytes"));
-  }
-  return it->get<std::string>();
-}
-
 nlohmann::json ErrorReply(const absl::Status& s) {
   return {{"ok", false}, {"error", s.ToString()}};
-}
-
-struct StageRequest {
-  std::string job, uri;
-  int32_t attempt = 0, rank = 0, world_size = 0, keep_last = 0;
-  int64_t step = 0;
-  uint64_t bytes = 0;
-  bool wait = true;
-  std::map<std::string, std::string> env;
-};
-
-absl::StatusOr<StageRequest> ParseStage(const nlohmann::json& msg, uint64_t budget) {
-  StageRequest r;
-  ASSIGN_OR_RETURN(r.job, StringField(msg, "job", 128));
-  if (!ValidJobName(r.job)) {
-    return absl::InvalidArgumentError(absl::StrCat("invalid job id '", r.job, "'"));
-  }
-  ASSIGN_OR_RETURN(r.uri, StringField(msg, "uri", 4096));
-  if (r.uri.empty()) return absl::InvalidArgumentError("field 'uri' is empty");
-  ASSIGN_OR_RETURN(int64_t attempt, IntField(msg, "attempt", 0, INT32_MAX));
-  ASSIGN_OR_RETURN(int64_t world, IntField(msg, "world_size", 1, 99999));
-  ASSIGN_OR_RETURN(int64_t rank, IntField(msg, "rank", 0, world - 1));
-  ASSIGN_OR_RETURN(int64_t keep, IntField(msg, "keep_last", 0, 1000000));
-  ASSIGN_OR_RETURN(r.step, IntField(msg, "step", 0, 9999999999));
-  ASSIGN_OR_RETURN(int64_t bytes, IntField(msg, "bytes", 1, INT64_MAX));
-  if (static_cast<uint64_t>(bytes) > budget) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "a ", bytes, "-byte shard can never fit the node's ", budget, "-byte staging budget"));
-  }
-  r.attempt = static_cast<int32_t>(attempt);
-  r.world_size = static_cast<int32_t>(world);
-  r.rank = static_cast<int32_t>(rank);
-  r.keep_last = static_cast<int32_t>(keep);
-  r.bytes = static_cast<uint64_t>(bytes);
-  auto wait = msg.find("wait");
-  r.wait = wait == msg.end() || !wait->is_boolean() || wait->get<bool>();
-  auto env = msg.find("env");
-  if (env != msg.end() && env->is_object()) {
-    if (env->size() > 32) return absl::InvalidArgumentError("field 'env' has more than 32 entries");
-    for (auto it = env->begin(); it != env->end(); ++it) {
-      if (!absl::StartsWith(it.key(), "AWS_") || !it->is_string() ||
-          it->get<std::string>().size() > 4096) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("field 'env' may hold only AWS_* strings; '", it.key(), "' is not one"));
-      }
-      r.env[it.key()] = it->get<std::string>();
-    }
-  }
-  return r;
 }
 
 }  // namespace
 
 absl::Status CheckpointService::HandleStage(Connection* conn, const nlohmann::json& msg) {
-  absl::StatusOr<StageRequest> req = ParseStage(msg, options_.budget_bytes);
+  absl::StatusOr<StageRequest> req = ParseStageRequest(msg, options_.budget_bytes);
   if (!req.ok()) return SendFrame(conn->fd, ErrorReply(req.status()));
   const std::string key = absl::StrCat(req->job, "/", req->rank);
   std::thread finished_uploader;
@@ -199,9 +117,13 @@ absl::Status CheckpointService::HandleStage(Connection* conn, const nlohmann::js
 }
 
 absl::Status CheckpointService::HandleHandoff(Connection* conn, const nlohmann::json& msg) {
-  absl::StatusOr<std::string> text = StringField(msg, "manifest", kMaxFrameBytes);
-  if (!text.ok()) return SendFrame(conn->fd, ErrorReply(text.status()));
-  absl::StatusOr<RankManifest> manifest = DecodeManifest(*text);
+  auto field = msg.find("manifest");
+  if (field == msg.end() || !field->is_string()) {
+    return SendFrame(conn->fd, ErrorReply(absl::InvalidArgumentError(
+                                   "field 'manifest' must be a string")));
+  }
+  const std::string text = field->get<std::string>();
+  absl::StatusOr<RankManifest> manifest = DecodeManifest(text);
   if (!manifest.ok()) return SendFrame(conn->fd, ErrorReply(manifest.status()));
   Area* area;
   {
