@@ -16,12 +16,12 @@
 #include <stdlib.h>
 
 #include <fstream>
+#include <random>
 #include <regex>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/net.h"
 #include "absl/strings/str_split.h"
 #include "tests/cluster_harness.h"
 #include "tests/s3/s3rver_fixture.h"
@@ -52,12 +52,15 @@ class CkptServiceTest : public ::testing::Test {
     auto s3 = testing_s3::S3rverProcess::Start("ckpt");
     ASSERT_TRUE(s3.ok()) << s3.status();  // CI has s3rver: its absence is a failure
     s3_ = std::move(*s3);
-    // Rendezvous ports away from the default 29500+, which concurrent test
-    // runs on this machine also use.
-    const int base = PickFreePort().value();
+    // Rendezvous ports away from the default 29500+ (which concurrent test
+    // runs on this machine also use) and below the ephemeral range (where
+    // outgoing connections take ports): a random 200-port window in
+    // 10000-27999.
+    std::random_device random;
+    const int base = 10000 + static_cast<int>(random() % 18000);
     cluster_ = std::make_unique<LocalCluster>(std::vector<std::string>{
         "--min-run-time-s", "0", "--checkpoint-poll-s", "0.2", "--master-port-range",
-        absl::StrCat(base, "-", std::min(base + 200, 65535))});
+        absl::StrCat(base, "-", base + 199)});
     cluster_->StartCoordinator();
     for (const char* node : {"node-a", "node-b"}) {
       cluster_->StartAgent(node, 1, "127.0.0.1",
@@ -181,7 +184,8 @@ TEST_F(ThrottledServiceTest, PreemptionShorterThanTheUploadStillCommitsAndResume
   EXPECT_NE(shown.out.find(absl::StrCat("step ", handed, " committed")), std::string::npos) << shown.out;
   std::ofstream(release) << "go";
   CliResult wait = cluster_->Cli({"wait", victim, "--timeout", "120"});
-  ASSERT_EQ(wait.out, "job " + victim + " SUCCEEDED\n") << cluster_->CoordinatorLog();
+  ASSERT_EQ(wait.out, "job " + victim + " SUCCEEDED\n")
+      << AllRankLogs(victim, 2) << cluster_->CoordinatorLog();
   EXPECT_EQ(cluster_->Cli({"wait", blocker, "--timeout", "30"}).out, "job " + blocker + " SUCCEEDED\n");
   rpc::Job job = cluster_->GetJob(victim);
   EXPECT_EQ(job.attempt(), 2);
@@ -224,7 +228,8 @@ TEST_F(CkptServiceTest, CoordinatorKilledBeforeCommitCommitsOnceAfterRestart) {
   EXPECT_EQ(Count(cluster_->CoordinatorLog(), committed_line), 1) << cluster_->CoordinatorLog();
   std::ofstream(release) << "go";
   CliResult wait = cluster_->Cli({"wait", victim, "--timeout", "120"});
-  ASSERT_EQ(wait.out, "job " + victim + " SUCCEEDED\n") << cluster_->CoordinatorLog();
+  ASSERT_EQ(wait.out, "job " + victim + " SUCCEEDED\n")
+      << AllRankLogs(victim, 2) << cluster_->CoordinatorLog();
   EXPECT_EQ(EventValue(RankLog(victim, 2), "resume", "step"), handed) << RankLog(victim, 2);
   ExpectSameWeights(reference, resumed);
 }
@@ -260,7 +265,8 @@ TEST_F(ThrottledServiceTest, ServiceKilledMidUploadNeverCommitsThatStep) {
       std::chrono::seconds(30)))
       << ReadFile(svc_log);
   CliResult wait = cluster_->Cli({"wait", victim, "--timeout", "180"});
-  ASSERT_EQ(wait.out, "job " + victim + " SUCCEEDED\n") << cluster_->CoordinatorLog();
+  ASSERT_EQ(wait.out, "job " + victim + " SUCCEEDED\n")
+      << AllRankLogs(victim, 2) << cluster_->CoordinatorLog();
   rpc::Job job = cluster_->GetJob(victim);
   EXPECT_EQ(job.attempt(), 2);
   EXPECT_EQ(EventValue(RankLog(victim, 2), "resume", "step"), 100) << RankLog(victim, 2);
