@@ -26,6 +26,7 @@
 #include <thread>
 
 #include "absl/status/statusor.h"
+#include "checkpoint/checkpoint_writer.h"
 #include "checkpoint/commit_barrier.h"
 #include "checkpoint/manifest.h"
 #include "checkpoint/object_store.h"
@@ -37,8 +38,6 @@
 #include "absl/synchronization/mutex.h"
 
 namespace athanor {
-
-enum class InFlightPolicy { kWait, kSkip };
 
 struct CheckpointerOptions {
   std::string job;
@@ -52,15 +51,7 @@ struct CheckpointerOptions {
   Clock* clock = nullptr;                  // commit timestamps; null: RealClock
 };
 
-struct CheckpointStats {
-  double stall_seconds = 0;   // the last Save's copy (and wait, under kWait)
-  double upload_seconds = 0;  // the last shard + manifest upload
-  double total_seconds = 0;   // the last Save's start to its commit decision
-  double commit_seconds = 0;  // the last Save's return to its commit decision
-  uint64_t shard_bytes = 0;
-};
-
-class Checkpointer {
+class Checkpointer final : public CheckpointWriter {
  public:
   Checkpointer(ObjectStore* store, CommitBarrier* barrier, CheckpointerOptions options);
   ~Checkpointer();
@@ -68,23 +59,20 @@ class Checkpointer {
   Checkpointer& operator=(const Checkpointer&) = delete;
 
   // true: the checkpoint is staged and in flight; false: skipped (kSkip).
-  absl::StatusOr<bool> Save(int64_t step, const TrainingState& state);
+  absl::StatusOr<bool> Save(int64_t step, const TrainingState& state) override;
   // Blocks until nothing is in flight and rank 0's retention pass is done;
   // the status of the last checkpoint.
-  absl::Status Wait();
+  absl::Status Wait() override;
   absl::Status last_status() const;
   // True while a checkpoint is staged and not yet decided (upload or commit
   // pending). Lets callers agree on skipping across ranks before Save.
-  bool in_flight() const;
+  bool in_flight() const override;
   // The newest step this rank saw agreed durable (and, on rank 0, committed).
   std::optional<int64_t> last_committed_step() const;
-  CheckpointStats stats() const;
+  CheckpointStats stats() const override;
 
  private:
   void UploadLoop();
-  absl::Status Upload(int64_t step, const SafetensorsLayout& layout,
-                      const std::vector<ShardSpec>& specs, RankManifest* manifest);
-  absl::Status Commit(int64_t step);
 
   ObjectStore* const store_;
   CommitBarrier* const barrier_;

@@ -5,8 +5,9 @@
 
 namespace athanor::coord {
 
-CheckpointPoller::CheckpointPoller(Targets targets, Report report, Duration interval)
-    : targets_(std::move(targets)), report_(std::move(report)) {
+CheckpointPoller::CheckpointPoller(Targets targets, Report report, Duration interval,
+                                   Complete complete)
+    : targets_(std::move(targets)), report_(std::move(report)), complete_(std::move(complete)) {
   thread_ = std::thread([this, interval] { Loop(interval); });
 }
 
@@ -26,6 +27,7 @@ void CheckpointPoller::Loop(Duration interval) {
       if (mu_.AwaitWithTimeout(absl::Condition(&stopped), absl::FromChrono(interval))) return;
     }
     for (const auto& [id, uri] : targets_()) {
+      if (complete_) complete_(id, uri);
       absl::StatusOr<std::unique_ptr<ObjectStore>> store = OpenObjectStore(uri);
       if (!store.ok()) continue;
       absl::StatusOr<std::vector<CommittedStep>> steps = ListCommitted(store->get(), id);

@@ -24,7 +24,10 @@ class CheckpointPoller {
   using Targets = std::function<std::map<std::string, std::string>()>;
   // A job's newest committed step and its commit time (Unix seconds).
   using Report = std::function<void(const std::string& job, int64_t step, int64_t commit_unix)>;
-  CheckpointPoller(Targets targets, Report report, Duration interval);
+  // Before reading a job's newest commit: commits its complete steps (the
+  // coordinator's CheckpointCommitter; may be null).
+  using Complete = std::function<void(const std::string& job, const std::string& uri)>;
+  CheckpointPoller(Targets targets, Report report, Duration interval, Complete complete = nullptr);
   ~CheckpointPoller();  // stops and joins
 
  private:
@@ -32,6 +35,7 @@ class CheckpointPoller {
 
   const Targets targets_;
   const Report report_;
+  const Complete complete_;
   absl::Mutex mu_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;

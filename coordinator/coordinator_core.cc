@@ -38,6 +38,13 @@ absl::StatusOr<std::unique_ptr<CoordinatorCore>> CoordinatorCore::Create(
   c->polls_ = std::make_unique<LongPolls>(
       [c](std::vector<LongPolls::Poll> polls) { c->Resolve(std::move(polls), true); });
   c->scheduler_ = std::thread([c, tick_interval] { c->SchedulerLoop(tick_interval); });
+  c->checkpoint_committer_ = std::make_unique<CheckpointCommitter>(
+      [c](const std::string& id, int64_t step, int64_t commit_unix) {
+        c->ReportCheckpoint(id, step, commit_unix, [id, step](absl::Status s) {
+          if (!s.ok()) ATHANOR_LOG(WARNING) << "job " << id << ": checkpoint step " << step << ": " << s;
+        });
+      },
+      clock);
   if (checkpoint_poll > Duration::zero()) {
     c->checkpoint_poller_ = std::make_unique<CheckpointPoller>(
         [c] { return c->CheckpointTargets(); },
@@ -46,7 +53,12 @@ absl::StatusOr<std::unique_ptr<CoordinatorCore>> CoordinatorCore::Create(
             if (!s.ok()) ATHANOR_LOG(WARNING) << "job " << id << ": checkpoint step " << step << ": " << s;
           });
         },
-        checkpoint_poll);
+        checkpoint_poll,
+        [c](const std::string& id, const std::string& uri) {
+          if (auto s = c->checkpoint_committer_->CompleteSteps(id, uri, 0); !s.ok()) {
+            ATHANOR_LOG(WARNING) << "job " << id << ": completing checkpoint steps: " << s.status();
+          }
+        });
   }
   return core;
 }
@@ -58,6 +70,7 @@ CoordinatorCore::~CoordinatorCore() {
   Shutdown();
   if (scheduler_.joinable()) scheduler_.join();
   checkpoint_poller_.reset();
+  checkpoint_committer_.reset();
   polls_.reset();
   committer_.reset();  // writes what is queued
 }
@@ -311,6 +324,14 @@ std::map<std::string, std::string> CoordinatorCore::CheckpointTargets() {
       targets[job.id] = job.spec.checkpoint_uri;
     } else if (std::optional<std::string> uri = store_uri_resolver_(job.spec.tenant, job.spec.checkpoint_uri)) {
       targets[job.id] = std::move(*uri);
+    }
+  }
+  // Requeued jobs too: a checkpoint service may still be uploading the step
+  // their last attempt handed off, and only a poll commits it when its
+  // report was lost (a coordinator restart).
+  for (const auto& [seq, job] : state_.jobs().all()) {
+    if (job.state == JobState::kPending && job.attempt > 0 && !job.spec.checkpoint_uri.empty()) {
+      targets[job.id] = job.spec.checkpoint_uri;
     }
   }
   return targets;

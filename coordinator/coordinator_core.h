@@ -26,6 +26,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "coordinator/checkpoint_commit.h"
 #include "coordinator/checkpoint_poller.h"
 #include "coordinator/cluster_state.h"
 #include "coordinator/group_commit.h"
@@ -109,6 +110,8 @@ class CoordinatorCore {
   // Answers every parked poll and stops the loops; later heartbeats are
   // answered Unavailable at once.
   void Shutdown();
+  // Commits steps the node checkpoint services made durable (checkpoint_commit.h).
+  CheckpointCommitter* checkpoint_committer() { return checkpoint_committer_.get(); }
 
  private:
   CoordinatorCore(StateOptions options, const Clock* clock);
@@ -139,6 +142,7 @@ class CoordinatorCore {
   std::thread scheduler_;
   std::unique_ptr<CheckpointPoller> checkpoint_poller_;
   StoreUriResolver store_uri_resolver_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<CheckpointCommitter> checkpoint_committer_;
 };
 
 // Blocking forms, for tests and tools.

@@ -9,6 +9,7 @@
 // Serves the Coordinator (CLI) and NodeAgent (agents) gRPC services on one
 // port. SIGTERM/SIGINT shut it down cleanly; kill -9 loses nothing durable.
 #include <signal.h>
+#include <unistd.h>
 
 #include <iostream>
 #include <memory>
@@ -16,6 +17,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/strings/str_split.h"
 #include "checkpoint/builtin_stores.h"
@@ -23,6 +25,7 @@
 #include "common/options.h"
 #include "common/uri.h"
 #include "coordinator/agent_service.h"
+#include "coordinator/checkpoint_commit_service.h"
 #include "coordinator/coordinator_core.h"
 #include "coordinator/coordinator_service.h"
 #include "coordinator/auth_setup.h"
@@ -143,6 +146,15 @@ int Run(int argc, char** argv) {
     ATHANOR_LOG(ERROR) << "cannot start: " << core.status();
     return 1;
   }
+  if (const char* crash = getenv("ATHANOR_TEST_CRASH_BEFORE_COMMIT"); crash != nullptr && *crash) {
+    // Fault injection for tests: die between "every shard durable" and COMMIT.
+    (*core)->checkpoint_committer()->set_before_commit([](const std::string& job, int64_t step) {
+      std::string line = absl::StrCat("athanor-coordinator: test crash before the COMMIT of step ",
+                                      step, " of ", job, "\n");
+      (void)!write(STDERR_FILENO, line.data(), line.size());
+      kill(getpid(), SIGKILL);
+    });
+  }
   CoordinatorService coordinator_service(core->get(), (*security)->service_security());
   AgentService agent_service(core->get(), (*security)->authorizer(), (*security)->secrets(),
                              Millis(heartbeat_interval_ms));
@@ -161,6 +173,8 @@ int Run(int argc, char** argv) {
   builder.RegisterService(&coordinator_service);
   builder.RegisterService(&agent_service);
   builder.RegisterService((*security)->security_service());
+  CheckpointCommitService checkpoint_commit_service(core->get());
+  builder.RegisterService(&checkpoint_commit_service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || port == 0) {
     ATHANOR_LOG(ERROR) << "cannot listen on " << listen;

@@ -76,6 +76,11 @@ std::string FormatJob(const rpc::Job& j) {
       {"command:", absl::StrJoin(j.spec().command(), " ")},
       {"master:", absl::StrCat(j.master_addr(), ":", j.master_port())},
   };
+  if (!j.spec().checkpoint_uri().empty()) {
+    kv.push_back({"checkpoint:", j.committed_step() < 0
+                                     ? std::string("none committed")
+                                     : absl::StrCat("step ", j.committed_step(), " committed")});
+  }
   if (j.attempts_size() > 1) {
     std::vector<std::string> attempts;
     for (const rpc::AttemptNodes& a : j.attempts()) {

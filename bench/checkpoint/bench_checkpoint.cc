@@ -2,6 +2,8 @@
 // measured in the same run on the same machine.
 //
 //   stall    Save() (copy into the staging buffer)  vs  memcpy of the same bytes
+//   stall    the same through the node checkpoint service (copy into its
+//            shared-memory staging area + hand-off)  vs  memcpy, same run
 //   file     Save's return..commit to file://DIR            vs  write+fsync of the same bytes
 //   s3       Save's return..commit to s3rver        vs  `s3cmd put` of the same bytes
 //   restore  Restore() from each store               vs  read() / `s3cmd get`
@@ -28,6 +30,8 @@
 #include "checkpoint/file/file_object_store.h"
 #include "checkpoint/restore.h"
 #include "checkpoint/s3/s3_object_store.h"
+#include "checkpoint/service/checkpoint_service.h"
+#include "checkpoint/service/service_checkpointer.h"
 #include "common/options.h"
 #include "tests/s3/s3rver_fixture.h"
 
@@ -149,6 +153,70 @@ class Bench {
     });
   }
 
+  // The stall through an in-process node checkpoint service (staging in
+  // /dev/shm, uploads to file://): each rep hands every rank's state off,
+  // then waits for the uploads so the next stall measures the copy alone.
+  // Interleaved with memcpy of the same bytes. Fills both sample vectors.
+  void ServiceStalls(std::vector<double>* stalls, std::vector<double>* copies) {
+    class NullReporter final : public ckptsvc::DurableReporter {
+     public:
+      absl::Status ShardDurable(const ckptsvc::DurableShard&) override { return absl::OkStatus(); }
+    } reporter;
+    ckptsvc::CheckpointServiceOptions o;
+    o.socket_path = c_.dir + "/svc.sock";
+    o.staging_dir = absl::StrCat("/dev/shm/athanor-bench-checkpoint-", getpid());
+    o.budget_bytes = (c_.bytes + (1 << 20)) * c_.ranks;
+    const std::string root = c_.dir + "/svc-store";
+    auto service = ckptsvc::CheckpointService::Start(
+        o, &reporter,
+        [root](const std::string&, const std::map<std::string, std::string>&)
+            -> absl::StatusOr<std::unique_ptr<ObjectStore>> {
+          auto store = FileObjectStore::Open(root);
+          if (!store.ok()) return store.status();
+          return std::unique_ptr<ObjectStore>(std::move(*store));
+        });
+    if (!service.ok()) {
+      std::cerr << "checkpoint service: " << service.status() << "\n";
+      std::exit(1);
+    }
+    std::vector<std::unique_ptr<ServiceCheckpointer>> clients;
+    for (int r = 0; r < c_.ranks; ++r) {
+      ServiceCheckpointerOptions co;
+      co.socket_path = o.socket_path;
+      co.job = "bench-service";
+      co.rank = r;
+      co.world_size = c_.ranks;
+      co.uri = "file://" + root;
+      co.keep_last = 1;
+      auto client = ServiceCheckpointer::Connect(co);
+      if (!client.ok()) {
+        std::cerr << "checkpoint service: " << client.status() << "\n";
+        std::exit(1);
+      }
+      clients.push_back(std::move(*client));
+    }
+    for (int i = 0; i <= c_.reps; ++i) {  // i == 0: warm-up
+      if (i % 2 == 1 && i > 0) copies->push_back(MemcpyAll());
+      double slowest = Parallel(c_.ranks, [&](int r) {
+        auto t0 = Clock::now();
+        absl::StatusOr<bool> handed = clients[r]->Save(1 + i, data_[r].ts);
+        double stall = Since(t0);
+        if (!handed.ok() || !*handed) {
+          std::cerr << "hand-off failed: " << handed.status() << "\n";
+          std::exit(1);
+        }
+        return stall;
+      });
+      (*service)->WaitIdle();
+      if (i == 0) continue;
+      stalls->push_back(slowest);
+      if (i % 2 == 0) copies->push_back(MemcpyAll());
+    }
+    clients.clear();
+    service->reset();
+    std::system(absl::StrCat("rm -rf '", root, "'").c_str());
+  }
+
   double MemcpyAll() {
     return Parallel(c_.ranks, [&](int r) {
       auto t0 = Clock::now();
@@ -225,6 +293,9 @@ class Bench {
       if (i % 2 == 0) file_read.push_back(ReadAll(c_.dir));
     }
     rows.push_back({"stall (Save)", Median(stalls), Median(copies), "memcpy"});
+    std::vector<double> service_stalls, service_copies;
+    ServiceStalls(&service_stalls, &service_copies);
+    rows.push_back({"stall (service)", Median(service_stalls), Median(service_copies), "memcpy"});
     rows.push_back({"upload file://", Median(file_up), Median(file_base), "write+fsync"});
     rows.push_back({"restore file://", Median(file_restore), Median(file_read), "read"});
     if (c_.s3) {

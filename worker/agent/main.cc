@@ -31,6 +31,7 @@
 #include "common/logging.h"
 #include "common/options.h"
 #include "worker/agent/agent.h"
+#include "worker/agent/checkpoint_service_supervisor.h"
 #include "worker/agent/agent_control_service.h"
 #include "worker/agent/orphans.h"
 #include "worker/agent/sandbox.h"
@@ -55,6 +56,7 @@ int Run(int argc, char** argv) {
   int64_t sandbox_pids_max = 4096;
   double health_interval_s = 30;
   int64_t gpu_memory_mb = -1, cpus = -1, memory_mb = -1;
+  CheckpointServiceOptions ckpt_service;
   po::options_description desc("athanor-agent options");
   desc.add_options()
       ("coordinator", po::value(&coordinator)->required(), "coordinator HOST:PORT")
@@ -102,6 +104,16 @@ int Run(int argc, char** argv) {
        "the athanor-sandbox-exec helper (default: beside athanor-agent)")
       ("gpu-device-dir", po::value(&gpu_device_dir)->default_value("/dev"),
        "where GPU device nodes live: nvidia<i>, nvidiactl, nvidia-uvm[-tools]")
+      ("checkpoint-service-dir", po::value(&ckpt_service.dir)->default_value(""),
+       "run the node checkpoint service with its socket in this folder (bound into every "
+       "sandbox; not under --work-dir); ranks get ATHANOR_CHECKPOINT_SERVICE. Empty: ranks "
+       "upload their own checkpoints")
+      ("checkpoint-staging-dir", po::value(&ckpt_service.staging_dir)->default_value(""),
+       "the service's staging areas (default /dev/shm/athanor-checkpoint-NAME)")
+      ("checkpoint-budget-mb", po::value(&ckpt_service.budget_mb)->default_value(8192),
+       "staging memory for all ranks of the node together, MiB")
+      ("checkpoint-upload-mbps", po::value(&ckpt_service.upload_mbps)->default_value(0),
+       "cap each shard's upload at this many MB/s (0: none)")
       ("rendezvous-key-file", po::value(&rendezvous_key_file)->default_value(""),
        "cluster key (same file on every node): ranks get ATHANOR_RENDEZVOUS_SECRET, an HMAC of "
        "job and attempt, which their TCP store requires");
@@ -134,6 +146,14 @@ int Run(int argc, char** argv) {
   if (ec) return Fail("--work-dir: cannot create " + work_dir + ": " + ec.message());
   work_dir = std::filesystem::absolute(work_dir).string();
   if (health_interval_s <= 0) return Fail("--health-interval: must be > 0");
+  if (!ckpt_service.dir.empty() &&
+      (ckpt_service.dir[0] != '/' || ckpt_service.dir.find(':') != std::string::npos)) {
+    return Fail("--checkpoint-service-dir: '" + ckpt_service.dir +
+                "' is not an absolute path without ':'");
+  }
+  if (ckpt_service.budget_mb <= 0 || ckpt_service.upload_mbps < 0) {
+    return Fail("--checkpoint-budget-mb must be > 0 and --checkpoint-upload-mbps >= 0");
+  }
   if (!gpu_model.empty()) options.inventory.gpu_model = gpu_model;
   if (gpu_memory_mb >= 0) options.inventory.gpu_memory_mb = gpu_memory_mb;
   if (cpus >= 0) options.inventory.cpus = static_cast<int32_t>(cpus);
@@ -185,6 +205,7 @@ int Run(int argc, char** argv) {
     sandbox_options.node_name = name;
     sandbox_options.hide = sandbox_hide;
     sandbox_options.shared_dirs = sandbox_shared;
+    if (!ckpt_service.dir.empty()) sandbox_options.shared_dirs.push_back(ckpt_service.dir);
     sandbox_options.pass_env = sandbox_env;
     sandbox_options.gpu_device_dir = gpu_device_dir;
     sandbox_options.pids_max = sandbox_pids_max;
@@ -242,6 +263,21 @@ int Run(int argc, char** argv) {
     ATHANOR_LOG(WARNING) << "--no-sandbox: ranks run as this agent's user, with its environment";
   }
   RankSupervisor supervisor(work_dir, RealClock::Get(), sandbox.get());
+  std::unique_ptr<CheckpointServiceSupervisor> checkpoint_service;
+  if (!ckpt_service.dir.empty()) {
+    std::error_code self_ec;
+    ckpt_service.exec_path =
+        std::filesystem::read_symlink("/proc/self/exe", self_ec).parent_path().string() +
+        "/athanor-checkpoint-service";
+    if (ckpt_service.staging_dir.empty()) {
+      ckpt_service.staging_dir = "/dev/shm/athanor-checkpoint-" + name;
+    }
+    ckpt_service.log_path = work_dir + "/checkpoint-service.log";
+    ckpt_service.coordinator = coordinator;
+    ckpt_service.node = name;
+    checkpoint_service = std::make_unique<CheckpointServiceSupervisor>(ckpt_service, &supervisor);
+    supervisor.SetExtraRankEnv({{"ATHANOR_CHECKPOINT_SERVICE", checkpoint_service->socket_path()}});
+  }
   Agent agent(options, &supervisor);
   std::thread waiter([&] {
     int sig = 0;
@@ -251,6 +287,7 @@ int Run(int argc, char** argv) {
   });
   agent.Run();
   waiter.join();
+  if (checkpoint_service != nullptr) checkpoint_service->Stop();  // finishes uploads in flight
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
   return 0;
 }

@@ -70,6 +70,7 @@ void RankSupervisor::StartLocked(const RankTarget& target, const std::vector<Ran
   options.argv = target.command;
   options.env = target.env;
   options.env["CUDA_VISIBLE_DEVICES"] = absl::StrJoin(target.gpu_ids, ",");
+  for (const auto& [k, v] : extra_env_) options.env[k] = v;
   options.stdout_path = *log;
   options.stderr_path = "=stdout";
   options.new_process_group = true;
@@ -270,6 +271,11 @@ absl::StatusOr<std::unique_ptr<Subprocess>> RankSupervisor::StartForeign(
   ASSIGN_OR_RETURN(std::unique_ptr<Subprocess> p, Subprocess::Start(options));
   foreign_.insert(p->pid());
   return p;
+}
+
+void RankSupervisor::SetExtraRankEnv(std::map<std::string, std::string> env) {
+  absl::MutexLock lock(&mu_);
+  extra_env_ = std::move(env);
 }
 
 void RankSupervisor::EndForeign(pid_t pid) {

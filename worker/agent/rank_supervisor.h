@@ -100,6 +100,9 @@ class RankSupervisor {
   // owner, who Wait()s for it and then calls EndForeign(pid).
   absl::StatusOr<std::unique_ptr<Subprocess>> StartForeign(const SubprocessOptions& options);
   void EndForeign(pid_t pid);
+  // Variables added to every rank's environment from now on (the checkpoint
+  // service's socket). Call before the first Converge.
+  void SetExtraRankEnv(std::map<std::string, std::string> env);
 
   // WORK_DIR/jobs/<job>/attempt-<a>/rank-<r>.log; InvalidArgument for a job
   // id that is not a safe file name.
@@ -133,6 +136,7 @@ class RankSupervisor {
   int woken_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<ArchiveTask> archives_ ABSL_GUARDED_BY(mu_);
   std::set<pid_t> foreign_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::string> extra_env_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace athanor::agent

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -183,6 +184,11 @@ absl::Status DecommitNewerSteps(ObjectStore* store, const std::string& job, int6
                          << " was rejected on restore; deleting " << key
                          << " so the step can be written again";
     RETURN_IF_ERROR(store->Delete(key));
+    // Its manifests too: the coordinator commits any step whose manifests are
+    // all there (coordinator/checkpoint_commit.h), and this one was bad.
+    for (const ObjectInfo& o : scan.objects_by_step[newer]) {
+      if (absl::EndsWith(o.key, ".json")) RETURN_IF_ERROR(store->Delete(o.key));
+    }
   }
   return absl::OkStatus();
 }

@@ -17,6 +17,9 @@ absl::Status ParseTrainFlags(int argc, const char* const* argv, TrainFlags* f) {
   const char* env_job = std::getenv("ATHANOR_JOB_ID");
   if (env_uri != nullptr) f->checkpoint_uri = env_uri;
   if (env_job != nullptr && *env_job != '\0') f->job_id = env_job;
+  if (const char* svc = std::getenv("ATHANOR_CHECKPOINT_SERVICE"); svc != nullptr) {
+    f->checkpoint_service = svc;
+  }
   po::options_description desc("athanor-train options");
   auto add = [&desc](const char* name, const po::value_semantic* value, const char* help) {
     desc.add_options()(name, value, help);
@@ -60,6 +63,9 @@ absl::Status ParseTrainFlags(int argc, const char* const* argv, TrainFlags* f) {
   add("keep", po::value(&f->keep)->default_value(3), "committed checkpoints to keep");
   add("checkpoint-policy", po::value(&policy)->default_value("wait"),
       "when a checkpoint is still in flight: wait | skip");
+  add("checkpoint-service", po::value(&f->checkpoint_service),
+      "hand checkpoints to the node checkpoint service at this unix socket (default "
+      "$ATHANOR_CHECKPOINT_SERVICE; empty: upload in the rank)");
   add("all-ranks-log", po::bool_switch(&f->all_ranks_log), "every rank prints its step lines");
   add("inject-overflow-step", po::value(&t.inject_overflow_step)->default_value(-1),
       "fp16 test hook: make this step's gradients overflow on one rank");

@@ -22,6 +22,9 @@ struct TrainFlags {
   int64_t checkpoint_every = 0;  // 0: only at the end and on SIGTERM
   std::string job_id = "local";  // $ATHANOR_JOB_ID
   int keep = 3;
+  // The node checkpoint service's socket ($ATHANOR_CHECKPOINT_SERVICE, set
+  // by an agent that runs one): empty uploads in the rank.
+  std::string checkpoint_service;
   bool checkpoint_skip = false;  // --checkpoint-policy skip (else wait)
   bool all_ranks_log = false;
   int inject_overflow_rank = -1;  // -1: the last rank

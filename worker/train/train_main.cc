@@ -25,6 +25,8 @@
 #include "checkpoint/builtin_stores.h"
 #include "checkpoint/checkpointer.h"
 #include "checkpoint/retention.h"
+#include "checkpoint/s3/s3_options.h"
+#include "checkpoint/service/service_checkpointer.h"
 #include "collectives/factory.h"
 #include "common/logging.h"
 #include "common/rank_env.h"
@@ -105,7 +107,8 @@ double MsSince(SteadyClock::time_point t0) {
 struct CheckpointSession {
   std::unique_ptr<ObjectStore> store;
   std::unique_ptr<CommunicatorCommitBarrier> commit_barrier;
-  std::unique_ptr<Checkpointer> checkpointer;
+  std::unique_ptr<CheckpointWriter> checkpointer;
+  bool through_service = false;
   int64_t last_saved = -1;  // the newest step staged (or restored)
 
   // Stages `step`; returns the training stall in ms.
@@ -202,22 +205,40 @@ absl::Status Run(TrainFlags flags) {
         }
       }
     }
-    ckpt->commit_barrier =
-        std::make_unique<CommunicatorCommitBarrier>(comm.get(), kCheckpointCommitTag, timeout);
-    CheckpointerOptions co;
-    co.job = flags.job_id;
-    co.rank = env.rank;
-    co.world_size = env.world_size;
-    co.in_flight = InFlightPolicy::kWait;  // skips are decided collectively, below
-    co.retention.keep_last = flags.keep;
-    ckpt->checkpointer =
-        std::make_unique<Checkpointer>(ckpt->store.get(), ckpt->commit_barrier.get(), co);
+    if (!flags.checkpoint_service.empty()) {
+      // Under an agent: the node's service uploads, the coordinator commits.
+      ServiceCheckpointerOptions so;
+      so.socket_path = flags.checkpoint_service;
+      so.job = flags.job_id;
+      so.attempt = env.attempt;
+      so.rank = env.rank;
+      so.world_size = env.world_size;
+      so.in_flight = InFlightPolicy::kWait;  // skips are decided collectively, below
+      so.uri = flags.checkpoint_uri;
+      so.keep_last = flags.keep;
+      so.env = AwsEnvironment();
+      ASSIGN_OR_RETURN(ckpt->checkpointer, ServiceCheckpointer::Connect(std::move(so)));
+      ckpt->through_service = true;
+    } else {
+      ckpt->commit_barrier =
+          std::make_unique<CommunicatorCommitBarrier>(comm.get(), kCheckpointCommitTag, timeout);
+      CheckpointerOptions co;
+      co.job = flags.job_id;
+      co.rank = env.rank;
+      co.world_size = env.world_size;
+      co.in_flight = InFlightPolicy::kWait;  // skips are decided collectively, below
+      co.retention.keep_last = flags.keep;
+      ckpt->checkpointer =
+          std::make_unique<Checkpointer>(ckpt->store.get(), ckpt->commit_barrier.get(), co);
+    }
+    RetentionOptions retention;
+    retention.keep_last = flags.keep;
     if (env.rank == 0) {
       // A run killed between a commit and its retention pass left that pass
       // undone; one at start catches up (it touches only steps older than the
       // newest commit, never one this run writes).
       if (absl::StatusOr<RetentionReport> kept =
-              ApplyRetention(ckpt->store.get(), flags.job_id, co.retention);
+              ApplyRetention(ckpt->store.get(), flags.job_id, retention);
           !kept.ok()) {
         ATHANOR_LOG(WARNING) << "retention for " << flags.job_id << " at start failed: "
                              << kept.status().ToString();
@@ -275,7 +296,11 @@ absl::Status Run(TrainFlags flags) {
     // The last step (or the agreed preemption step) is saved synchronously.
     const int64_t step = trainer->step();
     RETURN_IF_ERROR(ckpt->SaveAndWait(*trainer, step, crash));
-    if (stopped && env.rank == 0) {
+    if (stopped && env.rank == 0 && ckpt->through_service) {
+      // The service owns the step now; the coordinator commits it.
+      std::cerr << "handed step " << step << " to the checkpoint service; exiting" << std::endl;
+      std::cout << "{\"event\":\"preempted\",\"handed_off_step\":" << step << "}" << std::endl;
+    } else if (stopped && env.rank == 0) {
       std::cerr << "checkpointed step " << step << "; exiting" << std::endl;
       std::cout << "{\"event\":\"preempted\",\"committed_step\":" << step << "}" << std::endl;
     }

@@ -1,0 +1,200 @@
+#include "checkpoint/service/checkpoint_service.h"
+#include "checkpoint/service/service_area.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "checkpoint/service/wire.h"
+#include "common/logging.h"
+#include "common/status.h"
+
+namespace athanor::ckptsvc {
+
+absl::StatusOr<std::unique_ptr<CheckpointService>> CheckpointService::Start(
+    CheckpointServiceOptions options, DurableReporter* reporter, StoreOpener opener) {
+  if (options.staging_dir.empty() || options.socket_path.empty()) {
+    return absl::InvalidArgumentError("the checkpoint service needs a socket path and a staging dir");
+  }
+  if (::mkdir(options.staging_dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("creating ", options.staging_dir, ": ", strerror(errno)));
+  }
+  // Leftovers of an earlier run: that run's uploads are gone with it.
+  if (DIR* d = ::opendir(options.staging_dir.c_str())) {
+    std::vector<std::string> names;
+    while (struct dirent* e = ::readdir(d)) {
+      std::string name = e->d_name;
+      if (name != "." && name != "..") names.push_back(name);
+    }
+    ::closedir(d);
+    for (const std::string& name : names) {
+      std::string path = absl::StrCat(options.staging_dir, "/", name);
+      if (absl::EndsWith(name, ".handoff")) {
+        std::ifstream in(path);
+        std::string what((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        ATHANOR_LOG(WARNING) << "discarding a handed-off staging area whose upload an earlier "
+                                "run of the service did not finish ("
+                             << what << "); that step will not commit";
+      }
+      ::unlink(path.c_str());
+    }
+  }
+  ASSIGN_OR_RETURN(int fd, ListenService(options.socket_path, 0666));
+  return std::unique_ptr<CheckpointService>(
+      new CheckpointService(std::move(options), reporter, std::move(opener), fd));
+}
+
+CheckpointService::CheckpointService(CheckpointServiceOptions options, DurableReporter* reporter,
+                                     StoreOpener opener, int listen_fd)
+    : options_(std::move(options)),
+      reporter_(reporter),
+      opener_(std::move(opener)),
+      listen_fd_(listen_fd) {
+  acceptor_ = std::thread([this] { AcceptLoop(); });
+}
+
+CheckpointService::~CheckpointService() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+    for (auto& c : connections_) ::shutdown(c->fd, SHUT_RDWR);
+    cv_.SignalAll();
+  }
+  ::shutdown(listen_fd_, SHUT_RDWR);
+  acceptor_.join();
+  ::close(listen_fd_);
+  std::vector<std::unique_ptr<Connection>> conns;
+  {
+    absl::MutexLock lock(&mu_);
+    conns.swap(connections_);
+  }
+  for (auto& c : conns) {
+    c->thread.join();
+    ::close(c->fd);
+  }
+  WaitIdle();
+  absl::MutexLock lock(&mu_);
+  for (auto& [key, area] : areas_) {
+    if (area->uploader.joinable()) area->uploader.join();
+    if (area->fd >= 0) ::close(area->fd);
+    ::unlink(area->path.c_str());
+  }
+  ::unlink(options_.socket_path.c_str());
+}
+
+void CheckpointService::WaitIdle() {
+  absl::MutexLock lock(&mu_);
+  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    for (const auto& [key, area] : areas_) {
+      if (area->uploading) return false;
+    }
+    return true;
+  };
+  mu_.Await(absl::Condition(&idle));
+}
+
+uint64_t CheckpointService::staged_bytes() const {
+  absl::MutexLock lock(&mu_);
+  return used_bytes_;
+}
+
+void CheckpointService::AcceptLoop() {
+  for (;;) {
+    int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      return;  // shut down
+    }
+    absl::MutexLock lock(&mu_);
+    if (stopping_) {
+      ::close(fd);
+      return;
+    }
+    // Reap connections whose rank has gone.
+    for (auto it = connections_.begin(); it != connections_.end();) {
+      if ((*it)->done) {
+        (*it)->thread.join();
+        ::close((*it)->fd);
+        it = connections_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    auto conn = std::make_unique<Connection>();
+    conn->fd = fd;
+    struct ucred cred = {};
+    socklen_t len = sizeof(cred);
+    if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) conn->uid = cred.uid;
+    Connection* c = conn.get();
+    connections_.push_back(std::move(conn));
+    c->thread = std::thread([this, c] { Serve(c); });
+  }
+}
+
+void CheckpointService::Serve(Connection* conn) {
+  for (;;) {
+    absl::StatusOr<Frame> frame = RecvFrame(conn->fd);
+    if (!frame.ok()) {
+      if (!absl::IsUnavailable(frame.status())) {
+        ATHANOR_LOG(WARNING) << "checkpoint service: dropping a rank connection: "
+                             << frame.status().ToString();
+      }
+      break;
+    }
+    if (frame->fd >= 0) ::close(frame->fd);  // ranks send none
+    const nlohmann::json& msg = frame->msg;
+    std::string op = msg.contains("op") && msg["op"].is_string() ? msg["op"].get<std::string>() : "";
+    absl::Status s;
+    if (op == "stage") {
+      s = HandleStage(conn, msg);
+    } else if (op == "handoff") {
+      s = HandleHandoff(conn, msg);
+    } else if (op == "status") {
+      bool busy;
+      {
+        absl::MutexLock lock(&mu_);
+        busy = conn->area != nullptr && conn->area->uploading;
+      }
+      s = SendFrame(conn->fd, {{"ok", true}, {"busy", busy}});
+    } else {
+      s = SendFrame(conn->fd, {{"ok", false},
+                               {"error", absl::StrCat("unknown checkpoint service op '", op, "'")}});
+    }
+    if (!s.ok()) break;
+  }
+  ::shutdown(conn->fd, SHUT_RDWR);  // the rank sees EOF now; the fd is closed when reaped
+  absl::MutexLock lock(&mu_);
+  if (Area* area = conn->area) {
+    area->owner = nullptr;
+    area->staged = false;
+    ReleaseIfUnusedLocked(area);
+  }
+  conn->area = nullptr;
+  conn->done = true;
+}
+
+void CheckpointService::ReleaseIfUnusedLocked(Area* area) {
+  if (area->owner != nullptr || area->uploading) return;
+  if (area->uploader.joinable()) {
+    if (area->uploader.get_id() == std::this_thread::get_id()) {
+      area->uploader.detach();  // it only returns after this
+    } else {
+      area->uploader.join();  // done uploading: it is returning
+    }
+  }
+  if (area->fd >= 0) ::close(area->fd);
+  ::unlink(area->path.c_str());
+  used_bytes_ -= area->capacity;
+  areas_.erase(area->key);
+  cv_.SignalAll();
+}
+
+}  // namespace athanor::ckptsvc

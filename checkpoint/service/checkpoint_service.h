@@ -1,0 +1,124 @@
+// CheckpointService: the node checkpoint service (DESIGN.md, "Who uploads").
+//
+// Ranks connect to its unix socket (wire.h). For each (job, rank) the service
+// owns one staging area (bound to the uid of the rank that first staged it,
+// from SO_PEERCRED: a sandboxed rank of another tenant cannot take it over): a file in `staging_dir` (tmpfs, mode 0600, the
+// service's uid) whose descriptor it passes to the rank, which maps it and
+// copies its shard in; the rank never learns a path, so another job's ranks
+// cannot open it. An area is reused by the rank's next checkpoint and freed
+// when the rank has gone and its upload is done.
+//
+// Hand-off: once the service has accepted a hand-off it owns the bytes; it
+// streams them to the job's store (the ObjectStore's multipart, retries and
+// checksums; the job's own credentials) and writes the rank manifest, even if
+// the rank exits or is killed meanwhile, then reports the shard durable to the
+// DurableReporter (the coordinator, which writes COMMIT).
+//
+// Budget: the areas of all ranks together stay within `budget_bytes`. A stage
+// request that does not fit (or whose area is still uploading) waits, or is
+// answered "skip" when the rank's policy is skip.
+//
+// Restart: areas left by an earlier run are discarded at Start, and each one
+// that was handed off but not durable is named in the log (its step then never
+// commits; the job resumes from its previous committed step).
+//
+// Threading: a thread per connection and per upload, state under mu_. The
+// reporter and store opener are called from upload threads, never under mu_.
+// The destructor stops accepting, closes connections and joins every thread
+// (in-flight uploads finish first).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "checkpoint/object_store.h"
+#include "nlohmann/json.hpp"
+
+namespace athanor::ckptsvc {
+
+// One shard made durable by the service.
+struct DurableShard {
+  std::string job;
+  int32_t attempt = 0;
+  int64_t step = 0;
+  int32_t rank = 0;
+  int32_t world_size = 0;
+  std::string uri;
+  std::string shard_key;
+  uint64_t shard_size = 0;
+  uint32_t shard_crc32c = 0;
+  std::string manifest_key;
+  uint32_t manifest_crc32c = 0;
+  int32_t keep_last = 0;
+};
+
+class DurableReporter {
+ public:
+  virtual ~DurableReporter() = default;
+  // Called once per durable shard, from an upload thread. An error is logged;
+  // the coordinator also finds complete steps on its own (checkpoint_commit.h).
+  virtual absl::Status ShardDurable(const DurableShard& shard) = 0;
+};
+
+// Opens a job's store from its URI and its AWS_* variables.
+using StoreOpener = std::function<absl::StatusOr<std::unique_ptr<ObjectStore>>(
+    const std::string& uri, const std::map<std::string, std::string>& env)>;
+
+struct CheckpointServiceOptions {
+  std::string socket_path;
+  std::string staging_dir;
+  uint64_t budget_bytes = 8ull << 30;
+  size_t upload_chunk_bytes = 1 << 20;
+  // Caps the upload rate of each shard (0: unlimited), to leave the node's
+  // network to training.
+  uint64_t upload_bytes_per_second = 0;
+};
+
+class CheckpointService {
+ public:
+  // Discards leftover areas, listens, and starts serving. `reporter` is not
+  // owned and must outlive the service.
+  static absl::StatusOr<std::unique_ptr<CheckpointService>> Start(
+      CheckpointServiceOptions options, DurableReporter* reporter, StoreOpener opener);
+  ~CheckpointService();
+
+  // Blocks until no upload is in flight (tests, orderly shutdown).
+  void WaitIdle();
+  uint64_t staged_bytes() const;
+
+ private:
+  struct Area;
+  struct Connection;
+  CheckpointService(CheckpointServiceOptions options, DurableReporter* reporter,
+                    StoreOpener opener, int listen_fd);
+  void AcceptLoop();
+  void Serve(Connection* conn);
+  absl::Status HandleStage(Connection* conn, const nlohmann::json& msg);
+  absl::Status HandleHandoff(Connection* conn, const nlohmann::json& msg);
+  void UploadArea(Area* area);
+  void ReleaseIfUnusedLocked(Area* area) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const CheckpointServiceOptions options_;
+  DurableReporter* const reporter_;
+  const StoreOpener opener_;
+  const int listen_fd_;
+  std::thread acceptor_;
+
+  mutable absl::Mutex mu_;
+  absl::CondVar cv_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t used_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t next_area_id_ ABSL_GUARDED_BY(mu_) = 1;
+  std::map<std::string, std::unique_ptr<Area>> areas_ ABSL_GUARDED_BY(mu_);  // "<job>/<rank>"
+  std::vector<std::unique_ptr<Connection>> connections_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace athanor::ckptsvc

@@ -1,0 +1,43 @@
+// CheckpointService's private state: a staging area and a rank connection.
+// Fields are guarded by the service's mu_, except the request fields
+// (attempt..manifest), which the upload thread alone reads while `uploading`.
+#pragma once
+
+#include <sys/types.h>
+
+#include <map>
+#include <string>
+#include <thread>
+
+#include "checkpoint/manifest.h"
+#include "checkpoint/service/checkpoint_service.h"
+
+namespace athanor::ckptsvc {
+
+struct CheckpointService::Area {
+  uint64_t id = 0;
+  std::string key, job, path;
+  int32_t rank = 0;
+  uid_t uid = 0;  // of the rank that made it; only that uid may stage it again
+  int fd = -1;
+  uint64_t capacity = 0;
+  Connection* owner = nullptr;  // the connection of the rank using it
+  bool staged = false;          // granted to the rank, not yet handed off
+  bool uploading = false;
+  int32_t attempt = 0, world_size = 0, keep_last = 0;
+  int64_t step = 0;
+  std::string uri;
+  std::map<std::string, std::string> env;
+  RankManifest manifest;
+  std::thread uploader;
+};
+
+struct CheckpointService::Connection {
+  int fd = -1;
+  uid_t uid = 0;  // the peer's (SO_PEERCRED)
+  std::thread thread;
+  Area* area = nullptr;
+  bool done = false;
+};
+
+}  // namespace athanor::ckptsvc

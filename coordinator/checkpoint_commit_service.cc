@@ -1,0 +1,62 @@
+#include "coordinator/checkpoint_commit_service.h"
+
+#include "absl/strings/str_cat.h"
+#include "checkpoint/layout.h"
+#include "coordinator/grpc_status.h"
+
+namespace athanor::coord {
+namespace {
+
+absl::Status CheckReport(const rpc::ShardDurableRequest& r, const JobRecord& job) {
+  if (r.world_size() < 1 || r.world_size() > 99999 || r.rank() < 0 || r.rank() >= r.world_size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank ", r.rank(), " of world size ", r.world_size(), " is not a rank"));
+  }
+  if (r.step() < 0) return absl::InvalidArgumentError("step: must be >= 0");
+  if (r.keep_last() < 0) return absl::InvalidArgumentError("keep_last: must be >= 0");
+  if (r.shard_key() != ckpt_layout::ShardKey(job.id, r.step(), r.rank(), r.world_size())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shard_key '", r.shard_key(), "' is not rank ", r.rank(), "'s shard of step ",
+                     r.step(), " of job ", job.id));
+  }
+  if (job.spec.checkpoint_uri.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat("job ", job.id, " has no checkpoint URI"));
+  }
+  bool on_node = false;
+  for (const RankPlacement& p : job.allocation) on_node = on_node || p.node == r.node();
+  if (!on_node) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("node '", r.node(), "' holds no rank of job ", job.id));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+grpc::ServerUnaryReactor* CheckpointCommitService::ReportShardDurable(
+    grpc::CallbackServerContext* ctx, const rpc::ShardDurableRequest* req,
+    rpc::ShardDurableResponse* resp) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  absl::StatusOr<JobRecord> job = core_->GetJob(req->job_id());
+  absl::Status s = job.ok() ? CheckReport(*req, *job) : job.status();
+  if (!s.ok()) {
+    reactor->Finish(ToGrpc(s));
+    return reactor;
+  }
+  const int64_t step = req->step();
+  const int64_t before = job->committed_step;
+  core_->checkpoint_committer()->CompleteStepsAsync(
+      job->id, job->spec.checkpoint_uri, req->keep_last(),
+      [reactor, resp, step, before](absl::StatusOr<std::optional<int64_t>> r) {
+        if (!r.ok()) {
+          reactor->Finish(ToGrpc(r.status()));
+          return;
+        }
+        resp->set_committed(r->has_value() && **r >= step);
+        resp->set_committed_step(r->has_value() ? std::max(**r, before) : before);
+        reactor->Finish(grpc::Status::OK);
+      });
+  return reactor;
+}
+
+}  // namespace athanor::coord

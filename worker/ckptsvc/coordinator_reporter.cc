@@ -1,0 +1,54 @@
+#include "worker/ckptsvc/coordinator_reporter.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "common/logging.h"
+
+namespace athanor::ckptsvc {
+
+CoordinatorReporter::CoordinatorReporter(const std::string& coordinator, std::string node)
+    : node_(std::move(node)),
+      stub_(rpc::CheckpointCommit::NewStub(
+          grpc::CreateChannel(coordinator, grpc::InsecureChannelCredentials()))) {}
+
+absl::Status CoordinatorReporter::ShardDurable(const DurableShard& shard) {
+  rpc::ShardDurableRequest req;
+  req.set_node(node_);
+  req.set_job_id(shard.job);
+  req.set_attempt(shard.attempt);
+  req.set_step(shard.step);
+  req.set_rank(shard.rank);
+  req.set_world_size(shard.world_size);
+  req.set_shard_key(shard.shard_key);
+  req.set_shard_size(shard.shard_size);
+  req.set_shard_crc32c(shard.shard_crc32c);
+  req.set_manifest_key(shard.manifest_key);
+  req.set_manifest_crc32c(shard.manifest_crc32c);
+  req.set_keep_last(shard.keep_last);
+  grpc::Status s;
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(200 << attempt));
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    rpc::ShardDurableResponse resp;
+    s = stub_->ReportShardDurable(&ctx, req, &resp);
+    if (s.ok()) {
+      if (resp.committed()) {
+        ATHANOR_LOG(INFO) << "job " << shard.job << ": step " << shard.step << " committed";
+      }
+      return absl::OkStatus();
+    }
+    if (s.error_code() != grpc::StatusCode::UNAVAILABLE &&
+        s.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
+      break;
+    }
+  }
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
+                      absl::StrCat("ReportShardDurable: ", s.error_message()));
+}
+
+}  // namespace athanor::ckptsvc

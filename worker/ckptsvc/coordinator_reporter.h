@@ -1,0 +1,28 @@
+// CoordinatorReporter: reports durable shards to the coordinator's
+// CheckpointCommit service (proto/athanor.proto, "checkpoint service"), as
+// the node named `node`. Retries a few times with backoff while the
+// coordinator is unreachable (a restart); the coordinator's own poll commits
+// complete steps whose reports were lost.
+//
+// Thread-safe (gRPC stubs are).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "checkpoint/service/checkpoint_service.h"
+#include "proto/athanor.grpc.pb.h"
+
+namespace athanor::ckptsvc {
+
+class CoordinatorReporter final : public DurableReporter {
+ public:
+  CoordinatorReporter(const std::string& coordinator, std::string node);
+  absl::Status ShardDurable(const DurableShard& shard) override;
+
+ private:
+  const std::string node_;
+  std::unique_ptr<rpc::CheckpointCommit::Stub> stub_;
+};
+
+}  // namespace athanor::ckptsvc

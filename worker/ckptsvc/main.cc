@@ -1,0 +1,104 @@
+// athanor-checkpoint-service: the node checkpoint service (DESIGN.md, "Who
+// uploads"), started and supervised by the agent, one per node.
+//
+//   athanor-checkpoint-service --socket PATH --staging-dir DIR
+//       [--budget-mb N] [--upload-mbps N] [--coordinator HOST:PORT --node NAME]
+//
+// Ranks hand their checkpoint shards to it over the unix socket at --socket;
+// it uploads them with each job's credentials and reports each durable shard
+// to the coordinator, which commits the step. SIGTERM/SIGINT: stop taking
+// hand-offs, finish the uploads in flight, exit 0.
+#include <signal.h>
+
+#include <iostream>
+
+#include "checkpoint/builtin_stores.h"
+#include "checkpoint/service/checkpoint_service.h"
+#include "common/logging.h"
+#include "common/options.h"
+#include "worker/ckptsvc/coordinator_reporter.h"
+
+namespace athanor::ckptsvc {
+namespace {
+
+// Without a coordinator (a standalone node, tests of the service alone).
+class LogReporter final : public DurableReporter {
+ public:
+  absl::Status ShardDurable(const DurableShard& s) override {
+    ATHANOR_LOG(INFO) << "durable: " << s.shard_key << " (" << s.shard_size << " bytes, crc32c "
+                      << s.shard_crc32c << "); no coordinator to commit it";
+    return absl::OkStatus();
+  }
+};
+
+int Run(int argc, char** argv) {
+  CheckpointServiceOptions options;
+  std::string coordinator, node, log_level;
+  int64_t budget_mb = 8192;
+  double upload_mbps = 0;
+  po::options_description desc("athanor-checkpoint-service options");
+  desc.add_options()
+      ("socket", po::value(&options.socket_path)->required(), "unix socket ranks connect to")
+      ("staging-dir", po::value(&options.staging_dir)->required(),
+       "where staging areas live (tmpfs, e.g. /dev/shm/athanor-checkpoint); emptied at start")
+      ("budget-mb", po::value(&budget_mb)->default_value(8192),
+       "staging memory of all ranks of the node together, MiB")
+      ("upload-mbps", po::value(&upload_mbps)->default_value(0),
+       "cap each shard's upload at this many MB/s (0: none)")
+      ("coordinator", po::value(&coordinator)->default_value(""),
+       "coordinator HOST:PORT to report durable shards to (empty: log them)")
+      ("node", po::value(&node)->default_value(""), "this node's name, as its agent registered")
+      ("log-level", po::value(&log_level)->default_value("info"), "debug | info | warning | error");
+  ParsedCommandLine cmd;
+  absl::Status parsed = ParseOptions(argc, argv, desc,
+                                     "usage: athanor-checkpoint-service --socket PATH "
+                                     "--staging-dir DIR [options]",
+                                     &cmd);
+  if (!parsed.ok()) {
+    std::cerr << "athanor-checkpoint-service: " << parsed.message() << std::endl;
+    return 2;
+  }
+  if (cmd.help) return 0;
+  LogLevel level;
+  if (ParseLogLevel(log_level, &level)) SetMinLogLevel(level);
+  if (budget_mb <= 0 || upload_mbps < 0 || (!coordinator.empty() && node.empty())) {
+    std::cerr << "athanor-checkpoint-service: --budget-mb must be > 0, --upload-mbps >= 0, and "
+                 "--coordinator needs --node"
+              << std::endl;
+    return 2;
+  }
+  options.budget_bytes = static_cast<uint64_t>(budget_mb) << 20;
+  options.upload_bytes_per_second = static_cast<uint64_t>(upload_mbps * 1e6);
+
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  RegisterBuiltinObjectStores();
+  std::unique_ptr<DurableReporter> reporter;
+  if (coordinator.empty()) {
+    reporter = std::make_unique<LogReporter>();
+  } else {
+    reporter = std::make_unique<CoordinatorReporter>(coordinator, node);
+  }
+  absl::StatusOr<std::unique_ptr<CheckpointService>> service =
+      CheckpointService::Start(options, reporter.get(), OpenObjectStoreWithEnv);
+  if (!service.ok()) {
+    ATHANOR_LOG(ERROR) << "cannot start: " << service.status();
+    return 1;
+  }
+  ATHANOR_LOG(INFO) << "athanor-checkpoint-service serving on " << options.socket_path
+                    << ", staging in " << options.staging_dir << " (budget " << budget_mb
+                    << " MiB)";
+  int sig = 0;
+  sigwait(&signals, &sig);
+  ATHANOR_LOG(INFO) << "signal " << sig << ": finishing uploads in flight";
+  service->reset();
+  return 0;
+}
+
+}  // namespace
+}  // namespace athanor::ckptsvc
+
+int main(int argc, char** argv) { return athanor::ckptsvc::Run(argc, argv); }
