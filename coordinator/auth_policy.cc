@@ -38,6 +38,8 @@ constexpr AuthRule kRules[] = {
     {"NodeAgent.RegisterNode",         false, false, true,  Owner::kOwnNode},
     {"NodeAgent.Heartbeat",            false, false, true,  Owner::kOwnNode},
     {"NodeAgent.ReportCheckpoint",     false, false, true,  Owner::kJobOnOwnNode},
+    // A node's checkpoint service speaks with its agent's certificate.
+    {"CheckpointCommit.ReportShardDurable", false, false, true, Owner::kJobOnOwnNode},
 };
 
 constexpr char kBearer[] = "Bearer ";

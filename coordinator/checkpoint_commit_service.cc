@@ -38,15 +38,37 @@ grpc::ServerUnaryReactor* CheckpointCommitService::ReportShardDurable(
     rpc::ShardDurableResponse* resp) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   absl::StatusOr<JobRecord> job = core_->GetJob(req->job_id());
-  absl::Status s = job.ok() ? CheckReport(*req, *job) : job.status();
+  constexpr absl::string_view kMethod = "CheckpointCommit.ReportShardDurable";
+  AuthTarget target;
+  if (job.ok()) {
+    for (const RankPlacement& p : job->allocation) target.nodes.push_back(p.node);
+  }
+  absl::StatusOr<Identity> who = auth_->Check(*ctx, kMethod);
+  absl::Status s = who.ok() ? auth_->CheckOwner(*who, kMethod, target) : who.status();
+  if (s.ok() && !who->insecure && req->node() != who->node) {
+    s = absl::PermissionDeniedError(absl::StrCat(kMethod, ": the report names node '", req->node().substr(0, 128),
+                                                 "', not the caller's (", who->Describe(), ")"));
+  }
+  if (!s.ok()) {
+    reactor->Finish(ToGrpc(s));
+    return reactor;
+  }
+  s = job.ok() ? CheckReport(*req, *job) : job.status();
   if (!s.ok()) {
     reactor->Finish(ToGrpc(s));
     return reactor;
   }
   const int64_t step = req->step();
   const int64_t before = job->committed_step;
+  // The tenant's store, opened with the tenant's credentials only.
+  std::optional<std::string> uri = core_->StoreUriFor(*job);
+  if (!uri.has_value()) {
+    reactor->Finish(ToGrpc(absl::FailedPreconditionError(absl::StrCat(
+        "job ", job->id, ": its tenant has no credentials for its checkpoint store"))));
+    return reactor;
+  }
   core_->checkpoint_committer()->CompleteStepsAsync(
-      job->id, job->spec.checkpoint_uri, req->keep_last(),
+      job->id, *uri, req->keep_last(),
       [reactor, resp, step, before](absl::StatusOr<std::optional<int64_t>> r) {
         if (!r.ok()) {
           reactor->Finish(ToGrpc(r.status()));

@@ -5,9 +5,13 @@
 // the committer's thread and answers when that is done. The store URI is the
 // job's own, never the report's.
 //
-// Thread-safe; the core is not owned.
+// Authorised (auth_policy.h): only an agent certificate of a node that holds
+// a rank of the job, naming its own node.
+//
+// Thread-safe; the core and the authorizer are not owned.
 #pragma once
 
+#include "coordinator/auth_policy.h"
 #include "coordinator/coordinator_core.h"
 #include "proto/athanor.grpc.pb.h"
 
@@ -15,13 +19,14 @@ namespace athanor::coord {
 
 class CheckpointCommitService final : public rpc::CheckpointCommit::CallbackService {
  public:
-  explicit CheckpointCommitService(CoordinatorCore* core) : core_(core) {}
+  CheckpointCommitService(CoordinatorCore* core, const Authorizer* auth) : core_(core), auth_(auth) {}
   grpc::ServerUnaryReactor* ReportShardDurable(grpc::CallbackServerContext* ctx,
                                                const rpc::ShardDurableRequest* req,
                                                rpc::ShardDurableResponse* resp) override;
 
  private:
   CoordinatorCore* const core_;
+  const Authorizer* const auth_;
 };
 
 }  // namespace athanor::coord

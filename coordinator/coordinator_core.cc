@@ -314,25 +314,27 @@ absl::StatusOr<std::vector<LogTarget>> CoordinatorCore::LogTargets(const std::st
   return FindLogTargets(state_, job_id, rank, attempt);
 }
 
+std::optional<std::string> CoordinatorCore::StoreUriLocked(const JobRecord& job) {
+  if (!store_uri_resolver_) return job.spec.checkpoint_uri;
+  return store_uri_resolver_(job.spec.tenant, job.spec.checkpoint_uri);
+}
+
+std::optional<std::string> CoordinatorCore::StoreUriFor(const JobRecord& job) {
+  absl::MutexLock lock(&mu_);
+  return StoreUriLocked(job);
+}
+
 std::map<std::string, std::string> CoordinatorCore::CheckpointTargets() {
   absl::MutexLock lock(&mu_);
   std::map<std::string, std::string> targets;
-  for (int64_t seq : state_.jobs().active()) {
-    const JobRecord& job = state_.jobs().all().at(seq);
-    if (job.spec.checkpoint_uri.empty()) continue;
-    if (!store_uri_resolver_) {
-      targets[job.id] = job.spec.checkpoint_uri;
-    } else if (std::optional<std::string> uri = store_uri_resolver_(job.spec.tenant, job.spec.checkpoint_uri)) {
-      targets[job.id] = std::move(*uri);
-    }
-  }
-  // Requeued jobs too: a checkpoint service may still be uploading the step
-  // their last attempt handed off, and only a poll commits it when its
-  // report was lost (a coordinator restart).
   for (const auto& [seq, job] : state_.jobs().all()) {
-    if (job.state == JobState::kPending && job.attempt > 0 && !job.spec.checkpoint_uri.empty()) {
-      targets[job.id] = job.spec.checkpoint_uri;
-    }
+    if (job.spec.checkpoint_uri.empty()) continue;
+    // Active jobs; and requeued ones: a checkpoint service may still be
+    // uploading the step their last attempt handed off, and only a poll
+    // commits it when its report was lost (a coordinator restart).
+    const bool requeued = job.state == JobState::kPending && job.attempt > 0;
+    if (!requeued && state_.jobs().active().count(seq) == 0) continue;
+    if (std::optional<std::string> uri = StoreUriLocked(job)) targets[job.id] = std::move(*uri);
   }
   return targets;
 }

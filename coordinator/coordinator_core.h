@@ -68,6 +68,9 @@ class CoordinatorCore {
   using StoreUriResolver =
       std::function<std::optional<std::string>(const std::string& tenant, const std::string& uri)>;
   void SetStoreUriResolver(StoreUriResolver resolver);
+  // The URI to open `job`'s store with (the resolver's answer), or nullopt
+  // when its tenant may not have it opened (no credentials for it).
+  std::optional<std::string> StoreUriFor(const JobRecord& job);
 
   using SubmitDone = std::function<void(absl::StatusOr<SubmitResult>)>;
   void SubmitJob(const JobSpec& spec, const std::string& idempotency_key, SubmitDone done);
@@ -118,6 +121,7 @@ class CoordinatorCore {
   // Hands what changed to the committer; `done` runs once it is durable. A
   // null `done` with nothing changed skips the committer altogether.
   void CommitLocked(GroupCommitter::Done done) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::optional<std::string> StoreUriLocked(const JobRecord& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Runs `op` on the state; `done` gets its result once its changes are
   // durable (Apply waits for that).
   void ApplyAsync(const std::function<absl::Status(ClusterState&)>& op, Done done);

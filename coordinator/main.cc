@@ -173,7 +173,7 @@ int Run(int argc, char** argv) {
   builder.RegisterService(&coordinator_service);
   builder.RegisterService(&agent_service);
   builder.RegisterService((*security)->security_service());
-  CheckpointCommitService checkpoint_commit_service(core->get());
+  CheckpointCommitService checkpoint_commit_service(core->get(), (*security)->authorizer());
   builder.RegisterService(&checkpoint_commit_service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || port == 0) {

@@ -36,6 +36,7 @@ void CheckpointServiceSupervisor::Loop() {
                "--upload-mbps",        absl::StrCat(options_.upload_mbps),
                "--coordinator",        options_.coordinator,
                "--node",               options_.node};
+  if (!options_.tls_dir.empty()) opts.argv.insert(opts.argv.end(), {"--tls-dir", options_.tls_dir});
   opts.stdout_path = options_.log_path;
   opts.stderr_path = "=stdout";
   for (;;) {

@@ -31,6 +31,7 @@ struct CheckpointServiceOptions {
   std::string log_path;
   std::string coordinator;    // HOST:PORT
   std::string node;
+  std::string tls_dir;        // the agent's cluster CA folder; empty: plaintext
   int64_t budget_mb = 8192;
   double upload_mbps = 0;     // 0: unthrottled
 };

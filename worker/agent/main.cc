@@ -275,6 +275,7 @@ int Run(int argc, char** argv) {
     ckpt_service.log_path = work_dir + "/checkpoint-service.log";
     ckpt_service.coordinator = coordinator;
     ckpt_service.node = name;
+    ckpt_service.tls_dir = tls_dir;
     checkpoint_service = std::make_unique<CheckpointServiceSupervisor>(ckpt_service, &supervisor);
     supervisor.SetExtraRankEnv({{"ATHANOR_CHECKPOINT_SERVICE", checkpoint_service->socket_path()}});
   }

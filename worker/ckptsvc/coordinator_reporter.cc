@@ -10,10 +10,11 @@
 
 namespace athanor::ckptsvc {
 
-CoordinatorReporter::CoordinatorReporter(const std::string& coordinator, std::string node)
+CoordinatorReporter::CoordinatorReporter(const std::string& coordinator, std::string node,
+                                         std::shared_ptr<grpc::ChannelCredentials> credentials,
+                                         const grpc::ChannelArguments& args)
     : node_(std::move(node)),
-      stub_(rpc::CheckpointCommit::NewStub(
-          grpc::CreateChannel(coordinator, grpc::InsecureChannelCredentials()))) {}
+      stub_(rpc::CheckpointCommit::NewStub(grpc::CreateCustomChannel(coordinator, credentials, args))) {}
 
 absl::Status CoordinatorReporter::ShardDurable(const DurableShard& shard) {
   rpc::ShardDurableRequest req;

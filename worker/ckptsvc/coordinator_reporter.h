@@ -17,7 +17,12 @@ namespace athanor::ckptsvc {
 
 class CoordinatorReporter final : public DurableReporter {
  public:
-  CoordinatorReporter(const std::string& coordinator, std::string node);
+  // `credentials`: the node's agent certificate over mutual TLS (the
+  // coordinator accepts reports only from a node holding a rank of the job),
+  // or plaintext for an --insecure coordinator.
+  CoordinatorReporter(const std::string& coordinator, std::string node,
+                      std::shared_ptr<grpc::ChannelCredentials> credentials,
+                      const grpc::ChannelArguments& args);
   absl::Status ShardDurable(const DurableShard& shard) override;
 
  private:

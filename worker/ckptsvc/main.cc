@@ -16,6 +16,7 @@
 #include "checkpoint/service/checkpoint_service.h"
 #include "common/logging.h"
 #include "common/options.h"
+#include "security/tls.h"
 #include "worker/ckptsvc/coordinator_reporter.h"
 
 namespace athanor::ckptsvc {
@@ -33,7 +34,7 @@ class LogReporter final : public DurableReporter {
 
 int Run(int argc, char** argv) {
   CheckpointServiceOptions options;
-  std::string coordinator, node, log_level;
+  std::string coordinator, node, log_level, tls_dir;
   int64_t budget_mb = 8192;
   double upload_mbps = 0;
   po::options_description desc("athanor-checkpoint-service options");
@@ -48,6 +49,9 @@ int Run(int argc, char** argv) {
       ("coordinator", po::value(&coordinator)->default_value(""),
        "coordinator HOST:PORT to report durable shards to (empty: log them)")
       ("node", po::value(&node)->default_value(""), "this node's name, as its agent registered")
+      ("tls-dir", po::value(&tls_dir)->default_value(""),
+       "cluster CA folder with ca.crt and agent-NODE.crt/.key: mutual TLS to the coordinator "
+       "(empty: plaintext, for an --insecure coordinator)")
       ("log-level", po::value(&log_level)->default_value("info"), "debug | info | warning | error");
   ParsedCommandLine cmd;
   absl::Status parsed = ParseOptions(argc, argv, desc,
@@ -80,7 +84,17 @@ int Run(int argc, char** argv) {
   if (coordinator.empty()) {
     reporter = std::make_unique<LogReporter>();
   } else {
-    reporter = std::make_unique<CoordinatorReporter>(coordinator, node);
+    grpc::ChannelArguments args;
+    std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+    if (!tls_dir.empty()) {
+      absl::StatusOr<security::TlsMaterial> tls = security::LoadTlsMaterial(tls_dir, "agent-" + node);
+      if (!tls.ok()) {
+        std::cerr << "athanor-checkpoint-service: --tls-dir: " << tls.status().message() << std::endl;
+        return 2;
+      }
+      credentials = security::ClientCredentials(*tls, security::kCoordinatorName, "", &args);
+    }
+    reporter = std::make_unique<CoordinatorReporter>(coordinator, node, credentials, args);
   }
   absl::StatusOr<std::unique_ptr<CheckpointService>> service =
       CheckpointService::Start(options, reporter.get(), OpenObjectStoreWithEnv);
