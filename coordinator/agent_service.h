@@ -7,6 +7,7 @@
 
 #include "common/clock.h"
 #include "coordinator/coordinator_core.h"
+#include "coordinator/telemetry_store.h"
 #include "proto/athanor.grpc.pb.h"
 
 namespace athanor::coord {
@@ -15,8 +16,11 @@ class AgentService final : public rpc::NodeAgent::CallbackService {
  public:
   // `heartbeat_interval`: what agents are told to use, and the longest a
   // heartbeat is held.
-  AgentService(CoordinatorCore* core, Duration heartbeat_interval)
-      : core_(core), heartbeat_interval_(heartbeat_interval) {}
+  // `telemetry` (not owned; null: metrics off) takes the training figures
+  // heartbeats carry.
+  AgentService(CoordinatorCore* core, Duration heartbeat_interval,
+               TelemetryStore* telemetry = nullptr)
+      : core_(core), heartbeat_interval_(heartbeat_interval), telemetry_(telemetry) {}
 
   grpc::ServerUnaryReactor* RegisterNode(grpc::CallbackServerContext* ctx,
                                          const rpc::RegisterNodeRequest* req,
@@ -31,6 +35,7 @@ class AgentService final : public rpc::NodeAgent::CallbackService {
  private:
   CoordinatorCore* const core_;
   const Duration heartbeat_interval_;
+  TelemetryStore* const telemetry_;
 };
 
 }  // namespace athanor::coord

@@ -27,6 +27,7 @@
 #include "absl/synchronization/mutex.h"
 #include "coordinator/checkpoint_poller.h"
 #include "coordinator/cluster_state.h"
+#include "coordinator/core_observer.h"
 #include "coordinator/group_commit.h"
 #include "coordinator/job_store.h"
 #include "coordinator/log_targets.h"
@@ -57,7 +58,8 @@ class CoordinatorCore {
   // threads.
   static absl::StatusOr<std::unique_ptr<CoordinatorCore>> Create(
       StateOptions options, const std::string& state_path, const Clock* clock,
-      Duration tick_interval, Duration checkpoint_poll = Seconds(30));
+      Duration tick_interval, Duration checkpoint_poll = Seconds(30),
+      CoreObserver* observer = nullptr);
   ~CoordinatorCore();  // Shutdown(), then joins the threads
 
   using SubmitDone = std::function<void(absl::StatusOr<SubmitResult>)>;
@@ -73,6 +75,10 @@ class CoordinatorCore {
   using Done = std::function<void(absl::Status)>;
   void RegisterNode(const NodeRecord& node, const std::vector<RankReport>& ranks, Done done);
   void ReportCheckpoint(const std::string& id, int64_t step, int64_t commit_unix, Done done);
+
+  // Rank 0's newest training figures, persisted with the job (the answer
+  // comes once durable; NotFound for an unknown job).
+  void RecordTelemetry(const std::string& id, const TelemetryFigures& figures, Done done);
 
   // Blocking operations; each is durable before it returns.
   absl::StatusOr<JobRecord> CancelJob(const std::string& id);
@@ -99,7 +105,7 @@ class CoordinatorCore {
   void Shutdown();
 
  private:
-  CoordinatorCore(StateOptions options, const Clock* clock);
+  CoordinatorCore(StateOptions options, const Clock* clock, CoreObserver* observer);
   // Hands what changed to the committer; `done` runs once it is durable. A
   // null `done` with nothing changed skips the committer altogether.
   void CommitLocked(GroupCommitter::Done done) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -126,6 +132,7 @@ class CoordinatorCore {
   std::unique_ptr<LongPolls> polls_;
   std::thread scheduler_;
   std::unique_ptr<CheckpointPoller> checkpoint_poller_;
+  CoreObserver* const observer_;  // not owned; null: metrics off
 };
 
 // Blocking forms, for tests and tools.
