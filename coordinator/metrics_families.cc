@@ -5,6 +5,8 @@
 #include <limits>
 #include <tuple>
 
+#include "common/logging.h"
+
 namespace athanor::coord {
 namespace {
 
@@ -15,8 +17,14 @@ using Labels = std::vector<ClientMetric::Label>;
 
 class Builder {
  public:
-  explicit Builder(std::vector<MetricFamily>* out) : out_(out) {}
+  // Families are filled through references while later ones are added, so
+  // the vector must never reallocate meanwhile: room is made up front.
+  static constexpr size_t kMaxFamilies = 32;
+  explicit Builder(std::vector<MetricFamily>* out) : out_(out), limit_(out->size() + kMaxFamilies) {
+    out_->reserve(limit_);
+  }
   MetricFamily& Family(const std::string& name, const std::string& help, MetricType type) {
+    ATHANOR_CHECK(out_->size() < limit_) << "raise Builder::kMaxFamilies";
     out_->push_back(MetricFamily{name, help, type, {}});
     return out_->back();
   }
@@ -35,6 +43,7 @@ class Builder {
 
  private:
   std::vector<MetricFamily>* out_;
+  const size_t limit_;
 };
 
 void JobFamilies(const rpc::ClusterView& view, Builder& b) {
@@ -75,7 +84,7 @@ void JobFamilies(const rpc::ClusterView& view, Builder& b) {
                                  "Training stall of the newest checkpoint save.", MetricType::Gauge);
   for (const rpc::JobStatus& j : view.jobs()) {
     if (j.last().step() < 0 || (j.state() != "RUNNING" && j.state() != "PREEMPTING")) continue;
-    Labels l = {{"job", j.id()}, {"tenant", j.tenant()}};
+    Labels l = {{"job_id", j.id()}, {"tenant", j.tenant()}};
     const rpc::TelemetrySample& t = j.last();
     Builder::Counter(steps, l, static_cast<double>(t.step()));
     Builder::Gauge(rate, l, j.steps_per_s());

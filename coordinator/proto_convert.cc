@@ -205,6 +205,7 @@ void ToProto(const TelemetryFigures& t, rpc::TelemetrySample* out) {
   out->set_ckpt_stall_ms(t.ckpt_stall_ms);
   out->set_unix_ms(t.unix_ms);
   out->set_attempt(t.attempt);
+  out->set_total_steps(t.total_steps);
 }
 
 TelemetryFigures FromProto(const rpc::TelemetrySample& p) {
@@ -219,6 +220,7 @@ TelemetryFigures FromProto(const rpc::TelemetrySample& p) {
   t.ckpt_stall_ms = p.ckpt_stall_ms();
   t.unix_ms = p.unix_ms();
   t.attempt = p.attempt();
+  t.total_steps = p.total_steps();
   return t;
 }
 

@@ -108,7 +108,8 @@ json TelemetryToJson(const TelemetryFigures& t) {
               {"tokens_per_s", t.tokens_per_s}, {"step_ms", t.step_ms},
               {"comm_wait_share", t.comm_wait_share}, {"loss_scale", t.loss_scale},
               {"skipped_steps", t.skipped_steps}, {"ckpt_stall_ms", t.ckpt_stall_ms},
-              {"unix_ms", t.unix_ms},   {"attempt", t.attempt}};
+              {"unix_ms", t.unix_ms},   {"attempt", t.attempt},
+              {"total_steps", t.total_steps}};
 }
 
 TelemetryFigures TelemetryFromJson(const json& j) {
@@ -123,6 +124,7 @@ TelemetryFigures TelemetryFromJson(const json& j) {
   Get(j, "ckpt_stall_ms", &t.ckpt_stall_ms);
   Get(j, "unix_ms", &t.unix_ms);
   Get(j, "attempt", &t.attempt);
+  Get(j, "total_steps", &t.total_steps);
   return t;
 }
 

@@ -79,6 +79,7 @@ struct TelemetryFigures {
   double ckpt_stall_ms = 0;
   int64_t unix_ms = 0;
   int32_t attempt = 0;
+  int64_t total_steps = 0;  // planned steps of the run (0: unknown)
 };
 
 struct JobRecord {

@@ -26,6 +26,7 @@ inline constexpr int kExitTimeout = 124;
 struct CliContext {
   std::string coordinator;  // HOST:PORT
   std::string user;         // sent as x-athanor-user ($USER)
+  std::shared_ptr<grpc::Channel> channel;  // to the coordinator; stub uses it
   std::unique_ptr<rpc::Coordinator::Stub> stub;
 };
 
@@ -47,5 +48,6 @@ int RunWhy(CliContext& ctx, const std::vector<std::string>& args);
 // Interactive allocations (cli_alloc.cc).
 int RunAlloc(CliContext& ctx, const std::vector<std::string>& args);
 int RunCheckpoints(CliContext& ctx, const std::vector<std::string>& args);  // cli_checkpoints.cc
+int RunTop(CliContext& ctx, const std::vector<std::string>& args);  // cli_top.cc
 
 }  // namespace athanor::cli

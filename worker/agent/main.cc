@@ -27,7 +27,10 @@
 #include "common/logging.h"
 #include "common/options.h"
 #include "worker/agent/agent.h"
+#include "common/http_server.h"
 #include "worker/agent/agent_control_service.h"
+#include "worker/agent/metrics_agent.h"
+#include "worker/agent/telemetry_hub.h"
 #include "worker/agent/orphans.h"
 #include "worker/agent/sandbox.h"
 
@@ -42,7 +45,8 @@ int Fail(const std::string& msg) {
 int Run(int argc, char** argv) {
   std::string coordinator, name, gpus_text, work_dir, labels_text, listen, host, log_level;
   std::string health_check, archive_uri, gpu_model;
-  bool no_sandbox = false;
+  bool no_sandbox = false, no_telemetry = false;
+  std::string metrics_listen;
   std::string sandbox_uids, sandbox_uid_map, sandbox_exec, gpu_device_dir, rendezvous_key_file;
   std::vector<std::string> sandbox_hide, sandbox_shared, sandbox_env;
   int64_t sandbox_pids_max = 4096;
@@ -73,6 +77,10 @@ int Run(int argc, char** argv) {
       ("cpus", po::value(&cpus)->default_value(-1), "override the detected CPU count")
       ("memory-mb", po::value(&memory_mb)->default_value(-1), "override the detected RAM")
       ("log-level", po::value(&log_level)->default_value("info"), "debug, info, warning, error")
+      ("metrics-listen", po::value(&metrics_listen)->default_value(""),
+       "HOST:PORT to serve Prometheus /metrics on (empty: none)")
+      ("no-telemetry", po::bool_switch(&no_telemetry),
+       "no telemetry socket for ranks (ATHANOR_TELEMETRY_SOCKET unset) and no /metrics")
       ("no-sandbox", po::bool_switch(&no_sandbox),
        "run ranks unsandboxed, as the agent's user with its environment (shown in athanor nodes)")
       ("sandbox-uids", po::value(&sandbox_uids)->default_value("200000-265535"),
@@ -214,8 +222,28 @@ int Run(int argc, char** argv) {
   } else {
     ATHANOR_LOG(WARNING) << "--no-sandbox: ranks run as this agent's user, with its environment";
   }
-  RankSupervisor supervisor(work_dir, RealClock::Get(), sandbox.get());
-  Agent agent(options, &supervisor);
+  std::unique_ptr<TelemetryHub> telemetry;
+  std::unique_ptr<AgentMetrics> metrics;
+  std::unique_ptr<HttpServer> http;
+  if (!no_telemetry) {
+    telemetry = std::make_unique<TelemetryHub>(work_dir);
+    metrics = std::make_unique<AgentMetrics>(name);
+    if (!metrics_listen.empty()) {
+      HttpServer::Options http_options;
+      http_options.listen = metrics_listen;
+      http = std::make_unique<HttpServer>(http_options);
+      AgentMetrics* m = metrics.get();
+      http->Route("/metrics", [m](const HttpRequest&) {
+        return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", m->Scrape(), ""};
+      });
+      if (absl::Status s = http->Start(); !s.ok()) return Fail(absl::StrCat("--metrics-listen: ", s.message()));
+      ATHANOR_LOG(INFO) << "serving /metrics on " << metrics_listen;
+    }
+  } else if (!metrics_listen.empty()) {
+    return Fail("--metrics-listen needs telemetry (drop --no-telemetry)");
+  }
+  RankSupervisor supervisor(work_dir, RealClock::Get(), sandbox.get(), telemetry.get());
+  Agent agent(options, &supervisor, telemetry.get(), metrics.get());
   std::thread waiter([&] {
     int sig = 0;
     sigwait(&signals, &sig);
