@@ -103,7 +103,10 @@ std::vector<std::string> RenderTop(const rpc::ClusterView& view, const std::stri
   if (pending.empty()) lines.push_back("  (queue empty)");
   lines.resize(std::max(0, height - 1));
   lines.push_back("q quits");
-  for (std::string& l : lines) l = Fit(l, width);
+  for (std::string& l : lines) {
+    l = Fit(l, width);
+    while (!l.empty() && l.back() == ' ') l.pop_back();
+  }
   return lines;
 }
 
