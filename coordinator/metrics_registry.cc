@@ -1,5 +1,6 @@
 #include "coordinator/metrics_registry.h"
 
+#include <algorithm>
 #include <chrono>
 #include <sstream>
 
@@ -47,11 +48,12 @@ CoordinatorMetrics::CoordinatorMetrics(TelemetryStore* telemetry, Duration view_
 void CoordinatorMetrics::AfterPass(const ClusterState& state, Duration pass) {
   pass_seconds_->Observe(ToSeconds(pass));
   const TimePoint now = std::chrono::steady_clock::now();
-  if (now - last_view_ < view_interval_) return;
-  last_view_ = now;
+  if (now - last_view_ < std::max(view_interval_, 50 * last_build_)) return;
   auto p = std::make_shared<ViewPublisher::Published>();
   p->view = BuildClusterView(state, *telemetry_, UnixMs());
   p->counters = state.jobs().counters();
+  last_view_ = std::chrono::steady_clock::now();
+  last_build_ = last_view_ - now;
   views_.Publish(std::move(p));
 }
 

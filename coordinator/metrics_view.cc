@@ -8,7 +8,7 @@
 namespace athanor::coord {
 namespace {
 
-constexpr int kMaxWhy = 100;
+constexpr int kMaxWhy = 20;
 constexpr size_t kMaxFinished = 50;
 
 void AddJob(const JobRecord& job, const ClusterState& state, const TelemetryStore& telemetry,

@@ -24,8 +24,8 @@
 namespace athanor::coord {
 
 // Builds the view now (under the caller's state lock). Jobs: every active
-// and pending one (the first kMaxWhy pending get their `why`) and the newest
-// kMaxFinished finished ones.
+// and pending one (the first 20 pending get their `why`) and the newest 50
+// finished ones.
 rpc::ClusterView BuildClusterView(const ClusterState& state, const TelemetryStore& telemetry,
                                   int64_t now_ms);
 

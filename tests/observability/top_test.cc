@@ -3,6 +3,7 @@
 // `q`.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <regex>
 
 #include "absl/strings/str_cat.h"
@@ -44,6 +45,7 @@ TEST(ObservabilityTopTest, ShowsRunningJobInTmuxAndQuitsOnQ) {
       },
       std::chrono::seconds(45));
   ASSERT_TRUE(shown) << "top never showed job " << running << " running with figures:\n" << screen;
+  std::ofstream(ArtifactDir() + "/top.txt") << screen;
   std::vector<std::string> lines = absl::StrSplit(screen, '\n');
   while (!lines.empty() && lines.back().empty()) lines.pop_back();
   EXPECT_LE(lines.size(), 24u);
