@@ -48,9 +48,11 @@ std::map<pid_t, GroupUsage> UsageByGroup(const std::set<pid_t>& groups) {
     int pgid = 0;
     if (!absl::SimpleAtoi(f[2], &pgid) || !groups.count(pgid)) continue;
     double t[4] = {0, 0, 0, 0};
-    for (int i = 0; i < 4; ++i) absl::SimpleAtod(f[11 + i], &t[i]);
+    for (int i = 0; i < 4; ++i) {
+      if (!absl::SimpleAtod(f[11 + i], &t[i])) t[i] = 0;
+    }
     double rss = 0;
-    absl::SimpleAtod(f[21], &rss);
+    if (!absl::SimpleAtod(f[21], &rss)) rss = 0;
     GroupUsage& g = out[pgid];
     g.cpu_seconds += (t[0] + t[1] + t[2] + t[3]) / static_cast<double>(ticks);
     g.rss_bytes += rss * static_cast<double>(page);
