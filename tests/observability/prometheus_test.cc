@@ -4,6 +4,7 @@
 // `promtool check metrics` accepts every endpoint's exposition.
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
@@ -68,6 +69,14 @@ TEST(ObservabilityPrometheusTest, ScrapesStepRateAndTenantGpusDuringTraining) {
   auto server = Subprocess::Start(o);
   ASSERT_TRUE(server.ok()) << "prometheus (Debian package) is required: " << server.status();
   cluster.TrackHelper(server->get());
+  // Stopped however the test ends (an ASSERT returns early).
+  struct StopOnExit {
+    Subprocess* p;
+    ~StopOnExit() {
+      p->Signal(SIGTERM).IgnoreError();
+      p->Wait();
+    }
+  } stop{server->get()};
 
   // Every target is up, and the step rate shows once two scrapes saw steps.
   const std::string rate_query = absl::StrCat("rate(athanor_job_steps_total{job_id=\"", job, "\"}[5s])");
@@ -111,8 +120,6 @@ TEST(ObservabilityPrometheusTest, ScrapesStepRateAndTenantGpusDuringTraining) {
     EXPECT_EQ(check.exit_code, 0) << address << ": " << check.out << check.err;
   }
   EXPECT_EQ(cluster.Cli({"cancel", job}).exit_code, 0);
-  (*server)->Signal(SIGTERM).IgnoreError();
-  (*server)->Wait();
 }
 
 }  // namespace

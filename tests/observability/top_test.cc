@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <functional>
 #include <regex>
 
 #include "absl/strings/str_cat.h"
@@ -35,6 +36,11 @@ TEST(ObservabilityTopTest, ShowsRunningJobInTmuxAndQuitsOnQ) {
                                        cluster.address(), " top --interval 0.3");
   CliResult started = tmux({"new-session", "-d", "-s", "top", "-x", "80", "-y", "24", top});
   ASSERT_EQ(started.exit_code, 0) << "tmux (Debian package) is required: " << started.err;
+  // The tmux server goes however the test ends (an ASSERT returns early).
+  struct KillServer {
+    std::function<CliResult(std::vector<std::string>)> tmux;
+    ~KillServer() { tmux({"kill-server"}); }
+  } kill_server{tmux};
 
   std::regex job_row(absl::StrCat("(^|\\n)", running, " +alice +RUNNING +2 +\\d+ +\\d+\\.\\d{4} +\\d+\\.\\d{2} "));
   std::string screen;
@@ -61,7 +67,6 @@ TEST(ObservabilityTopTest, ShowsRunningJobInTmuxAndQuitsOnQ) {
   bool quit = LocalCluster::WaitFor([&] { return tmux({"has-session", "-t", "top"}).exit_code != 0; },
                                     std::chrono::seconds(10));
   EXPECT_TRUE(quit) << "top did not quit on q:\n" << tmux({"capture-pane", "-p", "-t", "top"}).out;
-  tmux({"kill-server"});
   EXPECT_EQ(cluster.Cli({"cancel", running}).exit_code, 0);
 }
 
