@@ -5,6 +5,7 @@
 
 #include "common/logging.h"
 #include "coordinator/grpc_status.h"
+#include "coordinator/telemetry_intake.h"
 #include "coordinator/proto_convert.h"
 
 namespace athanor::coord {
@@ -93,6 +94,14 @@ grpc::ServerUnaryReactor* AgentService::Heartbeat(grpc::CallbackServerContext* c
     grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
     reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "max_wait_ms: must be >= 0"));
     return reactor;
+  }
+  if (telemetry_ != nullptr && (req->telemetry_size() > 0 || req->gpus_size() > 0)) {
+    const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count();
+    // Telemetry is best effort: a bad part is dropped, the heartbeat still counts.
+    absl::Status s = TakeTelemetry(*req, now_ms, telemetry_, core_);
+    if (!s.ok()) ATHANOR_LOG(WARNING) << "node " << req->node().substr(0, 64) << ": " << s;
   }
   HeartbeatRequest in;
   in.node = req->node();

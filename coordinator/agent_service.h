@@ -12,6 +12,7 @@
 #include "coordinator/auth_policy.h"
 #include "coordinator/coordinator_core.h"
 #include "coordinator/secret_store.h"
+#include "coordinator/telemetry_store.h"
 #include "proto/athanor.grpc.pb.h"
 
 namespace athanor::coord {
@@ -21,9 +22,12 @@ class AgentService final : public rpc::NodeAgent::CallbackService {
   // `heartbeat_interval`: what agents are told to use, and the longest a
   // heartbeat is held.
   // `secrets` (not owned): tenants' store credentials added to their ranks' env.
+  // `telemetry` (not owned; null: metrics off) takes the training figures
+  // heartbeats carry.
   AgentService(CoordinatorCore* core, const Authorizer* auth, const SecretStore* secrets,
-               Duration heartbeat_interval)
-      : core_(core), auth_(auth), secrets_(secrets), heartbeat_interval_(heartbeat_interval) {}
+               Duration heartbeat_interval, TelemetryStore* telemetry = nullptr)
+      : core_(core), auth_(auth), secrets_(secrets), heartbeat_interval_(heartbeat_interval),
+        telemetry_(telemetry) {}
 
   grpc::ServerUnaryReactor* RegisterNode(grpc::CallbackServerContext* ctx,
                                          const rpc::RegisterNodeRequest* req,
@@ -44,6 +48,7 @@ class AgentService final : public rpc::NodeAgent::CallbackService {
   const Authorizer* const auth_;
   const SecretStore* const secrets_;
   const Duration heartbeat_interval_;
+  TelemetryStore* const telemetry_;
 };
 
 }  // namespace athanor::coord

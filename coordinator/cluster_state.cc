@@ -115,7 +115,7 @@ size_t ClusterState::Schedule() {
     if (d.kind == sched::Decision::Kind::kStart) {
       jobs_.StartAttempt(d.job, d.placement);
     } else if (JobRecord* job = jobs_.Mutable(d.job)) {
-      jobs_.BeginPreempt(job, d.grace, "preempted for a higher-priority job");
+      jobs_.BeginPreempt(job, d.grace, kPriorityPreemption);
     } else {
       ATHANOR_LOG(ERROR) << "scheduler preempted unknown job " << d.job;
     }

@@ -19,12 +19,12 @@ constexpr absl::Duration kDurableWait = absl::Milliseconds(20);
 
 absl::StatusOr<std::unique_ptr<CoordinatorCore>> CoordinatorCore::Create(
     StateOptions options, const std::string& state_path, const Clock* clock,
-    Duration tick_interval, Duration checkpoint_poll) {
+    Duration tick_interval, Duration checkpoint_poll, CoreObserver* observer) {
   ASSIGN_OR_RETURN(std::unique_ptr<JobStore> store, JobStore::Open(state_path));
   ASSIGN_OR_RETURN(JobStore::Contents contents, store->LoadAll());
   ATHANOR_LOG(INFO) << "state " << state_path << ": " << contents.jobs.size() << " job(s), "
                     << contents.nodes.size() << " node(s)";
-  std::unique_ptr<CoordinatorCore> core(new CoordinatorCore(std::move(options), clock));
+  std::unique_ptr<CoordinatorCore> core(new CoordinatorCore(std::move(options), clock, observer));
   CoordinatorCore* c = core.get();
   {
     absl::MutexLock lock(&c->mu_);
@@ -34,7 +34,9 @@ absl::StatusOr<std::unique_ptr<CoordinatorCore>> CoordinatorCore::Create(
   }
   c->committer_ = std::make_unique<GroupCommitter>(
       std::move(store),
-      [c](const std::set<std::string>& nodes, uint64_t gen) { c->OnDurable(nodes, gen); });
+      [c](const std::set<std::string>& nodes, uint64_t gen) { c->OnDurable(nodes, gen); },
+      observer == nullptr ? GroupCommitter::OnWrite()
+                          : [observer](Duration d) { observer->AfterCommit(d); });
   c->polls_ = std::make_unique<LongPolls>(
       [c](std::vector<LongPolls::Poll> polls) { c->Resolve(std::move(polls), true); });
   c->scheduler_ = std::thread([c, tick_interval] { c->SchedulerLoop(tick_interval); });
@@ -63,8 +65,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorCore>> CoordinatorCore::Create(
   return core;
 }
 
-CoordinatorCore::CoordinatorCore(StateOptions options, const Clock* clock)
-    : state_(std::move(options), clock) {}
+CoordinatorCore::CoordinatorCore(StateOptions options, const Clock* clock, CoreObserver* observer)
+    : state_(std::move(options), clock), observer_(observer) {}
 
 CoordinatorCore::~CoordinatorCore() {
   Shutdown();
@@ -214,7 +216,8 @@ void CoordinatorCore::SchedulerLoop(Duration tick_interval) {
                             last_pass + kMinPassSpacing);
       if (shutdown_) break;
     }
-    if (absl::Now() >= next_tick) {
+    const absl::Time pass_start = absl::Now();
+    if (pass_start >= next_tick) {
       state_.Tick();  // includes a pass
       next_tick = absl::Now() + absl::FromChrono(tick_interval);
     } else if (wanted) {
@@ -224,6 +227,7 @@ void CoordinatorCore::SchedulerLoop(Duration tick_interval) {
     }
     last_pass = absl::Now();
     CommitLocked(nullptr);
+    if (observer_ != nullptr) observer_->AfterPass(state_, absl::ToChronoNanoseconds(last_pass - pass_start));
   }
 }
 
@@ -247,6 +251,11 @@ void CoordinatorCore::ReportCheckpoint(const std::string& id, int64_t step, int6
                                        Done done) {
   ApplyAsync([&](ClusterState& s) { return s.jobs().ReportCheckpoint(id, step, commit_unix); },
              std::move(done));
+}
+
+void CoordinatorCore::RecordTelemetry(const std::string& id, const TelemetryFigures& figures,
+                                      Done done) {
+  ApplyAsync([&](ClusterState& s) { return s.jobs().RecordTelemetry(id, figures); }, std::move(done));
 }
 
 absl::StatusOr<JobRecord> CoordinatorCore::PreemptJob(const std::string& id, Duration grace) {

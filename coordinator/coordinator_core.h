@@ -29,6 +29,7 @@
 #include "coordinator/checkpoint_commit.h"
 #include "coordinator/checkpoint_poller.h"
 #include "coordinator/cluster_state.h"
+#include "coordinator/core_observer.h"
 #include "coordinator/group_commit.h"
 #include "coordinator/job_store.h"
 #include "coordinator/log_targets.h"
@@ -59,7 +60,8 @@ class CoordinatorCore {
   // threads.
   static absl::StatusOr<std::unique_ptr<CoordinatorCore>> Create(
       StateOptions options, const std::string& state_path, const Clock* clock,
-      Duration tick_interval, Duration checkpoint_poll = Seconds(30));
+      Duration tick_interval, Duration checkpoint_poll = Seconds(30),
+      CoreObserver* observer = nullptr);
   ~CoordinatorCore();  // Shutdown(), then joins the threads
 
   // The URI the checkpoint poller opens for a job of `tenant` stored at
@@ -85,6 +87,10 @@ class CoordinatorCore {
   using Done = std::function<void(absl::Status)>;
   void RegisterNode(const NodeRecord& node, const std::vector<RankReport>& ranks, Done done);
   void ReportCheckpoint(const std::string& id, int64_t step, int64_t commit_unix, Done done);
+
+  // Rank 0's newest training figures, persisted with the job (the answer
+  // comes once durable; NotFound for an unknown job).
+  void RecordTelemetry(const std::string& id, const TelemetryFigures& figures, Done done);
 
   // Blocking operations; each is durable before it returns.
   absl::StatusOr<JobRecord> CancelJob(const std::string& id);
@@ -117,7 +123,7 @@ class CoordinatorCore {
   CheckpointCommitter* checkpoint_committer() { return checkpoint_committer_.get(); }
 
  private:
-  CoordinatorCore(StateOptions options, const Clock* clock);
+  CoordinatorCore(StateOptions options, const Clock* clock, CoreObserver* observer);
   // Hands what changed to the committer; `done` runs once it is durable. A
   // null `done` with nothing changed skips the committer altogether.
   void CommitLocked(GroupCommitter::Done done) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -147,6 +153,7 @@ class CoordinatorCore {
   std::unique_ptr<CheckpointPoller> checkpoint_poller_;
   StoreUriResolver store_uri_resolver_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<CheckpointCommitter> checkpoint_committer_;
+  CoreObserver* const observer_;  // not owned; null: metrics off
 };
 
 // Blocking forms, for tests and tools.

@@ -9,8 +9,9 @@
 
 namespace athanor::coord {
 
-GroupCommitter::GroupCommitter(std::unique_ptr<JobStore> store, OnDurable on_durable)
-    : store_(std::move(store)), on_durable_(std::move(on_durable)) {
+GroupCommitter::GroupCommitter(std::unique_ptr<JobStore> store, OnDurable on_durable,
+                               OnWrite on_write)
+    : store_(std::move(store)), on_durable_(std::move(on_durable)), on_write_(std::move(on_write)) {
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -89,7 +90,9 @@ void GroupCommitter::Loop() {
       touched.insert(b.touched.begin(), b.touched.end());
       generation = std::max(generation, b.generation);
     }
+    const auto write_start = std::chrono::steady_clock::now();
     absl::Status s = merged.empty() ? absl::OkStatus() : store_->Commit(merged);
+    if (on_write_ && !merged.empty()) on_write_(std::chrono::steady_clock::now() - write_start);
     if (s.ok()) {
       carry = Changes();
       carry_touched.clear();

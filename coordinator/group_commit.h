@@ -27,6 +27,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "common/clock.h"
 #include "coordinator/job_store.h"
 
 namespace athanor::coord {
@@ -38,7 +39,9 @@ class GroupCommitter {
   // in it and the newest generation it holds.
   using OnDurable = std::function<void(const std::set<std::string>& nodes, uint64_t generation)>;
 
-  GroupCommitter(std::unique_ptr<JobStore> store, OnDurable on_durable);
+  // Called on the committer thread with how long each store write took.
+  using OnWrite = std::function<void(Duration)>;
+  GroupCommitter(std::unique_ptr<JobStore> store, OnDurable on_durable, OnWrite on_write = nullptr);
   ~GroupCommitter();  // commits what is queued, then stops
 
   // Queues a batch (possibly empty: the caller then waits for everything
@@ -65,6 +68,7 @@ class GroupCommitter {
 
   const std::unique_ptr<JobStore> store_;  // used by the committer thread only
   const OnDurable on_durable_;
+  const OnWrite on_write_;
   mutable absl::Mutex mu_;
   std::deque<Batch> queue_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;

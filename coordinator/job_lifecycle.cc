@@ -146,7 +146,7 @@ absl::StatusOr<JobRecord> JobLifecycle::Preempt(const std::string& id, Duration 
     return absl::FailedPreconditionError(
         absl::StrCat("job ", job->id, " is already stopping: ", job->stop_reason));
   }
-  BeginPreempt(job, grace > Duration::zero() ? grace : Grace(*job), "preempted by an admin");
+  BeginPreempt(job, grace > Duration::zero() ? grace : Grace(*job), kAdminPreemption);
   return *job;
 }
 
@@ -231,11 +231,15 @@ void JobLifecycle::StartAttempt(const std::string& id,
   }
   p_.launcher->Start(job, placement);
   active_.insert(job->seq);
+  if (job->attempt == 1) counters_.ObservePending(std::max(0.0, p_.clock->UnixNow() - job->submit_time_unix));
 }
 
 void JobLifecycle::BeginPreempt(JobRecord* job, Duration grace, const std::string& reason) {
   if (job->stopping || !job->allocated) return;
   job->preempted = true;
+  counters_.preemptions[reason == kPriorityPreemption ? "priority"
+                        : reason == kAdminPreemption  ? "admin"
+                                                      : "drain"]++;
   job->stop_kill_after_ms = std::chrono::duration_cast<std::chrono::milliseconds>(grace).count();
   job->preempt_deadline_unix = p_.clock->UnixNow() + ToSeconds(grace);
   job->state = JobState::kPreempting;
@@ -336,6 +340,7 @@ void JobLifecycle::Finish(JobRecord* job, JobState outcome, const std::string& r
   job->last_active_unix = 0;
   if (outcome == JobState::kPending) {
     if (!preempted) job->restarts++;
+    counters_.requeues[preempted ? "preemption" : "failure"]++;
     job->state = JobState::kPending;
     job->reason = absl::StrCat("requeued after attempt ", job->attempt, ": ", reason);
   } else {
@@ -346,6 +351,14 @@ void JobLifecycle::Finish(JobRecord* job, JobState outcome, const std::string& r
   ATHANOR_LOG(INFO) << "job " << job->id << " -> " << JobStateName(job->state)
                     << (job->reason.empty() ? "" : ": ") << job->reason;
   Mark(*job);
+}
+
+absl::Status JobLifecycle::RecordTelemetry(const std::string& id, const TelemetryFigures& figures) {
+  JobRecord* job = Mutable(id);
+  if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job '", id.substr(0, 64), "'"));
+  job->last_telemetry = figures;
+  Mark(*job);
+  return absl::OkStatus();
 }
 
 }  // namespace athanor::coord

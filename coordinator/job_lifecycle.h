@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "coordinator/metrics_counters.h"
 #include "coordinator/attempt_launcher.h"
 #include "coordinator/change_log.h"
 #include "coordinator/node_table.h"
@@ -33,6 +34,11 @@
 #include "coordinator/wall_clock.h"
 
 namespace athanor::coord {
+
+// Reasons BeginPreempt is given by the scheduler and by `athanor preempt`
+// (anything else is a drain); /metrics counts preemptions by them.
+inline constexpr char kPriorityPreemption[] = "preempted for a higher-priority job";
+inline constexpr char kAdminPreemption[] = "preempted by an admin";
 
 class JobLifecycle {
  public:
@@ -77,6 +83,9 @@ class JobLifecycle {
   const std::map<int64_t, JobRecord>& all() const { return jobs_; }
   const std::set<int64_t>& active() const { return active_; }  // holding an allocation
   Duration Grace(const JobRecord& job) const;
+  // Rank 0's newest training figures, persisted with the job (NotFound).
+  absl::Status RecordTelemetry(const std::string& id, const TelemetryFigures& figures);
+  const LifecycleCounters& counters() const { return counters_; }
 
  private:
   sched::JobRequest ToRequest(const JobRecord& job) const;
@@ -95,6 +104,7 @@ class JobLifecycle {
   std::map<int64_t, std::map<std::string, uint64_t>> stop_generation_;
   std::map<std::pair<std::string, std::string>, int64_t> by_key_;  // (tenant, key) -> seq
   int64_t next_seq_ = 1;
+  LifecycleCounters counters_;
 };
 
 }  // namespace athanor::coord

@@ -29,6 +29,10 @@
 #include "coordinator/coordinator_core.h"
 #include "coordinator/coordinator_service.h"
 #include "coordinator/auth_setup.h"
+#include "coordinator/dashboard_http.h"
+#include "coordinator/metrics_registry.h"
+#include "coordinator/metrics_rpc.h"
+#include "coordinator/observability_service.h"
 
 namespace athanor::coord {
 namespace {
@@ -39,7 +43,8 @@ int Run(int argc, char** argv) {
   std::string listen, state_path, advertise, port_range, log_level;
   double heartbeat_timeout_s = 10, default_grace_s = 60, min_run_time_s = 300;
   double idle_reclaim_grace_s = 60, checkpoint_poll_s = 30;
-  bool no_backfill = false;
+  bool no_backfill = false, no_metrics = false;
+  std::string http_listen, chartjs_dir;
   std::vector<std::string> quotas;
   SecurityFlags security_flags;
   int64_t heartbeat_interval_ms = 1000, kill_after_ms = 5000;
@@ -68,6 +73,12 @@ int Run(int argc, char** argv) {
        "an idle interactive allocation is reclaimed this long after its warning")
       ("checkpoint-poll-s", po::value(&checkpoint_poll_s)->default_value(30),
        "read running jobs' newest committed checkpoint this often (0: never)")
+      ("http-listen", po::value(&http_listen)->default_value(""),
+       "HOST:PORT to serve /metrics, the dashboard and its JSON API on (empty: none)")
+      ("chartjs-dir", po::value(&chartjs_dir)->default_value("/usr/share/javascript/chart.js"),
+       "folder holding chart.min.js (Debian: libjs-chart.js) for the dashboard")
+      ("no-metrics", po::bool_switch(&no_metrics),
+       "no metrics, telemetry or cluster view (and so no --http-listen)")
       ("log-level", po::value(&log_level)->default_value("info"), "debug, info, warning, error");
   AddSecurityFlags(desc, &security_flags);
   ParsedCommandLine cmd;
@@ -139,9 +150,19 @@ int Run(int argc, char** argv) {
     std::cerr << "athanor-coordinator: " << security.status().message() << "\n";
     return 2;
   }
+  if (no_metrics && !http_listen.empty()) {
+    std::cerr << "athanor-coordinator: --http-listen needs metrics (drop --no-metrics)\n";
+    return 2;
+  }
+  std::unique_ptr<TelemetryStore> telemetry;
+  std::unique_ptr<CoordinatorMetrics> metrics;
+  if (!no_metrics) {
+    telemetry = std::make_unique<TelemetryStore>();
+    metrics = std::make_unique<CoordinatorMetrics>(telemetry.get());
+  }
   absl::StatusOr<std::unique_ptr<CoordinatorCore>> core =
       CoordinatorCore::Create(options, state_path, RealClock::Get(), Millis(200),
-                              Seconds(checkpoint_poll_s));
+                              Seconds(checkpoint_poll_s), metrics.get());
   if (!core.ok()) {
     ATHANOR_LOG(ERROR) << "cannot start: " << core.status();
     return 1;
@@ -157,7 +178,7 @@ int Run(int argc, char** argv) {
   }
   CoordinatorService coordinator_service(core->get(), (*security)->service_security());
   AgentService agent_service(core->get(), (*security)->authorizer(), (*security)->secrets(),
-                             Millis(heartbeat_interval_ms));
+                             Millis(heartbeat_interval_ms), telemetry.get());
   // The checkpoint poller reads a tenant's store with that tenant's credentials only.
   (*core)->SetStoreUriResolver([secrets = (*security)->secrets()](const std::string& tenant,
                                                                   const std::string& uri) {
@@ -175,6 +196,14 @@ int Run(int argc, char** argv) {
   builder.RegisterService((*security)->security_service());
   CheckpointCommitService checkpoint_commit_service(core->get(), (*security)->authorizer());
   builder.RegisterService(&checkpoint_commit_service);
+  std::unique_ptr<ObservabilityService> observability;
+  if (metrics) {
+    observability = std::make_unique<ObservabilityService>(metrics.get(), (*security)->authorizer());
+    builder.RegisterService(observability.get());
+    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+    interceptors.push_back(RpcMetricsInterceptor(metrics.get()));
+    builder.experimental().SetInterceptorCreators(std::move(interceptors));
+  }
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || port == 0) {
     ATHANOR_LOG(ERROR) << "cannot listen on " << listen;
@@ -182,9 +211,25 @@ int Run(int argc, char** argv) {
   }
   ATHANOR_LOG(INFO) << "athanor-coordinator serving on " << listen << " (port " << port
                     << "), state " << state_path;
+  std::unique_ptr<HttpServer> http;
+  if (!http_listen.empty()) {
+    DashboardOptions dashboard;
+    dashboard.listen = http_listen;
+    dashboard.chartjs_dir = chartjs_dir;
+    absl::StatusOr<std::unique_ptr<HttpServer>> started = StartDashboard(dashboard, metrics.get());
+    if (!started.ok()) {
+      ATHANOR_LOG(ERROR) << "--http-listen: " << started.status();
+      (*core)->Shutdown();
+      server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
+      return 1;
+    }
+    http = std::move(*started);
+    ATHANOR_LOG(INFO) << "serving /metrics and the dashboard on " << http_listen;
+  }
   int sig = 0;
   sigwait(&signals, &sig);
   ATHANOR_LOG(INFO) << "signal " << sig << ": shutting down";
+  http.reset();
   (*core)->Shutdown();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
   return 0;

@@ -143,6 +143,7 @@ void ToProto(const JobRecord& job, rpc::Job* out) {
   out->set_committed_step(job.committed_step);
   out->set_master_addr(job.master_addr);
   out->set_master_port(job.master_port);
+  if (job.last_telemetry.step >= 0) ToProto(job.last_telemetry, out->mutable_last_telemetry());
   out->set_gpu_seconds(JobGpuSeconds(
       job, std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()));
   if (job.stopping && job.preempted) {
@@ -191,6 +192,36 @@ void ToProto(const DesiredRank& d, rpc::RankSpec* out) {
   out->set_tenant(d.tenant);
   out->set_memory_mb(d.memory_mb);
   out->set_cpus(d.cpus);
+}
+
+void ToProto(const TelemetryFigures& t, rpc::TelemetrySample* out) {
+  out->set_step(t.step);
+  out->set_loss(t.loss);
+  out->set_tokens_per_s(t.tokens_per_s);
+  out->set_step_ms(t.step_ms);
+  out->set_comm_wait_share(t.comm_wait_share);
+  out->set_loss_scale(t.loss_scale);
+  out->set_skipped_steps(t.skipped_steps);
+  out->set_ckpt_stall_ms(t.ckpt_stall_ms);
+  out->set_unix_ms(t.unix_ms);
+  out->set_attempt(t.attempt);
+  out->set_total_steps(t.total_steps);
+}
+
+TelemetryFigures FromProto(const rpc::TelemetrySample& p) {
+  TelemetryFigures t;
+  t.step = p.step();
+  t.loss = p.loss();
+  t.tokens_per_s = p.tokens_per_s();
+  t.step_ms = p.step_ms();
+  t.comm_wait_share = p.comm_wait_share();
+  t.loss_scale = p.loss_scale();
+  t.skipped_steps = p.skipped_steps();
+  t.ckpt_stall_ms = p.ckpt_stall_ms();
+  t.unix_ms = p.unix_ms();
+  t.attempt = p.attempt();
+  t.total_steps = p.total_steps();
+  return t;
 }
 
 }  // namespace athanor::coord

@@ -18,5 +18,7 @@ std::vector<RankReport> FromProto(
 void ToProto(const JobRecord& job, rpc::Job* out);
 void ToProto(const NodeView& node, rpc::Node* out);
 void ToProto(const DesiredRank& rank, rpc::RankSpec* out);
+void ToProto(const TelemetryFigures& t, rpc::TelemetrySample* out);
+TelemetryFigures FromProto(const rpc::TelemetrySample& p);
 
 }  // namespace athanor::coord

@@ -103,6 +103,31 @@ JobSpec SpecFromJson(const json& j) {
   return s;
 }
 
+json TelemetryToJson(const TelemetryFigures& t) {
+  return json{{"step", t.step},         {"loss", t.loss},
+              {"tokens_per_s", t.tokens_per_s}, {"step_ms", t.step_ms},
+              {"comm_wait_share", t.comm_wait_share}, {"loss_scale", t.loss_scale},
+              {"skipped_steps", t.skipped_steps}, {"ckpt_stall_ms", t.ckpt_stall_ms},
+              {"unix_ms", t.unix_ms},   {"attempt", t.attempt},
+              {"total_steps", t.total_steps}};
+}
+
+TelemetryFigures TelemetryFromJson(const json& j) {
+  TelemetryFigures t;
+  Get(j, "step", &t.step);
+  Get(j, "loss", &t.loss);
+  Get(j, "tokens_per_s", &t.tokens_per_s);
+  Get(j, "step_ms", &t.step_ms);
+  Get(j, "comm_wait_share", &t.comm_wait_share);
+  Get(j, "loss_scale", &t.loss_scale);
+  Get(j, "skipped_steps", &t.skipped_steps);
+  Get(j, "ckpt_stall_ms", &t.ckpt_stall_ms);
+  Get(j, "unix_ms", &t.unix_ms);
+  Get(j, "attempt", &t.attempt);
+  Get(j, "total_steps", &t.total_steps);
+  return t;
+}
+
 }  // namespace
 
 std::string EncodeJob(const JobRecord& job) {
@@ -152,6 +177,7 @@ std::string EncodeJob(const JobRecord& job) {
          {"attempt_nodes", job.attempt_nodes},
          {"last_active_unix", job.last_active_unix},
          {"idle_warned", job.idle_warned},
+         {"telemetry", TelemetryToJson(job.last_telemetry)},
          {"idempotency_key", job.idempotency_key}};
   // Replace invalid UTF-8 rather than throw: user strings are arbitrary bytes.
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -215,6 +241,7 @@ absl::StatusOr<JobRecord> DecodeJob(const std::string& text) {
     Get(j, "attempt_nodes", &job.attempt_nodes);
     Get(j, "last_active_unix", &job.last_active_unix);
     Get(j, "idle_warned", &job.idle_warned);
+    if (j.contains("telemetry")) job.last_telemetry = TelemetryFromJson(j["telemetry"]);
     if (job.ranks.size() != job.allocation.size()) {
       return absl::DataLossError(absl::StrCat("job ", job.id, ": ranks and allocation disagree"));
     }

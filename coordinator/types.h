@@ -66,6 +66,22 @@ struct RankStatus {
   std::string message;  // the agent's word on the exit (e.g. "out of memory")
 };
 
+// The newest training figures a job's rank 0 reported (telemetry; see
+// docs/observability.md). step < 0: none yet.
+struct TelemetryFigures {
+  int64_t step = -1;
+  double loss = 0;
+  double tokens_per_s = 0;
+  double step_ms = 0;
+  double comm_wait_share = 0;
+  double loss_scale = 0;
+  int64_t skipped_steps = 0;
+  double ckpt_stall_ms = 0;
+  int64_t unix_ms = 0;
+  int32_t attempt = 0;
+  int64_t total_steps = 0;  // planned steps of the run (0: unknown)
+};
+
 struct JobRecord {
   std::string id;
   int64_t seq = 0;  // submission order; ids are its decimal form
@@ -104,6 +120,7 @@ struct JobRecord {
   // and whether the idle warning went out.
   double last_active_unix = 0;
   bool idle_warned = false;
+  TelemetryFigures last_telemetry;  // persisted every so often while it runs
 };
 
 struct NodeInventory {

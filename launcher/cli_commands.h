@@ -49,5 +49,6 @@ int RunWhy(CliContext& ctx, const std::vector<std::string>& args);
 int RunAlloc(CliContext& ctx, const std::vector<std::string>& args);
 int RunCheckpoints(CliContext& ctx, const std::vector<std::string>& args);  // cli_checkpoints.cc
 int RunAdmin(CliContext& ctx, const std::vector<std::string>& args);  // cli_security_admin.cc
+int RunTop(CliContext& ctx, const std::vector<std::string>& args);  // cli_top.cc
 
 }  // namespace athanor::cli

@@ -35,7 +35,8 @@ void Usage(std::ostream& out) {
          "  logs    ID [--rank R]                    print the ranks' output\n"
          "  alloc   --nodes N --gpus-per-node G --idle-timeout D [-- CMD]   hold an interactive gang\n"
          "  why     ID [--json]                      why a job is pending (quota, fit, queue)\n"
-         "  checkpoints ID [--uri URI] [--json]      a job's committed checkpoints\n\n"
+         "  checkpoints ID [--uri URI] [--json]      a job's committed checkpoints\n"
+         "  top     [--interval S] [--once]          live cluster view (q quits)\n\n"
          "admin commands:\n"
          "  preempt ID [--grace S]                   checkpoint, stop and requeue a running job\n"
          "  drain   NODE [--grace S] [--reason R]    move jobs off a node; no new work\n"
@@ -61,6 +62,7 @@ int Main(int argc, char** argv) {
       {"alloc", RunAlloc},
       {"checkpoints", RunCheckpoints},
       {"admin", RunAdmin},
+      {"top", RunTop},
   };
   CliContext ctx;
   const char* env = std::getenv("ATHANOR_COORDINATOR");

@@ -1,6 +1,9 @@
 #include "tests/cluster_harness.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -16,6 +19,7 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/net.h"
 #include "security/cluster_ca.h"
@@ -177,6 +181,7 @@ void LocalCluster::StartCoordinator() {
             "--heartbeat-interval-ms", "500"};
   if (secure_) o.argv.insert(o.argv.end(), {"--tls-dir", tls_dir()});
   o.argv.insert(o.argv.end(), coordinator_flags_.begin(), coordinator_flags_.end());
+  if (!http_address_.empty()) o.argv.insert(o.argv.end(), {"--http-listen", http_address_});
   o.stdout_path = dir_ + "/coordinator.log";
   o.stderr_path = "=stdout";
   auto p = Subprocess::Start(o);
@@ -219,6 +224,11 @@ void LocalCluster::StartAgent(const std::string& name, int gpus, const std::stri
   } else {
     o.argv.push_back("--no-sandbox");
   }
+  if (!http_address_.empty()) {
+    std::string& metrics = agent_metrics_[name];
+    if (metrics.empty()) metrics = absl::StrCat("127.0.0.1:", PickFreePort().value());
+    o.argv.insert(o.argv.end(), {"--metrics-listen", metrics});
+  }
   o.argv.insert(o.argv.end(), extra_flags.begin(), extra_flags.end());
   o.stdout_path = dir_ + "/agent-" + name + ".log";
   o.stderr_path = "=stdout";
@@ -226,6 +236,48 @@ void LocalCluster::StartAgent(const std::string& name, int gpus, const std::stri
   ASSERT_TRUE(p.ok()) << p.status();
   Track(p->get());
   agents_[name] = std::move(*p);
+}
+
+void LocalCluster::EnableHttp() {
+  if (http_address_.empty()) http_address_ = absl::StrCat("127.0.0.1:", PickFreePort().value());
+}
+
+std::string LocalCluster::agent_metrics_address(const std::string& name) const {
+  auto it = agent_metrics_.find(name);
+  return it == agent_metrics_.end() ? "" : it->second;
+}
+
+HttpResult LocalCluster::HttpGet(const std::string& address, const std::string& path) {
+  HttpResult result;
+  size_t colon = address.rfind(':');
+  int port = 0;
+  if (colon == std::string::npos || !absl::SimpleAtoi(address.substr(colon + 1), &port)) return result;
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return result;
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<uint16_t>(port));
+  inet_pton(AF_INET, address.substr(0, colon).c_str(), &sa.sin_addr);
+  timeval tv{10, 0};  // a hung server fails the read, not the test binary
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  if (connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
+    close(fd);
+    return result;
+  }
+  std::string req = absl::StrCat("GET ", path, " HTTP/1.1\r\nHost: ", address, "\r\nConnection: close\r\n\r\n");
+  if (write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size())) {
+    close(fd);
+    return result;
+  }
+  std::string raw;
+  char buf[65536];
+  for (ssize_t n; (n = read(fd, buf, sizeof(buf))) > 0;) raw.append(buf, static_cast<size_t>(n));
+  close(fd);
+  size_t head_end = raw.find("\r\n\r\n");
+  if (raw.rfind("HTTP/1.", 0) != 0 || head_end == std::string::npos) return result;
+  absl::SimpleAtoi(raw.substr(9, 3), &result.status);
+  result.body = raw.substr(head_end + 4);
+  return result;
 }
 
 void LocalCluster::KillAgent(const std::string& name) { Stop(agents_[name], SIGKILL); }

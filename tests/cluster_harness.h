@@ -31,6 +31,11 @@ struct CliResult {
   std::string err;
 };
 
+struct HttpResult {
+  int status = 0;  // 0: no answer
+  std::string body;
+};
+
 class LocalCluster {
  public:
   // `coordinator_flags` are appended to the coordinator's command line.
@@ -51,6 +56,19 @@ class LocalCluster {
   bool sandboxed() const { return sandboxed_; }
   // Agents started from now on do not share the temp dir with their ranks.
   void KeepDirFromRanks() { share_dir_ = false; }
+  // Observability over HTTP: a coordinator started from now on serves
+  // /metrics, the dashboard and its API on http_address(); agents started
+  // from now on serve /metrics on agent_metrics_address(name). Free ports.
+  void EnableHttp();
+  const std::string& http_address() const { return http_address_; }
+  std::string agent_metrics_address(const std::string& name) const;
+  // GET http://ADDRESS/PATH (one of the endpoints above), as the cluster's
+  // clients reach them.
+  HttpResult HttpGet(const std::string& address, const std::string& path);
+  // A helper process of the test (a metrics server, a browser) that the
+  // watchdog must stop too (tracked until the test binary exits).
+  void TrackHelper(Subprocess* p) { Track(p); }
+
   // The agent's pid (0 when it is not running).
   pid_t agent_pid(const std::string& name) const;
 
@@ -107,6 +125,8 @@ class LocalCluster {
   bool share_dir_ = true;
   bool secure_ = true;
   std::string admin_token_;
+  std::string http_address_;                          // empty: no HTTP
+  std::map<std::string, std::string> agent_metrics_;  // agent name -> HOST:PORT
   std::unique_ptr<Subprocess> coordinator_;
   std::map<std::string, std::unique_ptr<Subprocess>> agents_;
   std::unique_ptr<rpc::Coordinator::Stub> stub_;

@@ -5,6 +5,7 @@
 //
 //   athanor-bench-scheduler [--traces DIR] [--gangs N] [--seed S]
 //                           [--scale-nodes N] [--scale-jobs N] [--scale-passes N] [--json]
+//   athanor-bench-scheduler --metrics-ab PASSES [--scale-nodes N]   (metrics on vs off)
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -15,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "bench/scheduler/observer_ab.h"
 #include "bench/scheduler/replay.h"
 #include "common/options.h"
 
@@ -59,7 +61,10 @@ int main(int argc, char** argv) {
       ("scale-nodes", po::value<int>()->default_value(10000), "nodes of the scaled run (0: skip)")
       ("scale-jobs", po::value<int>()->default_value(30000), "jobs of the scaled run")
       ("scale-passes", po::value<int>()->default_value(1500), "passes timed in the scaled run")
-      ("json", po::bool_switch(), "print one JSON object instead of the table");
+      ("json", po::bool_switch(), "print one JSON object instead of the table")
+      ("metrics-ab", po::value<int>()->default_value(0),
+       "instead: time N coordinator passes with metrics off and on (observer_ab.h) on --scale-nodes nodes")
+      ("metrics-ab-pending", po::value<int>()->default_value(2000), "pending jobs in the metrics A/B");
   athanor::ParsedCommandLine cl;
   absl::Status parsed = athanor::ParseOptions(argc, argv, desc, "usage: athanor-bench-scheduler [flags]", &cl);
   if (!parsed.ok()) {
@@ -69,6 +74,9 @@ int main(int argc, char** argv) {
   if (cl.help) return 0;
   const auto& vars = cl.vars;
   const bool json = vars["json"].as<bool>();
+  if (const int ab = vars["metrics-ab"].as<int>(); ab > 0) {
+    return athanor::bench::RunObserverAb(vars["scale-nodes"].as<int>(), vars["metrics-ab-pending"].as<int>(), ab) ? 0 : 1;
+  }
   const uint32_t seed = vars["seed"].as<uint32_t>();
 
   auto trace = athanor::bench::LoadOpenbTrace(vars["traces"].as<std::string>());

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <filesystem>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -19,6 +20,7 @@
 #include "absl/strings/str_split.h"
 #include "common/options.h"
 #include "common/subprocess.h"
+#include "worker/agent/telemetry_hub.h"
 
 namespace athanor {
 namespace {
@@ -51,10 +53,11 @@ std::string SelfDir() {
 }
 
 Result RunOne(const Config& c, const std::string& bin, const std::vector<std::string>& model,
-              int steps, int warmup) {
+              int steps, int warmup, const std::string& telemetry_socket = "") {
   Result r;
   r.config = c;
   SubprocessOptions o;
+  if (!telemetry_socket.empty()) o.env["ATHANOR_TELEMETRY_SOCKET"] = telemetry_socket;
   if (c.ranks > 1) o.argv = {bin + "/athanor-run", "--nproc", std::to_string(c.ranks), "--"};
   std::vector<std::string> train = {bin + "/athanor-train", "--steps", std::to_string(steps),
                                     "--precision", c.precision};
@@ -92,13 +95,50 @@ Result RunOne(const Config& c, const std::string& bin, const std::vector<std::st
   return r;
 }
 
+// Telemetry on against off: `pairs` runs of each (2 ranks, fp32, overlap),
+// interleaved off/on so both see the same machine. "On" is the agent's real
+// TelemetryHub receiving every rank's per-step datagram. Prints the medians
+// of each run's median tokens/s and their ratio; false when a run failed or
+// the hub missed rank 0's last step.
+bool TelemetryAb(const std::string& bin, const std::vector<std::string>& model, int steps, int warmup,
+                 int pairs) {
+  agent::TelemetryHub hub(std::filesystem::temp_directory_path().string() + "/athanor-bench-train." +
+                          std::to_string(getpid()));
+  std::vector<double> off, on;
+  bool ok = true;
+  for (int i = 0; i < pairs; ++i) {
+    Result a = RunOne({2, "fp32", true}, bin, model, steps, warmup);
+    absl::StatusOr<std::string> socket = hub.SocketFor("bench", i + 1);
+    if (!socket.ok()) {
+      std::cerr << socket.status() << std::endl;
+      return false;
+    }
+    Result b = RunOne({2, "fp32", true}, bin, model, steps, warmup, *socket);
+    auto latest = hub.Latest();
+    auto it = latest.find({"bench", i + 1});
+    const bool received = it != latest.end() && it->second.step == steps - 1;
+    ok = ok && a.ok && b.ok && received;
+    off.push_back(a.tokens_per_s);
+    on.push_back(b.tokens_per_s);
+    std::cout << absl::StrFormat("pair %d: tokens/s off %.0f on %.0f (hub got rank 0's last step: %s)\n", i + 1,
+                                 a.tokens_per_s, b.tokens_per_s, received ? "yes" : "NO");
+  }
+  const double m_off = Median(off), m_on = Median(on);
+  std::cout << absl::StrFormat("telemetry off: %.0f tokens/s, on: %.0f tokens/s (median of %d runs each); "
+                               "on/off = %.4f\n",
+                               m_off, m_on, pairs, m_off > 0 ? m_on / m_off : 0.0);
+  std::filesystem::remove_all(std::filesystem::temp_directory_path().string() + "/athanor-bench-train." +
+                              std::to_string(getpid()));
+  return ok;
+}
+
 }  // namespace
 }  // namespace athanor
 
 int main(int argc, char** argv) {
   using namespace athanor;
   int steps = 30, warmup = 5, hidden = 1024, layers = 2, context = 16, embed = 32, mb = 32;
-  int max_ranks = 2;
+  int max_ranks = 2, telemetry_ab = 0;
   std::string bin, json_path;
   po::options_description desc("athanor-bench-train options");
   desc.add_options()("steps", po::value(&steps)->default_value(30), "steps per configuration")(
@@ -111,7 +151,9 @@ int main(int argc, char** argv) {
       "max-ranks", po::value(&max_ranks)->default_value(2), "largest rank count (1..N)")(
       "bin-dir", po::value(&bin),
       "where athanor-train/athanor-run are (default: beside this binary)")(
-      "json", po::value(&json_path), "also write the results as JSON here");
+      "json", po::value(&json_path), "also write the results as JSON here")(
+      "telemetry-ab", po::value(&telemetry_ab)->default_value(0),
+      "instead: N interleaved pairs of 2-rank fp32 runs with the telemetry socket off and on");
   ParsedCommandLine parsed;
   absl::Status s = ParseOptions(argc, argv, desc, "usage: athanor-bench-train [options]", &parsed);
   if (!s.ok()) {
@@ -135,6 +177,7 @@ int main(int argc, char** argv) {
       "# athanor-bench-train: %lld parameters (%.1f MB of f32 gradients), micro-batch %d per "
       "rank, %d steps (medians over the last %d)\n",
       params, params * 4 / 1e6, mb, steps, steps - warmup);
+  if (telemetry_ab > 0) return TelemetryAb(bin, model, steps, warmup, telemetry_ab) ? 0 : 1;
   std::cout << absl::StrFormat("%6s %6s %8s %12s %9s %10s %10s %14s %9s\n", "ranks", "prec",
                                "overlap", "tokens/s", "step_ms", "wait_ms", "wait_share",
                                "grad_B/step", "speedup");

@@ -51,8 +51,9 @@ void AddReports(const std::vector<RankStatusReport>& reports,
 
 }  // namespace
 
-Agent::Agent(AgentOptions options, RankSupervisor* supervisor)
-    : options_(std::move(options)), supervisor_(supervisor) {
+Agent::Agent(AgentOptions options, RankSupervisor* supervisor, TelemetryHub* telemetry,
+             AgentMetrics* metrics)
+    : options_(std::move(options)), supervisor_(supervisor), telemetry_(telemetry), metrics_(metrics) {
   // Reconnect quickly after a coordinator restart (gRPC's default backoff
   // grows to two minutes).
   grpc::ChannelArguments args;
@@ -147,6 +148,8 @@ void Agent::MeasureGpus(std::vector<RankStatusReport>* reports) {
   if (!wanted) return;
   std::optional<std::map<int, double>> util = SampleGpuUtilization(supervisor_);
   if (!util) return;
+  gpus_.utilization = *util;
+  gpus_.memory_used_mb = SampleGpuField(supervisor_, "memory.used").value_or(std::map<int, double>{});
   for (RankStatusReport& r : *reports) {
     if (r.gpu_ids.empty()) continue;
     double busiest = 0;
@@ -155,6 +158,46 @@ void Agent::MeasureGpus(std::vector<RankStatusReport>* reports) {
       if (it != util->end()) busiest = std::max(busiest, it->second);
     }
     r.gpu_utilization = busiest;
+  }
+}
+
+void Agent::AddObservations(const std::vector<RankStatusReport>& reports, rpc::HeartbeatRequest* req) {
+  for (const auto& [i, util] : gpus_.utilization) {
+    rpc::GpuSample* g = req->add_gpus();
+    g->set_index(i);
+    g->set_utilization(util);
+    auto mem = gpus_.memory_used_mb.find(i);
+    if (mem != gpus_.memory_used_mb.end()) g->set_memory_used_mb(mem->second);
+  }
+  if (telemetry_ != nullptr) {
+    // Samples taken here and lost with a failed heartbeat are not resent:
+    // telemetry is best effort, the next ones follow within a second.
+    for (JobSamples& j : telemetry_->Take()) {
+      rpc::JobTelemetry* t = req->add_telemetry();
+      t->set_job_id(j.job_id);
+      t->set_attempt(j.attempt);
+      t->set_ranks_reporting(j.ranks_reporting);
+      for (const StepSample& s : j.samples) {
+        rpc::TelemetrySample* p = t->add_samples();
+        p->set_step(s.step);
+        p->set_loss(s.loss);
+        p->set_tokens_per_s(s.tokens_per_s);
+        p->set_step_ms(s.step_ms);
+        p->set_comm_wait_share(s.comm_wait_share);
+        p->set_loss_scale(s.loss_scale);
+        p->set_skipped_steps(s.skipped_steps);
+        p->set_ckpt_stall_ms(s.ckpt_stall_ms);
+        p->set_unix_ms(s.unix_ms);
+        p->set_total_steps(s.total_steps);
+        p->set_attempt(j.attempt);
+      }
+    }
+  }
+  if (metrics_ != nullptr) {
+    metrics_->Update(reports, gpus_.utilization.empty() ? nullptr : &gpus_,
+                     telemetry_ != nullptr ? telemetry_->Latest()
+                                           : std::map<std::pair<std::string, int32_t>, StepSample>{},
+                     telemetry_ != nullptr ? telemetry_->dropped() : 0);
   }
 }
 
@@ -239,7 +282,9 @@ void Agent::Run() {
     req.set_node(options_.name);
     req.set_known_generation(known_generation_);
     std::vector<RankStatusReport> reports = supervisor_->Reports();
+    gpus_ = GpuReadings();
     MeasureGpus(&reports);
+    AddObservations(reports, &req);
     {
       absl::MutexLock lock(&mu_);
       req.set_health_ok(health_ok_);
@@ -291,6 +336,11 @@ void Agent::Run() {
       desired.push_back(std::move(t));
     }
     supervisor_->Converge(desired);
+    if (telemetry_ != nullptr) {
+      std::set<std::pair<std::string, int32_t>> keep;
+      for (const RankTarget& t : desired) keep.emplace(t.key.job_id, t.key.attempt);
+      telemetry_->Retain(keep);  // sockets of attempts that left this node go
+    }
     ArchiveRemoved();
     supervisor_->EnforceDeadlines();
     known_generation_ = resp.generation();

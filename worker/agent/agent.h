@@ -26,7 +26,9 @@
 #include "proto/athanor.grpc.pb.h"
 #include "security/tls.h"
 #include "worker/agent/inventory.h"
+#include "worker/agent/metrics_agent.h"
 #include "worker/agent/rank_supervisor.h"
+#include "worker/agent/telemetry_hub.h"
 
 namespace athanor::agent {
 
@@ -52,7 +54,10 @@ struct AgentOptions {
 
 class Agent {
  public:
-  Agent(AgentOptions options, RankSupervisor* supervisor);
+  // `telemetry` and `metrics` (not owned; null: off) get the training
+  // figures forwarded in heartbeats and the node's metrics updated per loop.
+  Agent(AgentOptions options, RankSupervisor* supervisor, TelemetryHub* telemetry = nullptr,
+        AgentMetrics* metrics = nullptr);
   ~Agent();
   void Run();
   void Stop();
@@ -67,9 +72,15 @@ class Agent {
   void ArchiveRemoved();
   // Adds nvidia-smi utilisation to measured ranks' reports (real GPUs only).
   void MeasureGpus(std::vector<RankStatusReport>* reports);
+  // Telemetry and GPU samples into the heartbeat; the metrics updated.
+  void AddObservations(const std::vector<RankStatusReport>& reports, rpc::HeartbeatRequest* req);
 
   const AgentOptions options_;
   RankSupervisor* const supervisor_;
+  TelemetryHub* const telemetry_;
+  AgentMetrics* const metrics_;
+  // Heartbeat loop only: the newest nvidia-smi readings (empty: not measured).
+  GpuReadings gpus_;
   std::unique_ptr<rpc::NodeAgent::Stub> stub_;
   absl::Mutex mu_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;

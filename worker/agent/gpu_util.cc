@@ -34,7 +34,11 @@ std::map<int, double> ParseIndexedCsv(const std::string& csv) {
 }
 
 std::optional<std::map<int, double>> SampleGpuUtilization(RankSupervisor* supervisor) {
-  absl::StatusOr<std::unique_ptr<Subprocess>> p = supervisor->StartForeign(Query("utilization.gpu"));
+  return SampleGpuField(supervisor, "utilization.gpu");
+}
+
+std::optional<std::map<int, double>> SampleGpuField(RankSupervisor* supervisor, const std::string& field) {
+  absl::StatusOr<std::unique_ptr<Subprocess>> p = supervisor->StartForeign(Query(field));
   if (!p.ok()) return std::nullopt;
   std::string out = (*p)->ReadAllStdout();
   ExitInfo e = (*p)->Wait();

@@ -20,6 +20,8 @@ std::map<int, double> ParseIndexedCsv(const std::string& csv);
 // missing or fails.
 std::optional<std::map<int, double>> SampleGpuUtilization(RankSupervisor* supervisor);
 
+// Any numeric --query-gpu field (e.g. "memory.used", MiB) of every visible GPU.
+std::optional<std::map<int, double>> SampleGpuField(RankSupervisor* supervisor, const std::string& field);
 // memory.total (MB) of GPU 0, run before any rank exists; 0 when unknown.
 int64_t DetectGpuMemoryMb();
 

@@ -32,7 +32,10 @@
 #include "common/options.h"
 #include "worker/agent/agent.h"
 #include "worker/agent/checkpoint_service_supervisor.h"
+#include "common/http_server.h"
 #include "worker/agent/agent_control_service.h"
+#include "worker/agent/metrics_agent.h"
+#include "worker/agent/telemetry_hub.h"
 #include "worker/agent/orphans.h"
 #include "worker/agent/sandbox.h"
 #include "security/tls.h"
@@ -48,9 +51,9 @@ int Fail(const std::string& msg) {
 int Run(int argc, char** argv) {
   std::string coordinator, name, gpus_text, work_dir, labels_text, listen, host, log_level;
   std::string health_check, archive_uri, gpu_model;
-  bool no_sandbox = false;
+  bool no_sandbox = false, no_telemetry = false;
   bool insecure = false;
-  std::string tls_dir;
+  std::string tls_dir, metrics_listen;
   std::string sandbox_uids, sandbox_uid_map, sandbox_exec, gpu_device_dir, rendezvous_key_file;
   std::vector<std::string> sandbox_hide, sandbox_shared, sandbox_env;
   int64_t sandbox_pids_max = 4096;
@@ -86,6 +89,10 @@ int Run(int argc, char** argv) {
        "cluster CA folder with ca.crt and this node's agent-NAME.crt and agent-NAME.key")
       ("insecure", po::bool_switch(&insecure),
        "plaintext to the coordinator and for AgentControl; only with a loopback --listen")
+      ("metrics-listen", po::value(&metrics_listen)->default_value(""),
+       "HOST:PORT to serve Prometheus /metrics on (empty: none)")
+      ("no-telemetry", po::bool_switch(&no_telemetry),
+       "no telemetry socket for ranks (ATHANOR_TELEMETRY_SOCKET unset) and no /metrics")
       ("no-sandbox", po::bool_switch(&no_sandbox),
        "run ranks unsandboxed, as the agent's user with its environment (shown in athanor nodes)")
       ("sandbox-uids", po::value(&sandbox_uids)->default_value("200000-265535"),
@@ -262,7 +269,27 @@ int Run(int argc, char** argv) {
   } else {
     ATHANOR_LOG(WARNING) << "--no-sandbox: ranks run as this agent's user, with its environment";
   }
-  RankSupervisor supervisor(work_dir, RealClock::Get(), sandbox.get());
+  std::unique_ptr<TelemetryHub> telemetry;
+  std::unique_ptr<AgentMetrics> metrics;
+  std::unique_ptr<HttpServer> http;
+  if (!no_telemetry) {
+    telemetry = std::make_unique<TelemetryHub>(work_dir);
+    metrics = std::make_unique<AgentMetrics>(name);
+    if (!metrics_listen.empty()) {
+      HttpServer::Options http_options;
+      http_options.listen = metrics_listen;
+      http = std::make_unique<HttpServer>(http_options);
+      AgentMetrics* m = metrics.get();
+      http->Route("/metrics", [m](const HttpRequest&) {
+        return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", m->Scrape(), ""};
+      });
+      if (absl::Status s = http->Start(); !s.ok()) return Fail(absl::StrCat("--metrics-listen: ", s.message()));
+      ATHANOR_LOG(INFO) << "serving /metrics on " << metrics_listen;
+    }
+  } else if (!metrics_listen.empty()) {
+    return Fail("--metrics-listen needs telemetry (drop --no-telemetry)");
+  }
+  RankSupervisor supervisor(work_dir, RealClock::Get(), sandbox.get(), telemetry.get());
   std::unique_ptr<CheckpointServiceSupervisor> checkpoint_service;
   if (!ckpt_service.dir.empty()) {
     std::error_code self_ec;
@@ -279,7 +306,7 @@ int Run(int argc, char** argv) {
     checkpoint_service = std::make_unique<CheckpointServiceSupervisor>(ckpt_service, &supervisor);
     supervisor.SetExtraRankEnv({{"ATHANOR_CHECKPOINT_SERVICE", checkpoint_service->socket_path()}});
   }
-  Agent agent(options, &supervisor);
+  Agent agent(options, &supervisor, telemetry.get(), metrics.get());
   std::thread waiter([&] {
     int sig = 0;
     sigwait(&signals, &sig);

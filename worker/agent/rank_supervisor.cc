@@ -1,3 +1,4 @@
+#include "worker/agent/telemetry_hub.h"
 #include "worker/agent/rank_supervisor.h"
 
 #include <signal.h>
@@ -46,8 +47,9 @@ absl::StatusOr<std::string> RankSupervisor::RankDir(const std::string& work_dir,
   return log.substr(0, log.size() - 4);  // without ".log"
 }
 
-RankSupervisor::RankSupervisor(std::string work_dir, const Clock* clock, Sandbox* sandbox)
-    : work_dir_(std::move(work_dir)), clock_(clock), sandbox_(sandbox) {}
+RankSupervisor::RankSupervisor(std::string work_dir, const Clock* clock, Sandbox* sandbox,
+                               TelemetryHub* telemetry)
+    : work_dir_(std::move(work_dir)), clock_(clock), sandbox_(sandbox), telemetry_(telemetry) {}
 
 RankSupervisor::~RankSupervisor() { KillAll(); }
 
@@ -71,6 +73,15 @@ void RankSupervisor::StartLocked(const RankTarget& target, const std::vector<Ran
   options.env = target.env;
   options.env["CUDA_VISIBLE_DEVICES"] = absl::StrJoin(target.gpu_ids, ",");
   for (const auto& [k, v] : extra_env_) options.env[k] = v;
+  if (telemetry_ != nullptr) {
+    // Best effort: a rank without the socket trains all the same.
+    absl::StatusOr<std::string> socket = telemetry_->SocketFor(target.key.job_id, target.key.attempt);
+    if (socket.ok()) {
+      options.env["ATHANOR_TELEMETRY_SOCKET"] = *socket;
+    } else {
+      ATHANOR_LOG(WARNING) << "job " << target.key.job_id << ": no telemetry socket: " << socket.status();
+    }
+  }
   options.stdout_path = *log;
   options.stderr_path = "=stdout";
   options.new_process_group = true;
@@ -185,6 +196,7 @@ std::vector<RankStatusReport> RankSupervisor::Reports() {
   std::vector<RankStatusReport> out;
   for (const auto& [key, r] : ranks_) {
     out.push_back(r.report);
+    if (r.process && r.report.phase == RankPhase::kRunning) out.back().pid = r.process->pid();
     if (!r.dir.empty() && r.report.phase == RankPhase::kRunning) {
       out.back().cpu_seconds = ProcessGroupCpuSeconds(r.process->pid());
       out.back().gpu_ids = r.gpu_ids;

@@ -30,6 +30,7 @@
 namespace athanor::agent {
 
 class Sandbox;
+class TelemetryHub;
 
 struct RankKey {
   std::string job_id;
@@ -73,12 +74,16 @@ struct RankStatusReport {
   double cpu_seconds = -1;  // CPU time of the rank's process group (measured ranks)
   std::vector<int32_t> gpu_ids;   // measured ranks: their GPUs
   double gpu_utilization = -1;    // filled by the agent from nvidia-smi; < 0: unknown
+  pid_t pid = 0;                  // running ranks: the process (group leader)
 };
 
 class RankSupervisor {
  public:
   // `sandbox` (not owned; null: ranks run unsandboxed) confines every rank.
-  RankSupervisor(std::string work_dir, const Clock* clock, Sandbox* sandbox = nullptr);
+  // `telemetry` (not owned; null: none) names each rank its attempt's
+  // telemetry socket (ATHANOR_TELEMETRY_SOCKET).
+  RankSupervisor(std::string work_dir, const Clock* clock, Sandbox* sandbox = nullptr,
+                 TelemetryHub* telemetry = nullptr);
   ~RankSupervisor();  // SIGKILLs and reaps whatever still runs
 
   void Converge(const std::vector<RankTarget>& desired);
@@ -131,6 +136,7 @@ class RankSupervisor {
   const std::string work_dir_;
   const Clock* const clock_;
   Sandbox* const sandbox_;
+  TelemetryHub* const telemetry_;
   absl::Mutex mu_;
   std::map<RankKey, Rank> ranks_ ABSL_GUARDED_BY(mu_);
   int woken_ ABSL_GUARDED_BY(mu_) = 0;

@@ -275,6 +275,17 @@ absl::Status Sandbox::Wrap(const RankTarget& target, const JobShare& share, cons
     RETURN_IF_ERROR(MakeOwnedDir(own_dir, uid, 0750));
     mounts.push_back(absl::StrCat("bind:", own_dir, ":", own_dir));
   }
+  auto telemetry = options->env.find("ATHANOR_TELEMETRY_SOCKET");
+  if (telemetry != options->env.end()) {
+    // The attempt's telemetry folder (telemetry_hub.h): the tenant's, 0700.
+    std::string dir = absl::StrCat(options_.work_dir, "/jobs/", key.job_id, "/telemetry");
+    if (fs::path(telemetry->second).parent_path() != dir) {
+      return absl::InvalidArgumentError(absl::StrCat("ATHANOR_TELEMETRY_SOCKET: '", telemetry->second,
+                                                     "' is not in ", dir));
+    }
+    RETURN_IF_ERROR(MakeOwnedDir(dir, uid, 0700));
+    mounts.push_back(absl::StrCat("bind:", dir, ":", dir));
+  }
   auto uri = options->env.find("ATHANOR_CHECKPOINT_URI");
   if (uri != options->env.end() && absl::StartsWith(uri->second, "file://")) {
     std::string root = std::string(absl::StripSuffix(uri->second.substr(7), "/"));

@@ -31,6 +31,7 @@
 #include "common/logging.h"
 #include "common/rank_env.h"
 #include "common/status.h"
+#include "worker/train/telemetry_client.h"
 #include "worker/train/checkpointing.h"
 #include "worker/train/state_file.h"
 #include "worker/train/train_flags.h"
@@ -158,6 +159,8 @@ absl::Status Run(TrainFlags flags) {
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGINT, &sa, nullptr);
   ASSIGN_OR_RETURN(RankEnv env, ParseRankEnv(ProcessEnv()));
+  // The agent's telemetry socket (absent under mpirun / athanor-run).
+  TelemetryClient telemetry(ProcessEnv()("ATHANOR_TELEMETRY_SOCKET").value_or(""));
   SetLogTags(absl::StrCat("rank=", env.rank));
   ASSIGN_OR_RETURN(CrashPlan crash, CrashPlanFromEnv());
   StartCrashTimer(crash, env.rank);
@@ -280,6 +283,11 @@ absl::Status Run(TrainFlags flags) {
       }
     }
     if (print) std::cout << StepJson(*stats, env.rank, flags.all_ranks_log, stall_ms) << std::endl;
+    if (telemetry.enabled()) {
+      std::string message = StepJson(*stats, env.rank, true, stall_ms);
+      message.insert(message.size() - 1, absl::StrCat(",\"total_steps\":", flags.steps));
+      telemetry.Send(message);
+    }
     if (progress) {
       std::cerr << absl::StrFormat("\rstep %d/%d loss %.4f %.0f tok/s", i + 1, flags.steps,
                                    stats->loss, stats->tokens_per_s)

@@ -1,0 +1,78 @@
+#include "coordinator/dashboard_http.h"
+
+#include <filesystem>
+
+#include <google/protobuf/util/json_util.h>
+
+#include "absl/strings/str_cat.h"
+#include "coordinator/dashboard_assets.h"
+#include "coordinator/observability_service.h"
+
+namespace athanor::coord {
+namespace {
+
+HttpResponse Json(const google::protobuf::Message& m) {
+  google::protobuf::util::JsonPrintOptions opts;
+  opts.always_print_primitive_fields = true;
+  opts.preserve_proto_field_names = true;
+  HttpResponse r;
+  r.content_type = "application/json";
+  if (!google::protobuf::util::MessageToJsonString(m, &r.body, opts).ok()) {
+    return {500, "text/plain; charset=utf-8", "cannot encode the answer as JSON\n", ""};
+  }
+  return r;
+}
+
+HttpResponse Asset(std::string_view name, const char* type) {
+  std::string_view body = DashboardAsset(name);
+  if (body.empty()) return {404, "text/plain; charset=utf-8", "missing asset\n", ""};
+  return {200, type, std::string(body), ""};
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<HttpServer>> StartDashboard(const DashboardOptions& options,
+                                                           CoordinatorMetrics* metrics) {
+  HttpServer::Options http;
+  http.listen = options.listen;
+  http.threads = 4;
+  http.authenticator = options.authenticator;
+  auto server = std::make_unique<HttpServer>(http);
+  server->Route("/metrics", [metrics](const HttpRequest&) {
+    return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", metrics->Scrape(), ""};
+  });
+  server->Route("/api/cluster", [metrics](const HttpRequest&) { return Json(metrics->View()->view); });
+  server->Route("/api/telemetry", [metrics](const HttpRequest& req) {
+    auto it = req.query.find("job");
+    absl::StatusOr<rpc::JobTelemetryHistory> h =
+        JobHistory(*metrics->telemetry(), it == req.query.end() ? "" : it->second);
+    if (!h.ok()) return HttpResponse{400, "text/plain; charset=utf-8", absl::StrCat("job: ", h.status().message(), "\n"), ""};
+    return Json(*h);
+  });
+  const std::string chartjs = options.chartjs_dir + "/chart.min.js";
+  server->Route("/static/chart.js", [chartjs](const HttpRequest&) {
+    if (!std::filesystem::exists(chartjs)) {
+      return HttpResponse{404, "text/plain; charset=utf-8", "Chart.js is not installed (" + chartjs + ")\n", ""};
+    }
+    HttpResponse r;
+    r.content_type = "application/javascript";
+    r.file_path = chartjs;
+    return r;
+  });
+  server->Route("/static/dashboard.js", [](const HttpRequest&) {
+    return Asset("dashboard.js", "application/javascript");
+  });
+  server->Route("/static/style.css", [](const HttpRequest&) { return Asset("style.css", "text/css"); });
+  server->Route("/job", [](const HttpRequest&) { return Asset("job.html", "text/html; charset=utf-8"); });
+  server->Route("/", [](const HttpRequest& req) {
+    if (req.path != "/" && req.path != "/index.html") {
+      return HttpResponse{404, "text/plain; charset=utf-8", "no page here\n", ""};
+    }
+    return Asset("index.html", "text/html; charset=utf-8");
+  });
+  absl::Status s = server->Start();
+  if (!s.ok()) return s;
+  return server;
+}
+
+}  // namespace athanor::coord

@@ -1,0 +1,28 @@
+// The coordinator's HTTP endpoint: Prometheus /metrics, the web dashboard
+// (/, /job?id=N, /static/...) and its JSON API:
+//   /api/cluster           the published cluster view (as `athanor top` gets it)
+//   /api/telemetry?job=N   a job's downsampled training history
+// Every answer comes from what CoordinatorMetrics published: no handler takes
+// the coordinator's state lock. Chart.js is served from the Debian package's
+// folder (libjs-chart.js). Authentication: HttpServer's authenticator hook.
+// The metrics object is not owned and must outlive the server.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "common/http_server.h"
+#include "coordinator/metrics_registry.h"
+
+namespace athanor::coord {
+
+struct DashboardOptions {
+  std::string listen;                                  // HOST:PORT
+  std::string chartjs_dir = "/usr/share/javascript/chart.js";
+  HttpAuthenticator authenticator;                     // null: open
+};
+
+absl::StatusOr<std::unique_ptr<HttpServer>> StartDashboard(const DashboardOptions& options,
+                                                           CoordinatorMetrics* metrics);
+
+}  // namespace athanor::coord

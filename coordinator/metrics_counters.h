@@ -1,0 +1,34 @@
+// LifecycleCounters: what the job state machine counts for /metrics
+// (preemptions by reason, requeues by cause, time from submission to first
+// start). Plain values, updated by JobLifecycle under the coordinator's state
+// lock (an increment: nanoseconds on the scheduling path) and copied out with
+// the cluster view after a pass; never read by a scrape directly.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace athanor::coord {
+
+struct LifecycleCounters {
+  // Upper bounds (seconds) of the pending-time histogram's buckets; +Inf last.
+  static constexpr std::array<double, 10> kPendingBuckets = {0.1, 0.5, 1,    5,    15,
+                                                             60,  300, 1800, 7200, 86400};
+  std::map<std::string, int64_t> preemptions;  // reason: priority | admin | drain
+  std::map<std::string, int64_t> requeues;     // cause: preemption | failure
+  std::array<uint64_t, kPendingBuckets.size() + 1> pending_buckets{};  // not cumulative
+  uint64_t pending_count = 0;
+  double pending_sum_s = 0;
+
+  void ObservePending(double seconds) {
+    size_t i = 0;
+    while (i < kPendingBuckets.size() && seconds > kPendingBuckets[i]) ++i;
+    ++pending_buckets[i];
+    ++pending_count;
+    pending_sum_s += seconds;
+  }
+};
+
+}  // namespace athanor::coord

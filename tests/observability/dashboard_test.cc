@@ -1,0 +1,137 @@
+// The web dashboard in Debian's headless Chromium against a live cluster:
+// the page's DOM (after its scripts ran) lists the running job with its
+// state, colours its GPUs allocated in the grid, shows the pending job's
+// `why`, and charts loss points that are exactly the job's step lines.
+// Screenshots of both pages are saved as artifacts (ArtifactDir()).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "tests/observability/obs_test_util.h"
+
+namespace athanor::testing {
+namespace {
+
+std::vector<std::string> Chromium(const std::string& profile) {
+  return {"chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+          "--user-data-dir=" + profile, "--window-size=1280,1000", "--virtual-time-budget=8000"};
+}
+
+// The page's DOM after its scripts ran.
+std::string DumpDom(LocalCluster& cluster, const std::string& url) {
+  std::vector<std::string> argv = Chromium(cluster.dir() + "/chromium");
+  argv.push_back("--dump-dom");
+  argv.push_back(url);
+  CliResult r = RunTool(argv, cluster.dir() + "/chromium.err");
+  EXPECT_EQ(r.exit_code, 0) << "chromium (Debian package) is required: " << r.err;
+  return r.out;
+}
+
+// Saves a screenshot; its size in bytes (0 when none was written).
+uintmax_t Screenshot(LocalCluster& cluster, const std::string& url, const std::string& path) {
+  std::filesystem::remove(path);
+  std::vector<std::string> argv = Chromium(cluster.dir() + "/chromium");
+  argv.push_back("--screenshot=" + path);
+  argv.push_back(url);
+  CliResult r = RunTool(argv, cluster.dir() + "/chromium-shot.err");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::error_code ec;
+  uintmax_t size = std::filesystem::file_size(path, ec);
+  return ec ? 0 : size;
+}
+
+std::string HtmlEscape(const std::string& s) {
+  return absl::StrReplaceAll(s, {{"&", "&amp;"}, {"<", "&lt;"}, {">", "&gt;"}});
+}
+
+int Count(const std::string& text, const std::regex& re) {
+  return static_cast<int>(std::distance(std::sregex_iterator(text.begin(), text.end(), re), std::sregex_iterator()));
+}
+
+TEST(ObservabilityDashboardTest, ShowsJobsGridQueueAndLossChartInChromium) {
+  LocalCluster cluster(OwnMasterPort());
+  cluster.EnableHttp();
+  cluster.StartCoordinator();
+  cluster.StartAgent("node-a", 1);
+  cluster.StartAgent("node-b", 1);
+  ASSERT_TRUE(cluster.WaitForNodesUp(2));
+  const std::string running = SubmitLongTraining(cluster, "alice", 2, 1);
+  ASSERT_FALSE(running.empty());
+  // No GPU is left for this one: it waits, and says why.
+  CliResult waiting = cluster.Cli({"submit", "--tenant", "bob", "--name", "queued", "--nodes", "1",
+                                   "--gpus-per-node", "1", "--", "/bin/true"});
+  ASSERT_EQ(waiting.exit_code, 0) << waiting.err;
+  const std::string pending = waiting.out.substr(0, waiting.out.find('\n'));
+
+  // Wait for the view to hold both, and for 20 charted steps.
+  std::string why;
+  bool ready = LocalCluster::WaitFor(
+      [&] {
+        nlohmann::json view = GetJson(cluster, "/api/cluster");
+        nlohmann::json history = GetJson(cluster, "/api/telemetry?job=" + running);
+        if (view.is_null() || history.is_null() || history["samples"].size() < 20) return false;
+        bool run = false;
+        for (const nlohmann::json& j : view["jobs"]) {
+          if (j["id"] == running) run = j["state"] == "RUNNING";
+          if (j["id"] == pending && j["state"] == "PENDING" && !j["why"].empty()) {
+            std::vector<std::string> reasons = j["why"];
+            why = absl::StrJoin(reasons, "; ");
+          }
+        }
+        return run && !why.empty();
+      },
+      std::chrono::seconds(45));
+  ASSERT_TRUE(ready) << "the cluster view never showed a running job with 20 steps and a pending one:\n"
+                     << cluster.CoordinatorLog();
+  // The why text is the scheduler's, as `athanor why` prints it.
+  CliResult why_cli = cluster.Cli({"why", pending, "--json"});
+  nlohmann::json why_json = nlohmann::json::parse(why_cli.out, nullptr, false);
+  ASSERT_FALSE(why_json.is_discarded()) << why_cli.out;
+  std::vector<std::string> cli_reasons = why_json["reasons"];
+  EXPECT_EQ(absl::StrJoin(cli_reasons, "; "), why);
+
+  const std::string base = "http://" + cluster.http_address();
+  std::string overview = DumpDom(cluster, base + "/");
+  std::ofstream(ArtifactDir() + "/overview.html") << overview;
+  EXPECT_NE(overview.find("data-loaded=\"1\""), std::string::npos) << "the page's script never rendered";
+  EXPECT_NE(overview.find(absl::StrCat("<tr data-job=\"", running, "\" data-state=\"RUNNING\">")), std::string::npos)
+      << overview;
+  EXPECT_EQ(Count(overview, std::regex(absl::StrCat("class=\"gpu allocated\"[^>]*data-job=\"", running,
+                                                    "\"[^>]*data-tenant=\"alice\" data-state=\"allocated\""))),
+            2)
+      << overview;
+  EXPECT_NE(overview.find(absl::StrCat("<tr data-job=\"", pending, "\" data-state=\"PENDING\">")), std::string::npos);
+  EXPECT_NE(overview.find(absl::StrCat("<td class=\"why\">", HtmlEscape(why), "</td>")), std::string::npos)
+      << "why '" << why << "' not in the queue:\n" << overview;
+
+  std::string job_page = DumpDom(cluster, base + "/job?id=" + running);
+  std::ofstream(ArtifactDir() + "/job.html") << job_page;
+  std::map<int64_t, double> steps = StepLosses(cluster, running);
+  std::regex point("<tr data-step=\"(\\d+)\" data-loss=\"([^\"]+)\" data-attempt=\"1\">");
+  int points = 0;
+  for (auto it = std::sregex_iterator(job_page.begin(), job_page.end(), point); it != std::sregex_iterator(); ++it) {
+    const int64_t step = std::stoll((*it)[1]);
+    const double loss = std::stod((*it)[2]);
+    ++points;
+    auto line = steps.find(step);
+    ASSERT_NE(line, steps.end()) << "charted step " << step << " has no step line in rank 0's log";
+    EXPECT_EQ(loss, line->second) << "step " << step;
+  }
+  EXPECT_GE(points, 20);
+  // The chart was given exactly those points.
+  EXPECT_TRUE(std::regex_search(job_page, std::regex(absl::StrCat("id=\"loss-chart\"[^>]*data-points=\"", points, "\""))))
+      << "loss chart does not hold the " << points << " points";
+
+  // Screenshots, for people to look at; a blank page compresses to a few KiB.
+  EXPECT_GT(Screenshot(cluster, base + "/", ArtifactDir() + "/overview.png"), 20000u);
+  EXPECT_GT(Screenshot(cluster, base + "/job?id=" + running, ArtifactDir() + "/job.png"), 20000u);
+  EXPECT_EQ(cluster.Cli({"cancel", running}).exit_code, 0);
+}
+
+}  // namespace
+}  // namespace athanor::testing

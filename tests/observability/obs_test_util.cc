@@ -1,0 +1,78 @@
+#include "tests/observability/obs_test_util.h"
+
+#include <cstdlib>
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_split.h"
+#include "common/net.h"
+#include "common/subprocess.h"
+
+namespace athanor::testing {
+
+std::vector<std::string> OwnMasterPort() {
+  const std::string port = std::to_string(PickFreePort().value());
+  return {"--master-port-range", port + "-" + port};
+}
+
+std::string SubmitLongTraining(LocalCluster& cluster, const std::string& tenant, int nodes,
+                               int gpus_per_node) {
+  const std::string bin = std::getenv("ATHANOR_BIN_DIR");
+  // About 25 ms a step here: slow enough to watch, fast enough to chart.
+  CliResult r = cluster.Cli({"submit", "--tenant", tenant, "--name", "watched", "--nodes", std::to_string(nodes),
+                             "--gpus-per-node", std::to_string(gpus_per_node), "--env", "OPENBLAS_NUM_THREADS=1",
+                             "--", bin + "/athanor-train", "--hidden", "512", "--layers", "2", "--micro-batch",
+                             "32", "--steps", "1000000", "--timeout-s", "30"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return r.out.substr(0, r.out.find('\n'));
+}
+
+CliResult RunTool(const std::vector<std::string>& argv, const std::string& err_path) {
+  CliResult r;
+  SubprocessOptions o;
+  o.argv = argv;
+  o.capture_stdout = true;
+  std::filesystem::remove(err_path);
+  o.stderr_path = err_path;
+  auto p = Subprocess::Start(o);
+  if (!p.ok()) {
+    r.err = std::string(p.status().message());
+    return r;
+  }
+  r.out = (*p)->ReadAllStdout();
+  r.exit_code = (*p)->Wait().exit_code;
+  r.err = ReadFile(err_path);
+  return r;
+}
+
+nlohmann::json GetJson(LocalCluster& cluster, const std::string& path) {
+  HttpResult r = cluster.HttpGet(cluster.http_address(), path);
+  if (r.status != 200) return nullptr;
+  nlohmann::json j = nlohmann::json::parse(r.body, nullptr, false);
+  return j.is_discarded() ? nullptr : j;
+}
+
+std::map<int64_t, double> StepLosses(LocalCluster& cluster, const std::string& job) {
+  std::map<int64_t, double> out;
+  CliResult logs = cluster.Cli({"logs", job, "--rank", "0"});
+  for (absl::string_view line : absl::StrSplit(logs.out, '\n')) {
+    size_t brace = line.find('{');
+    if (brace == absl::string_view::npos) continue;
+    nlohmann::json j = nlohmann::json::parse(line.substr(brace), nullptr, false);
+    if (j.is_discarded() || !j.contains("step") || !j.contains("loss")) continue;
+    out[j["step"].get<int64_t>()] = j["loss"].get<double>();
+  }
+  return out;
+}
+
+std::string ArtifactDir() {
+  const char* env = std::getenv("ATHANOR_ARTIFACT_DIR");
+  std::string dir = env != nullptr && *env != '\0'
+                        ? std::string(env)
+                        : std::string(std::getenv("ATHANOR_BIN_DIR")) + "/../tests/artifacts/observability";
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+}  // namespace athanor::testing

@@ -1,0 +1,53 @@
+// AgentMetrics: the node agent's Prometheus metrics (docs/observability.md):
+// ranks running, rank exits by cause, per-device GPU utilisation and memory
+// (only where nvidia-smi answers: absent, not zero, elsewhere), CPU time and
+// resident memory per job (from /proc, over each rank's process group) and
+// the newest training figures per job from the telemetry socket.
+//
+// Update() runs on the heartbeat loop and builds the whole exposition's
+// families; Scrape() (HTTP threads) only serialises the last one built, so a
+// scrape never touches the supervisor or /proc. Thread-safe.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <prometheus/metric_family.h>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "worker/agent/rank_supervisor.h"
+#include "worker/agent/telemetry_hub.h"
+
+namespace athanor::agent {
+
+struct GpuReadings {
+  std::map<int, double> utilization;  // percent, by index
+  std::map<int, double> memory_used_mb;
+};
+
+class AgentMetrics {
+ public:
+  explicit AgentMetrics(std::string node) : node_(std::move(node)) {}
+
+  // `gpus` null: not measured on this node.
+  void Update(const std::vector<RankStatusReport>& reports, const GpuReadings* gpus,
+              const std::map<std::pair<std::string, int32_t>, StepSample>& telemetry,
+              uint64_t telemetry_dropped);
+  std::string Scrape() const;
+
+  // "success", "error", "signal", "oom" or "failed_to_start".
+  static const char* ExitCause(const RankStatusReport& r);
+
+ private:
+  const std::string node_;
+  // Heartbeat loop only.
+  std::set<RankKey> counted_;
+  std::map<std::string, int64_t> exits_;
+  mutable absl::Mutex mu_;
+  std::vector<prometheus::MetricFamily> families_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace athanor::agent
