@@ -108,4 +108,22 @@ ServiceSecurity CoordinatorSecurity::service_security() {
   return out;
 }
 
+HttpAuthenticator CoordinatorSecurity::http_authenticator() const {
+  if (!tls_) return OpenAuthenticator();
+  const TokenStore* tokens = tokens_.get();
+  return [tokens](const HttpRequest& req) -> absl::StatusOr<HttpCaller> {
+    if (req.path == "/" || req.path == "/index.html" || req.path == "/job" ||
+        absl::StartsWith(req.path, "/static/")) {
+      return HttpCaller{"", "anonymous"};
+    }
+    constexpr absl::string_view kBearer = "Bearer ";
+    if (!absl::StartsWith(req.authorization, kBearer)) {
+      return absl::UnauthenticatedError("send 'Authorization: Bearer <token>' (athanor admin token create)");
+    }
+    absl::StatusOr<Identity> id = tokens->Authenticate(req.authorization.substr(kBearer.size()));
+    if (!id.ok()) return id.status();
+    return HttpCaller{id->role == Role::kAdmin ? "" : id->tenant, RoleName(id->role)};
+  };
+}
+
 }  // namespace athanor::coord

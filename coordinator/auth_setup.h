@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/clock.h"
+#include "common/http_server.h"
 #include "common/options.h"
 #include "coordinator/auth_policy.h"
 #include "coordinator/auth_service.h"
@@ -50,6 +51,12 @@ class CoordinatorSecurity {
   const Authorizer* authorizer() const { return authorizer_.get(); }
   SecurityService* security_service() { return service_.get(); }
   const SecretStore* secrets() const { return secrets_.get(); }
+  // For the dashboard and /metrics: pages and static assets are open (they
+  // hold no data); everything else needs a bearer token, which names the
+  // caller's tenant and role. Open to everyone with --insecure.
+  HttpAuthenticator http_authenticator() const;
+  // The coordinator's certificate and key (null with --insecure).
+  const security::TlsMaterial* tls() const { return tls_ ? &*tls_ : nullptr; }
 
  private:
   CoordinatorSecurity() = default;

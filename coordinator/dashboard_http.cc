@@ -37,13 +37,23 @@ absl::StatusOr<std::unique_ptr<HttpServer>> StartDashboard(const DashboardOption
   http.listen = options.listen;
   http.threads = 4;
   http.authenticator = options.authenticator;
+  http.tls_pem_file = options.tls_pem_file;
   auto server = std::make_unique<HttpServer>(http);
-  server->Route("/metrics", [metrics](const HttpRequest&) {
+  // Metrics name every tenant's jobs: admins (or an open server) only.
+  server->Route("/metrics", [metrics](const HttpRequest& req) {
+    if (req.caller.role == "user") {
+      return HttpResponse{403, "text/plain; charset=utf-8", "/metrics is for admins' tokens\n", ""};
+    }
     return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", metrics->Scrape(), ""};
   });
-  server->Route("/api/cluster", [metrics](const HttpRequest&) { return Json(metrics->View()->view); });
+  server->Route("/api/cluster", [metrics](const HttpRequest& req) {
+    return Json(ViewFor(metrics->View()->view, req.caller.tenant));
+  });
   server->Route("/api/telemetry", [metrics](const HttpRequest& req) {
     auto it = req.query.find("job");
+    if (it != req.query.end() && !JobVisible(metrics->View()->view, req.caller.tenant, it->second)) {
+      return HttpResponse{403, "text/plain; charset=utf-8", "job: not the caller's tenant's\n", ""};
+    }
     absl::StatusOr<rpc::JobTelemetryHistory> h =
         JobHistory(*metrics->telemetry(), it == req.query.end() ? "" : it->second);
     if (!h.ok()) return HttpResponse{400, "text/plain; charset=utf-8", absl::StrCat("job: ", h.status().message(), "\n"), ""};

@@ -17,8 +17,20 @@ function el(tag, attrs, ...children) {
   return e;
 }
 function num(x, digits) { return x === undefined || x === null ? "" : Number(x).toFixed(digits); }
+// With tokens (docs/security.md), open the dashboard as .../#token=TOKEN: the
+// fragment never leaves the browser; the token is kept for this tab only and
+// sent as a bearer token with every API call.
+(function takeToken() {
+  const m = /(?:^#|&)token=([^&]+)/.exec(location.hash);
+  if (m) {
+    sessionStorage.setItem("athanor-token", decodeURIComponent(m[1]));
+    history.replaceState(null, "", location.pathname + location.search);
+  }
+})();
 async function getJson(url) {
-  const r = await fetch(url, {cache: "no-store"});
+  const token = sessionStorage.getItem("athanor-token");
+  const headers = token ? {"Authorization": "Bearer " + token} : {};
+  const r = await fetch(url, {cache: "no-store", headers});
   if (!r.ok) throw new Error(url + ": HTTP " + r.status);
   return r.json();
 }
