@@ -18,7 +18,10 @@ namespace athanor::testing {
 namespace {
 
 std::vector<std::string> Chromium(const std::string& profile) {
+  // The test cluster's certificate names coordinator.athanor, not the
+  // loopback address the browser is pointed at.
   return {"chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+          "--ignore-certificate-errors",
           "--user-data-dir=" + profile, "--window-size=1280,1000", "--virtual-time-budget=8000"};
 }
 
@@ -95,8 +98,10 @@ TEST(ObservabilityDashboardTest, ShowsJobsGridQueueAndLossChartInChromium) {
   std::vector<std::string> cli_reasons = why_json["reasons"];
   EXPECT_EQ(absl::StrJoin(cli_reasons, "; "), why);
 
-  const std::string base = "http://" + cluster.http_address();
-  std::string overview = DumpDom(cluster, base + "/");
+  const std::string base = cluster.http_base();
+  // The dashboard takes the bearer token from the URL's fragment.
+  const std::string token = "#token=" + cluster.admin_token();
+  std::string overview = DumpDom(cluster, base + "/" + token);
   std::ofstream(ArtifactDir() + "/overview.html") << overview;
   EXPECT_NE(overview.find("data-loaded=\"1\""), std::string::npos) << "the page's script never rendered";
   EXPECT_NE(overview.find(absl::StrCat("<tr data-job=\"", running, "\" data-state=\"RUNNING\">")), std::string::npos)
@@ -109,7 +114,7 @@ TEST(ObservabilityDashboardTest, ShowsJobsGridQueueAndLossChartInChromium) {
   EXPECT_NE(overview.find(absl::StrCat("<td class=\"why\">", HtmlEscape(why), "</td>")), std::string::npos)
       << "why '" << why << "' not in the queue:\n" << overview;
 
-  std::string job_page = DumpDom(cluster, base + "/job?id=" + running);
+  std::string job_page = DumpDom(cluster, base + "/job?id=" + running + token);
   std::ofstream(ArtifactDir() + "/job.html") << job_page;
   std::map<int64_t, double> steps = StepLosses(cluster, running);
   std::regex point("<tr data-step=\"(\\d+)\" data-loss=\"([^\"]+)\" data-attempt=\"1\">");
@@ -128,8 +133,8 @@ TEST(ObservabilityDashboardTest, ShowsJobsGridQueueAndLossChartInChromium) {
       << "loss chart does not hold the " << points << " points";
 
   // Screenshots, for people to look at; a blank page compresses to a few KiB.
-  EXPECT_GT(Screenshot(cluster, base + "/", ArtifactDir() + "/overview.png"), 20000u);
-  EXPECT_GT(Screenshot(cluster, base + "/job?id=" + running, ArtifactDir() + "/job.png"), 20000u);
+  EXPECT_GT(Screenshot(cluster, base + "/" + token, ArtifactDir() + "/overview.png"), 20000u);
+  EXPECT_GT(Screenshot(cluster, base + "/job?id=" + running + token, ArtifactDir() + "/job.png"), 20000u);
   EXPECT_EQ(cluster.Cli({"cancel", running}).exit_code, 0);
 }
 
