@@ -10,6 +10,8 @@
 #include <memory>
 #include <string>
 
+#include <grpcpp/grpcpp.h>
+
 #include "checkpoint/service/checkpoint_service.h"
 #include "proto/athanor.grpc.pb.h"
 

@@ -16,6 +16,7 @@
 #include "checkpoint/service/checkpoint_service.h"
 #include "common/logging.h"
 #include "common/options.h"
+#include "security/cluster_ca.h"
 #include "security/tls.h"
 #include "worker/ckptsvc/coordinator_reporter.h"
 
