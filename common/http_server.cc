@@ -1,7 +1,5 @@
 #include "common/http_server.h"
 
-#include <vector>
-
 #include <civetweb.h>
 
 #include <algorithm>
@@ -84,28 +82,21 @@ std::map<std::string, std::string> HttpServer::ParseQuery(const std::string& que
 
 absl::Status HttpServer::Start() {
   static std::once_flag init;
-  std::call_once(init, [] { mg_init_library(MG_FEATURES_TLS); });
-  const bool tls = !options_.tls_pem_file.empty();
-  std::string listen = options_.listen + (tls ? "s" : "");
+  // Plain HTTP only: Debian's civetweb loads whatever libssl.so it finds at
+  // run time and crashes on TLS connections with OpenSSL 3.
+  std::call_once(init, [] { mg_init_library(0); });
+  std::string listen = options_.listen;
   std::string threads = std::to_string(std::max(1, options_.threads));
-  std::vector<const char*> opts = {"listening_ports", listen.c_str(), "num_threads", threads.c_str(),
-                                   "enable_keep_alive", "no"};
-  if (tls) {
-    // Protocol 4: TLS 1.2 and newer only.
-    for (const char* o : {"ssl_certificate", options_.tls_pem_file.c_str(), "ssl_protocol_version", "4"}) {
-      opts.push_back(o);
-    }
-  }
-  opts.push_back(nullptr);
+  const char* opts[] = {"listening_ports", listen.c_str(), "num_threads", threads.c_str(),
+                        "enable_keep_alive", "no", nullptr};
   mg_callbacks callbacks{};
   callbacks.log_message = [](const mg_connection*, const char* message) {
     ATHANOR_LOG(WARNING) << "http: " << message;
     return 1;
   };
-  ctx_ = mg_start(&callbacks, this, opts.data());
+  ctx_ = mg_start(&callbacks, this, opts);
   if (ctx_ == nullptr) {
-    return absl::UnavailableError(absl::StrCat("cannot serve ", tls ? "HTTPS" : "HTTP", " on '",
-                                               options_.listen, "'"));
+    return absl::UnavailableError(absl::StrCat("cannot serve HTTP on '", listen, "'"));
   }
   mg_set_request_handler(ctx_, "/", &HttpServer::Dispatch, this);
   mg_server_port ports[4];

@@ -61,9 +61,6 @@ class HttpServer {
     std::string listen;  // HOST:PORT; PORT 0 picks a free one
     int threads = 2;
     HttpAuthenticator authenticator;  // null: OpenAuthenticator()
-    // A PEM file holding the private key and then the certificate: HTTPS
-    // only (TLS 1.2 or newer). Empty: plain HTTP.
-    std::string tls_pem_file;
   };
   explicit HttpServer(Options options);
   ~HttpServer();  // stops serving; waits for running handlers

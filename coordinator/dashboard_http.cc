@@ -37,7 +37,6 @@ absl::StatusOr<std::unique_ptr<HttpServer>> StartDashboard(const DashboardOption
   http.listen = options.listen;
   http.threads = 4;
   http.authenticator = options.authenticator;
-  http.tls_pem_file = options.tls_pem_file;
   auto server = std::make_unique<HttpServer>(http);
   // Metrics name every tenant's jobs: admins (or an open server) only.
   server->Route("/metrics", [metrics](const HttpRequest& req) {

@@ -20,7 +20,6 @@ struct DashboardOptions {
   std::string listen;                                  // HOST:PORT
   std::string chartjs_dir = "/usr/share/javascript/chart.js";
   HttpAuthenticator authenticator;                     // null: open
-  std::string tls_pem_file;                            // key + certificate: HTTPS; empty: HTTP
 };
 
 absl::StatusOr<std::unique_ptr<HttpServer>> StartDashboard(const DashboardOptions& options,

@@ -29,7 +29,6 @@
 #include "coordinator/coordinator_core.h"
 #include "coordinator/coordinator_service.h"
 #include "coordinator/auth_setup.h"
-#include "security/private_file.h"
 #include "coordinator/dashboard_http.h"
 #include "coordinator/metrics_registry.h"
 #include "coordinator/metrics_rpc.h"
@@ -217,20 +216,6 @@ int Run(int argc, char** argv) {
     DashboardOptions dashboard;
     dashboard.listen = http_listen;
     dashboard.authenticator = (*security)->http_authenticator();
-    if (const security::TlsMaterial* tls = (*security)->tls()) {
-      // HTTPS with the coordinator's certificate; civetweb reads key and
-      // certificate from one file, kept beside the state and mode 0600.
-      dashboard.tls_pem_file = state_path + ".https.pem";
-      absl::Status w = security::WritePrivateFile(dashboard.tls_pem_file, tls->key_pem + tls->cert_pem,
-                                                  /*overwrite=*/true);
-      if (!w.ok()) {
-        ATHANOR_LOG(ERROR) << "--http-listen: " << w;
-        (*core)->Shutdown();
-        server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
-        return 1;
-      }
-    }
-    dashboard.chartjs_dir = chartjs_dir;
     absl::StatusOr<std::unique_ptr<HttpServer>> started = StartDashboard(dashboard, metrics.get());
     if (!started.ok()) {
       ATHANOR_LOG(ERROR) << "--http-listen: " << started.status();

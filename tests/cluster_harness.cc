@@ -16,7 +16,6 @@
 #include <thread>
 
 #include <grpcpp/grpcpp.h>
-#include <openssl/ssl.h>
 #include <gtest/gtest.h>
 
 #include "absl/strings/ascii.h"
@@ -248,27 +247,6 @@ std::string LocalCluster::agent_metrics_address(const std::string& name) const {
   return it == agent_metrics_.end() ? "" : it->second;
 }
 
-std::string LocalCluster::HttpsExchange(int fd, const std::string& request) {
-  // TLS 1.2+ to the coordinator's HTTPS port, its certificate verified
-  // against the cluster CA and for the coordinator's name.
-  std::string raw;
-  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
-  if (ctx == nullptr) return raw;
-  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-  SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
-  SSL* ssl = nullptr;
-  if (SSL_CTX_load_verify_locations(ctx, (tls_dir() + "/ca.crt").c_str(), nullptr) == 1 &&
-      (ssl = SSL_new(ctx)) != nullptr && SSL_set1_host(ssl, security::kCoordinatorName) == 1 &&
-      SSL_set_fd(ssl, fd) == 1 && SSL_connect(ssl) == 1 &&
-      SSL_write(ssl, request.data(), static_cast<int>(request.size())) == static_cast<int>(request.size())) {
-    char buf[65536];
-    for (int n; (n = SSL_read(ssl, buf, sizeof(buf))) > 0;) raw.append(buf, static_cast<size_t>(n));
-  }
-  if (ssl != nullptr) SSL_free(ssl);
-  SSL_CTX_free(ctx);
-  return raw;
-}
-
 HttpResult LocalCluster::HttpGet(const std::string& address, const std::string& path) {
   HttpResult result;
   size_t colon = address.rfind(':');
@@ -286,13 +264,11 @@ HttpResult LocalCluster::HttpGet(const std::string& address, const std::string& 
     close(fd);
     return result;
   }
-  const bool tls = secure_ && address == http_address_;
+  const bool token = secure_ && address == http_address_;
   std::string req = absl::StrCat("GET ", path, " HTTP/1.1\r\nHost: ", address, "\r\nConnection: close\r\n",
-                                 tls ? absl::StrCat("Authorization: Bearer ", admin_token_, "\r\n") : "", "\r\n");
+                                 token ? absl::StrCat("Authorization: Bearer ", admin_token_, "\r\n") : "", "\r\n");
   std::string raw;
-  if (tls) {
-    raw = HttpsExchange(fd, req);
-  } else if (write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size())) {
+  if (write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size())) {
     char buf[65536];
     for (ssize_t n; (n = read(fd, buf, sizeof(buf))) > 0;) raw.append(buf, static_cast<size_t>(n));
   }

@@ -64,11 +64,10 @@ class LocalCluster {
   std::string agent_metrics_address(const std::string& name) const;
   // GET http://ADDRESS/PATH (one of the endpoints above), as the cluster's
   // clients reach them.
-  // GET on `address`. The coordinator's http_address() of a secure cluster
-  // is HTTPS (verified against the cluster CA) and gets the admin token.
+  // GET on `address`; the coordinator's http_address() of a secure cluster
+  // gets the admin token as a bearer token.
   HttpResult HttpGet(const std::string& address, const std::string& path);
-  // "https://ADDR" for a secure cluster's coordinator, else "http://ADDR".
-  std::string http_base() const { return (secure_ ? "https://" : "http://") + http_address_; }
+  std::string http_base() const { return "http://" + http_address_; }
   const std::string& admin_token() const { return admin_token_; }
   // A helper process of the test (a metrics server, a browser) that the
   // watchdog must stop too (tracked until the test binary exits).
@@ -128,8 +127,6 @@ class LocalCluster {
   std::vector<std::string> coordinator_flags_;
   bool sandboxed_;
   bool share_dir_ = true;
-  // One HTTPS request/response over the connected socket `fd`.
-  std::string HttpsExchange(int fd, const std::string& request);
   bool secure_ = true;
   std::string admin_token_;
   std::string http_address_;                          // empty: no HTTP

@@ -18,10 +18,7 @@ namespace athanor::testing {
 namespace {
 
 std::vector<std::string> Chromium(const std::string& profile) {
-  // The test cluster's certificate names coordinator.athanor, not the
-  // loopback address the browser is pointed at.
   return {"chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-          "--ignore-certificate-errors",
           "--user-data-dir=" + profile, "--window-size=1280,1000", "--virtual-time-budget=8000"};
 }
 

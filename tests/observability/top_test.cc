@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "security/private_file.h"
 #include "tests/observability/obs_test_util.h"
 
 namespace athanor::testing {
@@ -32,8 +33,13 @@ TEST(ObservabilityTopTest, ShowsRunningJobInTmuxAndQuitsOnQ) {
     args.insert(args.begin(), {"tmux", "-S", socket});
     return RunTool(args, cluster.dir() + "/tmux.err");
   };
+  // As a user would run it against a secure cluster: the CA to verify the
+  // coordinator, and a token file (mode 0600), never a token on the command line.
+  const std::string token_file = cluster.dir() + "/top.token";
+  ASSERT_TRUE(security::WritePrivateFile(token_file, cluster.admin_token()).ok());
   const std::string top = absl::StrCat(std::getenv("ATHANOR_BIN_DIR"), "/athanor --coordinator ",
-                                       cluster.address(), " top --interval 0.3");
+                                       cluster.address(), " --ca ", cluster.tls_dir(), "/ca.crt --token-file ",
+                                       token_file, " top --interval 0.3");
   CliResult started = tmux({"new-session", "-d", "-s", "top", "-x", "80", "-y", "24", top});
   ASSERT_EQ(started.exit_code, 0) << "tmux (Debian package) is required: " << started.err;
   // The tmux server goes however the test ends (an ASSERT returns early).
