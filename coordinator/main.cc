@@ -21,6 +21,7 @@
 #include "coordinator/agent_service.h"
 #include "coordinator/coordinator_core.h"
 #include "coordinator/coordinator_service.h"
+#include "coordinator/hang_flags.h"
 
 namespace athanor::coord {
 namespace {
@@ -60,6 +61,8 @@ int Run(int argc, char** argv) {
       ("checkpoint-poll-s", po::value(&checkpoint_poll_s)->default_value(30),
        "read running jobs' newest committed checkpoint this often (0: never)")
       ("log-level", po::value(&log_level)->default_value("info"), "debug, info, warning, error");
+  HangFlags hang_flags;
+  AddHangFlags(&desc, &hang_flags);
   ParsedCommandLine cmd;
   absl::Status s = ParseOptions(argc, argv, desc,
                                 "usage: athanor-coordinator --state PATH [--listen HOST:PORT] ...",
@@ -108,6 +111,10 @@ int Run(int argc, char** argv) {
   options.idle_reclaim_grace = Seconds(idle_reclaim_grace_s);
   options.heartbeat_timeout = Seconds(heartbeat_timeout_s);
   options.kill_after_ms = kill_after_ms;
+  if (absl::Status bad = ApplyHangFlags(hang_flags, &options.hangs); !bad.ok()) {
+    std::cerr << "athanor-coordinator: " << bad.message() << "\n";
+    return 2;
+  }
   options.coordinator_address = advertise.empty() ? listen : advertise;
   options.schedule_inline = false;  // passes from the core's loop, shared by a burst of changes
 

@@ -44,6 +44,7 @@ void AddReports(const std::vector<RankStatusReport>& reports,
       p->set_gpu_measured(true);
       p->set_gpu_utilization(r.gpu_utilization);
     }
+    ProgressToProto(r.progress, p);
   }
 }
 
@@ -284,9 +285,11 @@ void Agent::Run() {
       t.tenant = d.tenant();
       t.memory_mb = d.memory_mb();
       t.cpus = d.cpus();
+      t.capture_stacks = d.capture_stacks();
       desired.push_back(std::move(t));
     }
     supervisor_->Converge(desired);
+    CaptureHungStacks(supervisor_);
     ArchiveRemoved();
     supervisor_->EnforceDeadlines();
     known_generation_ = resp.generation();

@@ -26,7 +26,9 @@
 #include "checkpoint/checkpointer.h"
 #include "checkpoint/retention.h"
 #include "collectives/factory.h"
+#include "collectives/progress_communicator.h"
 #include "common/logging.h"
+#include "common/progress_page.h"
 #include "common/rank_env.h"
 #include "common/status.h"
 #include "worker/train/checkpointing.h"
@@ -165,7 +167,16 @@ absl::Status Run(TrainFlags flags) {
   TrainerOptions options = flags.trainer;
   options.inject_overflow_rank =
       flags.inject_overflow_rank < 0 ? env.world_size - 1 : flags.inject_overflow_rank;
-  ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(options, &data, comm.get()));
+  // Under an agent, the training loop's progress goes on the page it names
+  // ($ATHANOR_PROGRESS_FILE); the checkpoint barriers stay off it.
+  std::unique_ptr<ProgressWriter> progress_page = ProgressWriter::FromEnv();
+  std::unique_ptr<ProgressCommunicator> progress_comm;
+  if (progress_page != nullptr) {
+    progress_comm = std::make_unique<ProgressCommunicator>(comm.get(), progress_page.get());
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer,
+                   Trainer::Create(options, &data,
+                                   progress_comm ? progress_comm.get() : comm.get()));
   const std::chrono::milliseconds timeout = std::chrono::seconds(flags.timeout_s);
   if (!flags.resume_from.empty()) {
     std::map<std::string, std::vector<float>> tensors;
@@ -246,6 +257,10 @@ absl::Status Run(TrainFlags flags) {
       return Annotate(stats.status(), absl::StrCat("step ", i));
     }
     const int64_t done = trainer->step();
+    if (progress_page != nullptr) {
+      progress_page->StepDone(done, std::max(0.0, stats->step_ms - stats->comm_wait_ms),
+                              stats->step_ms);
+    }
     double stall_ms = 0;
     if (ckpt.has_value() && !stats->stop && flags.checkpoint_every > 0 &&
         done % flags.checkpoint_every == 0 && done < flags.steps) {
