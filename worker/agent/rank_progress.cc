@@ -143,6 +143,7 @@ void CaptureHungStacks(RankSupervisor* supervisor) {
     std::ofstream(t.log_path, std::ios::app)
         << "athanor: hang detected; thread stacks of rank " << t.key.rank << ":\n"
         << stacks << "athanor: end of stacks\n";
+    supervisor->StacksCaptured(t.key);  // hung: no point waiting for SIGTERM to work
   }
 }
 

@@ -207,6 +207,12 @@ std::vector<RankStatusReport> RankSupervisor::Reports() {
   return out;
 }
 
+void RankSupervisor::StacksCaptured(const RankKey& key) {
+  absl::MutexLock lock(&mu_);
+  auto it = ranks_.find(key);
+  if (it != ranks_.end() && it->second.term_sent) it->second.kill_at = clock_->Now();
+}
+
 std::vector<StackCaptureTask> RankSupervisor::TakeStackCaptures() {
   absl::MutexLock lock(&mu_);
   return std::exchange(captures_, {});

@@ -108,6 +108,9 @@ class RankSupervisor {
   std::vector<ArchiveTask> TakeArchives();
   // Ranks newly marked capture_stacks, once each.
   std::vector<StackCaptureTask> TakeStackCaptures();
+  // The rank's stacks are captured: a terminating rank's SIGKILL is due now
+  // (at the next EnforceDeadlines) rather than at its deadline.
+  void StacksCaptured(const RankKey& key);
   // Starts a helper child (health check) that the reaper must leave to its
   // owner, who Wait()s for it and then calls EndForeign(pid).
   absl::StatusOr<std::unique_ptr<Subprocess>> StartForeign(const SubprocessOptions& options);

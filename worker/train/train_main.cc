@@ -32,6 +32,7 @@
 #include "common/rank_env.h"
 #include "common/status.h"
 #include "worker/train/checkpointing.h"
+#include "worker/train/inject_slow.h"
 #include "worker/train/state_file.h"
 #include "worker/train/train_flags.h"
 #include "worker/train/trainer.h"
@@ -159,6 +160,7 @@ absl::Status Run(TrainFlags flags) {
   ASSIGN_OR_RETURN(RankEnv env, ParseRankEnv(ProcessEnv()));
   SetLogTags(absl::StrCat("rank=", env.rank));
   ASSIGN_OR_RETURN(CrashPlan crash, CrashPlanFromEnv());
+  ASSIGN_OR_RETURN(SlowPlan slow, ParseSlowPlan(flags.inject_slow));
   StartCrashTimer(crash, env.rank);
   ASSIGN_OR_RETURN(CommunicatorOptions comm_options, CommOptions(flags, env));
   ASSIGN_OR_RETURN(std::unique_ptr<Communicator> comm, CreateCommunicator(comm_options));
@@ -250,16 +252,22 @@ absl::Status Run(TrainFlags flags) {
   const bool print = env.rank == 0 || flags.all_ranks_log;
   const bool progress = env.rank == 0 && isatty(STDOUT_FILENO);
   bool stopped = false;
+  double last_compute_ms = 0;
   for (int64_t i = trainer->step(); i < flags.steps; ++i) {
+    double slept_ms = 0;
+    if (slow.Applies(env.rank, i) && last_compute_ms > 0) {
+      slept_ms = (slow.factor - 1) * last_compute_ms;
+      usleep(static_cast<useconds_t>(slept_ms * 1000));
+    }
     absl::StatusOr<StepStats> stats = trainer->Step(g_stop_signal != 0);
     if (!stats.ok()) {
       comm->Abort();
       return Annotate(stats.status(), absl::StrCat("step ", i));
     }
     const int64_t done = trainer->step();
+    last_compute_ms = std::max(0.0, stats->step_ms - stats->comm_wait_ms);
     if (progress_page != nullptr) {
-      progress_page->StepDone(done, std::max(0.0, stats->step_ms - stats->comm_wait_ms),
-                              stats->step_ms);
+      progress_page->StepDone(done, last_compute_ms + slept_ms, stats->step_ms + slept_ms);
     }
     double stall_ms = 0;
     if (ckpt.has_value() && !stats->stop && flags.checkpoint_every > 0 &&
