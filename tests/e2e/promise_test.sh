@@ -47,8 +47,16 @@ mkdir -p "$work/out" && chmod 1777 "$work/out"  # sandboxed ranks write their we
 host_cleanups+=("rm -rf '$work'")
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+keep_logs() {
+  local keep
+  keep=$(mktemp -d /tmp/athanor-e2e-failed.XXXXXX)
+  cp "$work"/*.log "$keep"/ 2> /dev/null
+  cp -r "$work"/node-* "$keep"/ 2> /dev/null
+  echo "logs kept in $keep"
+}
 die() {
   echo "FAIL: $*"
+  keep_logs
   tail -n 30 "$work/coordinator.log" "$work"/agent-*.log 2> /dev/null | cut -c1-300
   exit 1
 }
@@ -115,7 +123,7 @@ every=40
 train=("$bin_dir/athanor-train" --data /usr/share/common-licenses/GPL-3 --context 16 --embed 32
        --hidden 512 --micro-batch 16 --accum 4 --precision bf16 --lr 0.05 --seed 11
        --steps "$steps" --checkpoint-every "$every" --timeout-s 60
-       --inject-slow "$slow_rank:$slow_from:$((slow_from + 400)):2")
+       --inject-slow "$slow_rank:$slow_from:$((slow_from + 800)):2")
 submit() { cli submit "$@" | head -n 1; }
 
 # State of the job, refreshed by poll: state attempt committed hang_rank
@@ -181,13 +189,22 @@ running_in() {  # the job runs attempt >= $1 and rank 0 finished a step past $2 
   [ "$state" = RUNNING ] && [ "$attempt" -ge "$1" ] && [ "$(last_step "$job" "$attempt")" -gt "$2" ]
 }
 hang_seen() { poll "$job" && [ "$hang_attempt" -gt 0 ]; }
+# The moment to interrupt: past MINSTEP in attempt >= A, with a checkpoint
+# committed within the last half interval (the promise is about committed
+# checkpoints; one still being written when the blow falls is not yet one).
+ready() {
+  running_in "$1" "$2" || return 1
+  local s
+  s=$(last_step "$job" "$attempt")
+  [ "$committed" -ge 0 ] && [ $((s + 1 - committed)) -le $((every / 2)) ]
+}
 report=()
 for ((k = 0; k < ${#kinds[@]}; k++)); do
   kind=${kinds[k]}
   wait_for "the job to train $((gaps[k])) steps before '$kind'" 180 running_in 1 -1
   a=$attempt
   base=$(( $(resume_step "$job" "$a") > 0 ? $(resume_step "$job" "$a") : 0 ))
-  wait_for "the job to train before '$kind'" 180 running_in "$a" $((base + gaps[k]))
+  wait_for "the job to train before '$kind'" 180 ready "$a" $((base + gaps[k]))
   before=$(last_step "$job" "$a")
   t0=$(now)
   echo "-- $kind at step $before of attempt $a (committed $committed)"
@@ -276,6 +293,7 @@ for line in "${report[@]}"; do echo "  $line"; done
 echo "  straggler: rank $slow_rank 2x from step $slow_from; flagged: ${flagged:-none}"
 echo "  final weights vs uninterrupted run: $weights"
 if [ "$failures" -gt 0 ]; then
+  keep_logs
   echo "$failures failure(s) (seed $seed)"
   exit 1
 fi

@@ -41,13 +41,16 @@ constexpr size_t kMaxTree = 256;  // a rank with more processes is cut short her
 
 }  // namespace
 
+std::string SandboxedProgressPage(int32_t rank) {
+  return absl::StrCat("/dev/shm/athanor-progress-", rank);
+}
+
 ProgressPaths PlanProgressPage(const std::string& log_path, const std::string& box_shm_dir,
                                int32_t rank) {
   ProgressPaths p;
   if (!box_shm_dir.empty()) {
-    std::string name = absl::StrCat("athanor-progress-", rank);
-    p.in_rank = "/dev/shm/" + name;
-    p.on_host = box_shm_dir + "/" + name;
+    p.in_rank = SandboxedProgressPage(rank);
+    p.on_host = absl::StrCat(box_shm_dir, "/athanor-progress-", rank);
   } else {
     std::string base = log_path.size() > 4 ? log_path.substr(0, log_path.size() - 4) : log_path;
     p.in_rank = p.on_host = base + ".progress";

@@ -44,6 +44,8 @@ struct ProgressPaths {
 };
 ProgressPaths PlanProgressPage(const std::string& log_path, const std::string& box_shm_dir,
                                int32_t rank);
+// The page's path inside a sandbox (its box's /dev/shm).
+std::string SandboxedProgressPage(int32_t rank);
 
 // Reads the page (a missing or bad page leaves `seen` false) and whether any
 // process of the tree rooted at `leader` is stopped.

@@ -93,7 +93,7 @@ void RankSupervisor::StartLocked(const RankTarget& target, const std::vector<Ran
       if (t.key.job_id != target.key.job_id || t.key.attempt != target.key.attempt) continue;
       share.node_gpu_ids.insert(share.node_gpu_ids.end(), t.gpu_ids.begin(), t.gpu_ids.end());
     }
-    options.env["ATHANOR_PROGRESS_FILE"] = PlanProgressPage(*log, "-", target.key.rank).in_rank;
+    options.env["ATHANOR_PROGRESS_FILE"] = SandboxedProgressPage(target.key.rank);
     absl::Status s = sandbox_->Wrap(target, share, r.dir, &options);
     if (!s.ok()) {
       sandbox_->Ended(target.key, 0);
