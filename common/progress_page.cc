@@ -24,6 +24,12 @@ int64_t NowUnixMs() {
 
 constexpr auto kRelaxed = std::memory_order_relaxed;
 
+int64_t MonotonicNs() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);  // vDSO: no system call
+  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+}
+
 }  // namespace
 
 const char* ProgressOpName(ProgressOp op) {
@@ -105,6 +111,7 @@ uint64_t ProgressWriter::CollectiveIssued() {
 }
 
 void ProgressWriter::WaitBegin(uint64_t seq, ProgressOp op) {
+  wait_start_ns_.store(MonotonicNs(), kRelaxed);
   Begin();
   page_->waiting_seq.store(seq, kRelaxed);
   page_->op.store(static_cast<int32_t>(op), kRelaxed);
@@ -112,6 +119,7 @@ void ProgressWriter::WaitBegin(uint64_t seq, ProgressOp op) {
 }
 
 void ProgressWriter::WaitEnd() {
+  wait_ns_.fetch_add(MonotonicNs() - wait_start_ns_.load(kRelaxed), kRelaxed);
   Begin();
   page_->waiting_seq.store(0, kRelaxed);
   page_->op.store(0, kRelaxed);

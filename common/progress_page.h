@@ -4,7 +4,7 @@
 // The rank maps a small file named by $ATHANOR_PROGRESS_FILE (the agent sets
 // it; under mpirun or athanor-run it is absent and nothing is published) and
 // updates it with plain atomic stores, no system call: the step it finished,
-// that step's compute time (all-reduce waits excluded), how many collectives
+// that step's compute time (collective waits excluded), how many collectives
 // it has issued, whether it is blocked in one (and which), and when it last
 // wrote (CLOCK_REALTIME through the vDSO).
 //
@@ -41,7 +41,7 @@ const char* ProgressOpName(ProgressOp op);  // "all-reduce", ...; "" for kNone
 // One consistent reading of a page.
 struct ProgressSnapshot {
   int64_t step = -1;               // steps finished; -1: none yet
-  double step_compute_ms = 0;      // of the last step, all-reduce waits excluded
+  double step_compute_ms = 0;      // of the last step, collective waits excluded
   double step_ms = 0;              // of the last step, wall time
   uint64_t collective_seq = 0;     // collectives issued so far
   bool waiting = false;            // blocked in a collective
@@ -82,6 +82,9 @@ class ProgressWriter {
   uint64_t CollectiveIssued();
   void WaitBegin(uint64_t seq, ProgressOp op);
   void WaitEnd();
+  // Time spent between WaitBegin and WaitEnd since the last call (ms): the
+  // training loop subtracts it from a step's wall time to get its compute.
+  double TakeWaitMs() { return wait_ns_.exchange(0, std::memory_order_relaxed) / 1e6; }
 
  private:
   explicit ProgressWriter(ProgressPageLayout* page) : page_(page) {}
@@ -89,6 +92,8 @@ class ProgressWriter {
   void End();
   ProgressPageLayout* const page_;
   std::atomic_flag busy_ = ATOMIC_FLAG_INIT;
+  std::atomic<int64_t> wait_start_ns_{0};  // process-local, not on the page
+  std::atomic<int64_t> wait_ns_{0};
 };
 
 // Reads the page at `path`: NotFound when it does not exist (yet), DataLoss

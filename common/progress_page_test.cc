@@ -49,7 +49,12 @@ TEST_F(ProgressPageTest, ReaderSeesWhatTheWriterStored) {
   EXPECT_STREQ(ProgressOpName(s->op), "all-reduce");
   EXPECT_GT(s->update_unix_ms, 1'600'000'000'000);
 
+  usleep(20000);  // time blocked in the collective, as the writer measures it
   (*w)->WaitEnd();
+  const double waited = (*w)->TakeWaitMs();
+  EXPECT_GE(waited, 20.0);
+  EXPECT_LT(waited, 5000.0);
+  EXPECT_EQ((*w)->TakeWaitMs(), 0.0);  // taken
   s = ReadProgressPage(path);
   ASSERT_TRUE(s.ok());
   EXPECT_FALSE(s->waiting);

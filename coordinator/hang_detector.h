@@ -14,8 +14,8 @@
 // not entered the collective its peers are blocked in (not waiting, or at a
 // lower issue number); the rank whose progress stopped first.
 //
-// Stragglers: every `window`, each rank's median compute time per step (all-
-// reduce waits excluded) is compared with the median of the other ranks'; a
+// Stragglers: every `window`, each rank's median compute time per step (collective
+// waits excluded) is compared with the median of the other ranks'; a
 // rank above `straggler_ratio` x that for `straggler_windows` windows in a row
 // is flagged, and unflagged after as many windows below it.
 //

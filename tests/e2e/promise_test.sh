@@ -32,9 +32,9 @@ for ((i = ${#kinds[@]} - 1; i > 0; i--)); do
   t=${kinds[i]} kinds[i]=${kinds[j]} kinds[j]=$t
 done
 gaps=()
-for ((i = 0; i < ${#kinds[@]}; i++)); do gaps+=($((30 + RANDOM % 60))); done
+for ((i = 0; i < ${#kinds[@]}; i++)); do gaps+=($((40 + RANDOM % 80))); done
 slow_rank=$((RANDOM % 2))
-slow_from=$((100 + RANDOM % 300))
+slow_from=$((100 + RANDOM % 200))
 kill_rank=$((RANDOM % 2)) hang_rank_pick=$((RANDOM % 2)) agent_pick=$((1 + RANDOM % 2))
 echo "order: ${kinds[*]}; straggler: rank $slow_rank from step $slow_from;" \
   "SIGKILL rank $kill_rank, SIGSTOP rank $hang_rank_pick, SIGKILL agent node-$agent_pick"
@@ -77,8 +77,8 @@ spawn_on_host 0 "$work/s3rver.log" node --openssl-legacy-provider "$s3rver_js" -
   -a "${host_addr[0]}" -p "$port_s" --silent --configure-bucket "$bucket"
 start_coordinator() {
   spawn_on_host 0 "$work/coordinator.log" "$bin_dir/athanor-coordinator" --listen "$coordinator" \
-    --state "$work/state.db" --master-port-range "$port_m-$((port_m + 50))" --min-run-time-s 0 --checkpoint-poll-s 0.3 --heartbeat-timeout-s 4 \
-    --straggler-window-s 2 --straggler-windows 3
+    --state "$work/state.db" --master-port-range "$port_m-$((port_m + 50))" --min-run-time-s 0 --checkpoint-poll-s 0.2 --heartbeat-timeout-s 4 \
+    --straggler-window-s 3 --straggler-windows 3
   coordinator_pid=$spawned_pid
 }
 sandbox=(--no-sandbox)
@@ -119,11 +119,11 @@ grep -q "S3rver listening" "$work/s3rver.log" || wait_for "s3rver" 30 grep -q "S
 
 # ---------------------------------------------------------------- the job
 steps=1500
-every=40
+every=80
 train=("$bin_dir/athanor-train" --data /usr/share/common-licenses/GPL-3 --context 16 --embed 32
        --hidden 512 --micro-batch 16 --accum 4 --precision bf16 --lr 0.05 --seed 11
        --steps "$steps" --checkpoint-every "$every" --timeout-s 60
-       --inject-slow "$slow_rank:$slow_from:$((slow_from + 800)):2")
+       --inject-slow "$slow_rank:$slow_from:$((slow_from + 1100)):2")
 submit() { cli submit "$@" | head -n 1; }
 
 # State of the job, refreshed by poll: state attempt committed hang_rank
@@ -190,13 +190,13 @@ running_in() {  # the job runs attempt >= $1 and rank 0 finished a step past $2 
 }
 hang_seen() { poll "$job" && [ "$hang_attempt" -gt 0 ]; }
 # The moment to interrupt: past MINSTEP in attempt >= A, with a checkpoint
-# committed within the last half interval (the promise is about committed
+# committed within the last 5/8 of an interval (the promise is about committed
 # checkpoints; one still being written when the blow falls is not yet one).
 ready() {
   running_in "$1" "$2" || return 1
   local s
   s=$(last_step "$job" "$attempt")
-  [ "$committed" -ge 0 ] && [ $((s + 1 - committed)) -le $((every / 2)) ]
+  [ "$committed" -ge 0 ] && [ $((s + 1 - committed)) -le $((every * 5 / 8)) ]
 }
 report=()
 for ((k = 0; k < ${#kinds[@]}; k++)); do

@@ -265,7 +265,11 @@ absl::Status Run(TrainFlags flags) {
       return Annotate(stats.status(), absl::StrCat("step ", i));
     }
     const int64_t done = trainer->step();
-    last_compute_ms = std::max(0.0, stats->step_ms - stats->comm_wait_ms);
+    // Compute: the step's wall time less every collective wait in it (the
+    // gradient buckets' and the loss's), as the page measured them.
+    const double waited_ms =
+        progress_page != nullptr ? progress_page->TakeWaitMs() : stats->comm_wait_ms;
+    last_compute_ms = std::max(0.0, stats->step_ms - waited_ms);
     if (progress_page != nullptr) {
       progress_page->StepDone(done, last_compute_ms + slept_ms, stats->step_ms + slept_ms);
     }
