@@ -166,28 +166,32 @@ std::vector<HangVerdict> HangDetector::Check(const std::vector<const JobRecord*>
 
 void HangDetector::CloseWindow(AttemptTrack* a) {
   a->window_start = clock_->Now();
-  std::map<int32_t, double> med;
+  const size_t k = static_cast<size_t>(options_.straggler_windows);
+  std::map<int32_t, std::vector<double>> pooled;  // ranks with samples in each of the last k windows
   for (auto& [rank, r] : a->ranks) {
-    if (!r.window_compute_ms.empty()) med[rank] = Median(r.window_compute_ms);
+    r.recent.push_back(std::move(r.window_compute_ms));
     r.window_compute_ms.clear();
+    while (r.recent.size() > k) r.recent.pop_front();
+    if (r.recent.size() < k) continue;
+    std::vector<double> all;
+    bool every_window = true;
+    for (const std::vector<double>& w : r.recent) {
+      every_window = every_window && !w.empty();
+      all.insert(all.end(), w.begin(), w.end());
+    }
+    if (every_window) pooled[rank] = std::move(all);
   }
-  if (med.size() < 2) return;  // no gang to compare with this window
+  if (pooled.size() < 2) return;  // no gang to compare with over this span
   for (auto& [rank, r] : a->ranks) {
-    auto self = med.find(rank);
-    if (self == med.end()) continue;
+    auto self = pooled.find(rank);
+    if (self == pooled.end()) continue;
     std::vector<double> others;
-    for (const auto& [other, m] : med) {
-      if (other != rank) others.push_back(m);
+    for (const auto& [other, samples] : pooled) {
+      if (other != rank) others.insert(others.end(), samples.begin(), samples.end());
     }
     const double base = Median(others);
-    r.ratio = base > 0 ? self->second / base : 0;
-    if (r.ratio > options_.straggler_ratio) {
-      r.fast_windows = 0;
-      if (++r.slow_windows >= options_.straggler_windows) r.flagged = true;
-    } else {
-      r.slow_windows = 0;
-      if (++r.fast_windows >= options_.straggler_windows) r.flagged = false;
-    }
+    r.ratio = base > 0 ? Median(self->second) / base : 0;
+    r.flagged = r.ratio > options_.straggler_ratio;
   }
 }
 
@@ -198,8 +202,8 @@ std::vector<RankFlag> HangDetector::Stragglers(const std::string& job_id, int32_
   for (const auto& [rank, r] : it->second.ranks) {
     if (!r.flagged) continue;
     out.push_back({rank, r.node,
-                   absl::StrFormat("straggler: compute %.2fx the gang median (%d windows)",
-                                   r.ratio, std::max(r.slow_windows, options_.straggler_windows))});
+                   absl::StrFormat("straggler: compute %.2fx the gang median over %d windows",
+                                   r.ratio, options_.straggler_windows)});
   }
   return out;
 }

@@ -14,15 +14,19 @@
 // not entered the collective its peers are blocked in (not waiting, or at a
 // lower issue number); the rank whose progress stopped first.
 //
-// Stragglers: every `window`, each rank's median compute time per step (collective
-// waits excluded) is compared with the median of the other ranks'; a
-// rank above `straggler_ratio` x that for `straggler_windows` windows in a row
-// is flagged, and unflagged after as many windows below it.
+// Stragglers: at the end of every `window`, each rank's median compute time
+// per step (collective waits excluded) over its samples of the last
+// `straggler_windows` windows is compared with the median of the other ranks'
+// over the same span; a rank above `straggler_ratio` x that is flagged, and
+// unflagged once it no longer is. Pooling the span (rather than judging each
+// short window alone) keeps a noisy machine's jitter from flagging a rank and
+// from hiding a real straggler.
 //
 // Not thread-safe: confined to ClusterState's owner. The Clock is not owned.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <optional>
 #include <string>
@@ -64,8 +68,7 @@ class HangDetector {
     RankProgressView last;
     TimePoint last_change{};
     std::vector<double> window_compute_ms;  // samples of this window
-    int32_t slow_windows = 0;
-    int32_t fast_windows = 0;
+    std::deque<std::vector<double>> recent;  // the last straggler_windows windows' samples
     bool flagged = false;
     double ratio = 0;
   };

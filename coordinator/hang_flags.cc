@@ -20,7 +20,7 @@ void AddHangFlags(po::options_description* desc, HangFlags* f) {
       ("straggler-ratio", po::value(&f->straggler_ratio)->default_value(1.3),
        "flag a rank whose compute per step is above this x the other ranks' median...")
       ("straggler-windows", po::value(&f->straggler_windows)->default_value(3),
-       "...for this many windows in a row")
+       "...over this many windows")
       ("straggler-window-s", po::value(&f->straggler_window_s)->default_value(10),
        "length of one straggler window");
 }

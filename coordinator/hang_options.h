@@ -18,7 +18,7 @@ struct HangOptions {
   int32_t drain_after = 2;
   Duration drain_window = Seconds(3600);
   // Stragglers: compute per step above straggler_ratio x the other ranks'
-  // median for straggler_windows windows of straggler_window each.
+  // median, both over the last straggler_windows windows of straggler_window.
   double straggler_ratio = 1.3;
   int32_t straggler_windows = 3;
   Duration straggler_window = Seconds(10);

@@ -261,7 +261,11 @@ for ((k = 0; k < ${#kinds[@]}; k++)); do
     [ "$resumed" -ge 0 ] || fail "attempt $attempt after '$kind' did not resume from a checkpoint"
   fi
   took=$(elapsed "$t0")
-  [ "$recomputed" -le "$every" ] || fail "'$kind' cost $recomputed recomputed steps (> interval $every)"
+  # At most one interval, plus the few steps a checkpoint takes to commit
+  # behind the training (saves are asynchronous): a blow that falls while the
+  # newest one is still being written costs the steps since the one before.
+  [ "$recomputed" -le $((every + every / 4)) ] ||
+    fail "'$kind' cost $recomputed recomputed steps (> interval $every + $((every / 4)) in flight)"
   line="$kind${detail:+ ($detail)}: steps recomputed $recomputed (interval $every), training again after $took s"
   echo "   $line"
   report+=("$line")
