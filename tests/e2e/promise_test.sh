@@ -34,7 +34,7 @@ done
 gaps=()
 for ((i = 0; i < ${#kinds[@]}; i++)); do gaps+=($((40 + RANDOM % 80))); done
 slow_rank=$((RANDOM % 2))
-slow_from=$((100 + RANDOM % 200))
+slow_from=$((1150 + RANDOM % 100))  # after the interruptions: one unbroken stretch
 kill_rank=$((RANDOM % 2)) hang_rank_pick=$((RANDOM % 2)) agent_pick=$((1 + RANDOM % 2))
 echo "order: ${kinds[*]}; straggler: rank $slow_rank from step $slow_from;" \
   "SIGKILL rank $kill_rank, SIGSTOP rank $hang_rank_pick, SIGKILL agent node-$agent_pick"
@@ -118,12 +118,12 @@ wait_for "both agents to register" 60 nodes_up
 grep -q "S3rver listening" "$work/s3rver.log" || wait_for "s3rver" 30 grep -q "S3rver listening" "$work/s3rver.log"
 
 # ---------------------------------------------------------------- the job
-steps=1500
+steps=1800
 every=80
 train=("$bin_dir/athanor-train" --data /usr/share/common-licenses/GPL-3 --context 16 --embed 32
        --hidden 512 --micro-batch 16 --accum 4 --precision bf16 --lr 0.05 --seed 11
        --steps "$steps" --checkpoint-every "$every" --timeout-s 60
-       --inject-slow "$slow_rank:$slow_from:$((slow_from + 1100)):2")
+       --inject-slow "$slow_rank:$slow_from:$steps:2")
 submit() { cli submit "$@" | head -n 1; }
 
 # State of the job, refreshed by poll: state attempt committed hang_rank
@@ -139,7 +139,11 @@ flags = ",".join(str(s.get("rank", 0)) for s in j.get("stragglers", [])) or "-"
 print(j.get("state", "?").replace("JOB_", ""), j.get("attempt", 0), j.get("committed_step", -1),
       h.get("attempt", 0), h.get("rank", 0), h.get("node", "-") or "-", flags)' "$j")
   if [ "$flags" != "-" ]; then echo "$(now) $flags" >> "$work/stragglers"; fi
+  if [ -z "$slow_seen_at" ] && [ "$(last_step "$1" "$attempt")" -ge "$slow_from" ]; then
+    slow_seen_at=$(now)
+  fi
 }
+slow_seen_at=""
 # The newest step rank 0 finished in ATTEMPT (from its log; -1 if none) and
 # the step ATTEMPT resumed from (-1 if it did not).
 rank0_log() { ls "$work"/node-*/jobs/"$1"/attempt-"$2"/rank-0.log 2> /dev/null | head -n 1; }
@@ -288,13 +292,19 @@ case " $flagged " in
   *" $((1 - slow_rank)) "*) fail "rank $((1 - slow_rank)) (never slow) was flagged a straggler" ;;
 esac
 case " $flagged " in
-  *" $slow_rank "*) ;;
+  *" $slow_rank "*)
+    first=$(awk -v r="$slow_rank" '{ n = split($2, f, ","); for (i = 1; i <= n; i++) if (f[i] == r) { print $1; exit } }' "$work/stragglers")
+    flag_after=$(python3 -c "print(f'{$first - ${slow_seen_at:-$first}:.1f}')")
+    # K=3 windows of 3 s, plus one window of phase and a heartbeat.
+    python3 -c "import sys; sys.exit(0 if $flag_after <= 3 * 3 + 3 + 2 else 1)" ||
+      fail "the straggler was flagged $flag_after s after its slow steps began (> 3 windows + 5 s)"
+    ;;
   *) fail "the 2x straggler (rank $slow_rank) was never flagged" ;;
 esac
 
 echo "== summary (seed $seed, $([ "$netns_mode" = 1 ] && echo "3 namespace hosts" || echo loopback))"
 for line in "${report[@]}"; do echo "  $line"; done
-echo "  straggler: rank $slow_rank 2x from step $slow_from; flagged: ${flagged:-none}"
+echo "  straggler: rank $slow_rank 2x from step $slow_from; flagged: ${flagged:-none}${flag_after:+ ($flag_after s after its slow steps began, 3 windows of 3 s)}"
 echo "  final weights vs uninterrupted run: $weights"
 if [ "$failures" -gt 0 ]; then
   keep_logs
