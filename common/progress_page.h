@@ -4,7 +4,8 @@
 // The rank maps a small file named by $ATHANOR_PROGRESS_FILE (the agent sets
 // it; under mpirun or athanor-run it is absent and nothing is published) and
 // updates it with plain atomic stores, no system call: the step it finished,
-// that step's compute time (collective waits excluded), how many collectives
+// its compute time per step (collective waits excluded; athanor-train smooths it
+// over about 20 steps), how many collectives
 // it has issued, whether it is blocked in one (and which), and when it last
 // wrote (CLOCK_REALTIME through the vDSO).
 //
@@ -41,7 +42,7 @@ const char* ProgressOpName(ProgressOp op);  // "all-reduce", ...; "" for kNone
 // One consistent reading of a page.
 struct ProgressSnapshot {
   int64_t step = -1;               // steps finished; -1: none yet
-  double step_compute_ms = 0;      // of the last step, collective waits excluded
+  double step_compute_ms = 0;      // per step (smoothed), collective waits excluded
   double step_ms = 0;              // of the last step, wall time
   uint64_t collective_seq = 0;     // collectives issued so far
   bool waiting = false;            // blocked in a collective

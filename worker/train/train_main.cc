@@ -253,6 +253,7 @@ absl::Status Run(TrainFlags flags) {
   const bool progress = env.rank == 0 && isatty(STDOUT_FILENO);
   bool stopped = false;
   double last_compute_ms = 0;
+  double smoothed_compute_ms = -1;  // < 0: no step yet
   for (int64_t i = trainer->step(); i < flags.steps; ++i) {
     double slept_ms = 0;
     if (slow.Applies(env.rank, i) && last_compute_ms > 0) {
@@ -270,8 +271,14 @@ absl::Status Run(TrainFlags flags) {
     const double waited_ms =
         progress_page != nullptr ? progress_page->TakeWaitMs() : stats->comm_wait_ms;
     last_compute_ms = std::max(0.0, stats->step_ms - waited_ms);
+    // Published smoothed (about the last 20 steps): which rank of a gang waits
+    // for the other flips from step to step, so one step's compute is noise.
+    const double compute_ms = last_compute_ms + slept_ms;
+    smoothed_compute_ms = smoothed_compute_ms < 0
+                              ? compute_ms
+                              : smoothed_compute_ms + 0.05 * (compute_ms - smoothed_compute_ms);
     if (progress_page != nullptr) {
-      progress_page->StepDone(done, last_compute_ms + slept_ms, stats->step_ms + slept_ms);
+      progress_page->StepDone(done, smoothed_compute_ms, stats->step_ms + slept_ms);
     }
     double stall_ms = 0;
     if (ckpt.has_value() && !stats->stop && flags.checkpoint_every > 0 &&
