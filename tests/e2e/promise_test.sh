@@ -118,10 +118,10 @@ wait_for "both agents to register" 60 nodes_up
 grep -q "S3rver listening" "$work/s3rver.log" || wait_for "s3rver" 30 grep -q "S3rver listening" "$work/s3rver.log"
 
 # ---------------------------------------------------------------- the job
-steps=1800
+steps=1600
 every=80
 train=("$bin_dir/athanor-train" --data /usr/share/common-licenses/GPL-3 --context 16 --embed 32
-       --hidden 512 --micro-batch 16 --accum 4 --precision bf16 --lr 0.05 --seed 11
+       --hidden 1024 --micro-batch 16 --accum 4 --precision bf16 --lr 0.05 --seed 11
        --steps "$steps" --checkpoint-every "$every" --timeout-s 60
        --inject-slow "$slow_rank:$slow_from:$steps:2")
 submit() { cli submit "$@" | head -n 1; }
