@@ -1,11 +1,20 @@
 #include "coordinator/attempt_launcher.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/logging.h"
 #include "common/rank_env.h"
 
 namespace athanor::coord {
+namespace {
+
+// SIGTERM -> SIGKILL for the ranks of a hung attempt: room for their agents
+// to capture every rank's stacks (bounded there) before the kill.
+constexpr int64_t kHangKillAfterMs = 15000;
+
+}  // namespace
 
 void AttemptLauncher::FillPool() {
   if (pool_filled_) return;
@@ -109,6 +118,10 @@ void AttemptLauncher::AppendDesired(const JobRecord& job, const std::string& nod
     d.cpus = job.spec.cpus_per_node;
     d.terminate = job.stopping;
     d.kill_after_ms = job.preempted ? job.stop_kill_after_ms : options_->kill_after_ms;
+    if (job.stopping && job.hang.attempt == job.attempt) {  // hung: stacks first
+      d.capture_stacks = true;
+      d.kill_after_ms = std::max<int64_t>(d.kill_after_ms, kHangKillAfterMs);
+    }
     if (job.spec.interactive) {
       d.archive_workdir = true;
       d.archive_uri = job.spec.checkpoint_uri;

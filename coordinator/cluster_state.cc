@@ -28,7 +28,9 @@ ClusterState::ClusterState(StateOptions options, const Clock* clock)
       nodes_(&sched_, &log_, &clock_),
       accounts_(&options_, &sched_, &log_, &clock_),
       launcher_(&options_, &nodes_, &log_, &clock_),
-      jobs_({&options_, &clock_, &sched_, &nodes_, &log_, &launcher_, &accounts_}) {}
+      jobs_({&options_, &clock_, &sched_, &nodes_, &log_, &launcher_, &accounts_}),
+      hangs_(options_.hangs, clock),
+      suspects_(&options_.hangs, clock) {}
 
 void ClusterState::Restore(std::vector<JobRecord> jobs, const std::vector<NodeRecord>& nodes,
                            const std::map<std::string, int32_t>& quotas) {
@@ -87,6 +89,7 @@ bool ClusterState::Heartbeat(const std::string& node, uint64_t known_generation,
     }
   }
   jobs_.ApplyReports(ranks);
+  ObserveProgress(node, ranks);
   jobs_.SettleAll();
   // A heartbeat that changed nothing cannot let a job start: deferred
   // scheduling skips it (at 10,000 nodes most heartbeats are such).
@@ -106,6 +109,7 @@ void ClusterState::Tick() {
       jobs_.BeginStop(job, JobState::kCancelled, *reclaim);
     }
   }
+  CheckHangs();
   Schedule();
 }
 

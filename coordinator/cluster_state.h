@@ -6,6 +6,7 @@
 //   JobLifecycle     job records and their state machine (job_lifecycle.h)
 //   AttemptLauncher  placements -> attempts and the env contract (attempt_launcher.h)
 //   TenantAccounts   quotas, usage, idle reclaim (tenant_accounts.h)
+//   HangDetector     hangs and stragglers from rank progress (hang_detector.h)
 //   sched::Scheduler placement and policy (scheduler/)
 // and runs the operations that span several of them. Each operation changes
 // records in memory and marks them; the owner (CoordinatorCore) takes them
@@ -26,6 +27,7 @@
 #include "common/clock.h"
 #include "coordinator/attempt_launcher.h"
 #include "coordinator/change_log.h"
+#include "coordinator/hang_detector.h"
 #include "coordinator/job_lifecycle.h"
 #include "coordinator/node_table.h"
 #include "coordinator/scheduler/scheduler.h"
@@ -91,6 +93,12 @@ class ClusterState {
   const TenantAccounts& accounts() const { return accounts_; }
 
  private:
+  // Hangs and stragglers (cluster_state_hangs.cc): feeds running ranks'
+  // progress to the detector; stops hung attempts (stacks captured first),
+  // drains repeat suspects and refreshes straggler flags.
+  void ObserveProgress(const std::string& node, const std::vector<RankReport>& ranks);
+  void CheckHangs();
+
   void ScheduleInline() {
     if (options_.schedule_inline) {
       Schedule();
@@ -107,6 +115,8 @@ class ClusterState {
   TenantAccounts accounts_;
   AttemptLauncher launcher_;
   JobLifecycle jobs_;
+  HangDetector hangs_;
+  SuspectLedger suspects_;
   bool pass_wanted_ = false;
 };
 

@@ -33,6 +33,7 @@
 #include "coordinator/metrics_registry.h"
 #include "coordinator/metrics_rpc.h"
 #include "coordinator/observability_service.h"
+#include "coordinator/hang_flags.h"
 
 namespace athanor::coord {
 namespace {
@@ -81,6 +82,8 @@ int Run(int argc, char** argv) {
        "no metrics, telemetry or cluster view (and so no --http-listen)")
       ("log-level", po::value(&log_level)->default_value("info"), "debug, info, warning, error");
   AddSecurityFlags(desc, &security_flags);
+  HangFlags hang_flags;
+  AddHangFlags(&desc, &hang_flags);
   ParsedCommandLine cmd;
   absl::Status s = ParseOptions(argc, argv, desc,
                                 "usage: athanor-coordinator --state PATH [--listen HOST:PORT] ...",
@@ -129,6 +132,10 @@ int Run(int argc, char** argv) {
   options.idle_reclaim_grace = Seconds(idle_reclaim_grace_s);
   options.heartbeat_timeout = Seconds(heartbeat_timeout_s);
   options.kill_after_ms = kill_after_ms;
+  if (absl::Status bad = ApplyHangFlags(hang_flags, &options.hangs); !bad.ok()) {
+    std::cerr << "athanor-coordinator: " << bad.message() << "\n";
+    return 2;
+  }
   options.coordinator_address = advertise.empty() ? listen : advertise;
   options.schedule_inline = false;  // passes from the core's loop, shared by a burst of changes
 

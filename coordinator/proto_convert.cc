@@ -1,4 +1,5 @@
 #include "coordinator/proto_convert.h"
+#include "coordinator/proto_convert_hangs.h"
 
 #include <chrono>
 
@@ -24,6 +25,7 @@ JobSpec FromProto(const rpc::JobSpec& p) {
   s.memory_mb_per_node = p.memory_mb_per_node();
   s.interactive = p.interactive();
   s.idle_timeout_s = p.idle_timeout_s();
+  s.hang_timeout_s = p.hang_timeout_s();
   return s;
 }
 
@@ -61,6 +63,7 @@ std::vector<RankReport> FromProto(
     c.message = r.message();
     c.cpu_seconds = r.cpu_seconds();
     c.gpu_utilization = r.gpu_measured() ? r.gpu_utilization() : -1;
+    if (r.has_progress()) c.progress = ProgressFromProto(r.progress());
     out.push_back(std::move(c));
   }
   return out;
@@ -115,6 +118,7 @@ void ToProto(const JobRecord& job, rpc::Job* out) {
   s->set_memory_mb_per_node(job.spec.memory_mb_per_node);
   s->set_interactive(job.spec.interactive);
   s->set_idle_timeout_s(job.spec.idle_timeout_s);
+  s->set_hang_timeout_s(job.spec.hang_timeout_s);
   out->set_state(ToProto(job.state));
   out->set_attempt(job.attempt);
   for (const RankPlacement& p : job.allocation) {
@@ -155,6 +159,7 @@ void ToProto(const JobRecord& job, rpc::Job* out) {
     attempt->set_attempt(static_cast<int32_t>(a + 1));
     for (const std::string& node : job.attempt_nodes[a]) attempt->add_nodes(node);
   }
+  HangsToProto(job, out);
 }
 
 void ToProto(const NodeView& view, rpc::Node* out) {
@@ -192,6 +197,7 @@ void ToProto(const DesiredRank& d, rpc::RankSpec* out) {
   out->set_tenant(d.tenant);
   out->set_memory_mb(d.memory_mb);
   out->set_cpus(d.cpus);
+  out->set_capture_stacks(d.capture_stacks);
 }
 
 void ToProto(const TelemetryFigures& t, rpc::TelemetrySample* out) {

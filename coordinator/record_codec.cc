@@ -77,7 +77,8 @@ json SpecToJson(const JobSpec& s) {
               {"cpus_per_node", s.cpus_per_node},
               {"memory_mb_per_node", s.memory_mb_per_node},
               {"interactive", s.interactive},
-              {"idle_timeout_s", s.idle_timeout_s}};
+              {"idle_timeout_s", s.idle_timeout_s},
+              {"hang_timeout_s", s.hang_timeout_s}};
 }
 
 JobSpec SpecFromJson(const json& j) {
@@ -100,6 +101,7 @@ JobSpec SpecFromJson(const json& j) {
   Get(j, "memory_mb_per_node", &s.memory_mb_per_node);
   Get(j, "interactive", &s.interactive);
   Get(j, "idle_timeout_s", &s.idle_timeout_s);
+  Get(j, "hang_timeout_s", &s.hang_timeout_s);
   return s;
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "coordinator/hang_options.h"
 #include "coordinator/types.h"
 
 namespace athanor::coord {
@@ -29,6 +30,7 @@ struct StateOptions {
   // the coordinator does, from its own loop, so that a storm of submissions
   // shares passes instead of running one each.
   bool schedule_inline = true;
+  HangOptions hangs;  // hang detection, auto-drain, stragglers (hang_options.h)
 };
 
 struct QuotaRow {

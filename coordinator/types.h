@@ -39,6 +39,7 @@ struct JobSpec {
   // An interactive allocation: reclaimed after idle_timeout_s without use.
   bool interactive = false;
   int64_t idle_timeout_s = 0;
+  int64_t hang_timeout_s = 0;  // 0: max(30 s, 10x the median step time)
 };
 
 // One attempt's hold on GPUs, for accounting (Unix seconds, fractional).
@@ -64,6 +65,36 @@ struct RankStatus {
   int32_t exit_code = 0;  // exit status, or 128+signal
   int32_t signal = 0;
   std::string message;  // the agent's word on the exit (e.g. "out of memory")
+};
+
+// A rank's progress page as its agent last read it (hang_detector.h).
+struct RankProgressView {
+  bool seen = false;
+  int64_t step = -1;
+  double step_compute_ms = 0;
+  double step_ms = 0;
+  uint64_t collective_seq = 0;
+  uint64_t waiting_seq = 0;  // 0: not blocked in a collective
+  std::string waiting_op;
+  int64_t update_unix_ms = 0;
+  bool stopped = false;  // a process of the rank is stopped
+};
+
+// A flag on one rank of an attempt (stragglers).
+struct RankFlag {
+  int32_t rank = 0;
+  std::string node;
+  std::string reason;
+};
+
+// The newest hang detected for a job.
+struct HangRecord {
+  int32_t attempt = 0;  // 0: none yet
+  int32_t rank = -1;
+  std::string node;
+  std::string reason;
+  int64_t detected_unix = 0;
+  double stalled_s = 0;
 };
 
 // The newest training figures a job's rank 0 reported (telemetry; see
@@ -120,6 +151,10 @@ struct JobRecord {
   // and whether the idle warning went out.
   double last_active_unix = 0;
   bool idle_warned = false;
+  // Hangs and stragglers (in memory; hang_detector.h). A stop for a hang
+  // asks the agents to capture stacks of `hang.attempt`'s ranks.
+  HangRecord hang;
+  std::vector<RankFlag> stragglers;  // of the current attempt
   TelemetryFigures last_telemetry;  // persisted every so often while it runs
 };
 
@@ -157,6 +192,7 @@ struct RankReport {
   std::string message;
   double cpu_seconds = -1;  // CPU time of the rank's processes; < 0: unknown
   double gpu_utilization = -1;  // percent (nvidia-smi); < 0: not measured
+  RankProgressView progress;
 };
 
 // A rank a node should run (or stop, when terminate is set).
@@ -177,6 +213,7 @@ struct DesiredRank {
   std::string tenant;
   int64_t memory_mb = 0;
   int32_t cpus = 0;
+  bool capture_stacks = false;  // stopped for a hang: capture stacks first
 };
 
 // GPU-seconds of `job`'s attempts from `since_unix` up to `now_unix` (an

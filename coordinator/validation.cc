@@ -57,7 +57,8 @@ absl::Status ValidateJobSpec(const JobSpec& spec) {
   for (const auto& [field, value] :
        {std::pair<const char*, int64_t>{"spec.time_limit_s", spec.time_limit_s},
         {"spec.grace_period_s", spec.grace_period_s},
-        {"spec.idle_timeout_s", spec.idle_timeout_s}}) {
+        {"spec.idle_timeout_s", spec.idle_timeout_s},
+        {"spec.hang_timeout_s", spec.hang_timeout_s}}) {
     if (value < 0 || value > kMaxSeconds) {
       return Invalid(field, absl::StrCat("must be in 0..", kMaxSeconds, " (10 years), got ", value));
     }

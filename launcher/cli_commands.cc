@@ -36,7 +36,7 @@ po::positional_options_description JobIdPositional() {
 
 int RunSubmit(CliContext& ctx, const std::vector<std::string>& args) {
   std::string name, tenant, checkpoint_uri, gpu_model, min_gpu_memory, memory_per_node;
-  std::string time_limit, grace, idempotency_key;
+  std::string time_limit, grace, idempotency_key, hang_timeout;
   int32_t nodes = 1, gpus_per_node = 1, priority = 0, max_restarts = 0, cpus_per_node = 0;
   std::vector<std::string> env;
   bool json = false, preemptible = false;
@@ -55,6 +55,8 @@ int RunSubmit(CliContext& ctx, const std::vector<std::string>& args) {
       ("priority", po::value(&priority), "higher runs first")
       ("preemptible", po::bool_switch(&preemptible), "the job may be preempted")
       ("max-restarts", po::value(&max_restarts), "requeue a failed attempt this many times")
+      ("hang-timeout", po::value(&hang_timeout),
+       "no progress this long is a hang (45s, 5m); default max(30s, 10x median step)")
       ("checkpoint-uri", po::value(&checkpoint_uri), "ATHANOR_CHECKPOINT_URI for the ranks")
       ("env", po::value(&env)->composing(), "K=V set for every rank (repeatable)")
       ("idempotency-key", po::value(&idempotency_key),
@@ -78,6 +80,11 @@ int RunSubmit(CliContext& ctx, const std::vector<std::string>& args) {
   std::optional<int64_t> mem = memory_per_node.empty() ? 0 : ParseMegabytes(memory_per_node);
   std::optional<int64_t> limit = time_limit.empty() ? 0 : ParseDurationSeconds(time_limit);
   std::optional<int64_t> grace_s = grace.empty() ? 0 : ParseDurationSeconds(grace);
+  std::optional<int64_t> hang_s = hang_timeout.empty() ? 0 : ParseDurationSeconds(hang_timeout);
+  if (!hang_s) {
+    std::cerr << "athanor submit: --hang-timeout expects a duration like 45s or 5m\n";
+    return kExitUsage;
+  }
   if (!gpu_mem || !mem) {
     std::cerr << "athanor submit: --min-gpu-memory/--memory-per-node expect a size like 80G or 4096M\n";
     return kExitUsage;
@@ -101,6 +108,7 @@ int RunSubmit(CliContext& ctx, const std::vector<std::string>& args) {
   spec->set_nodes(nodes);
   spec->set_gpus_per_node(gpus_per_node);
   spec->set_max_restarts(max_restarts);
+  spec->set_hang_timeout_s(*hang_s);
   spec->set_checkpoint_uri(checkpoint_uri);
   for (const std::string& a : cmd.after_dashes) spec->add_command(a);
   std::map<std::string, std::string> env_map;

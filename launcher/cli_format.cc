@@ -88,6 +88,13 @@ std::string FormatJob(const rpc::Job& j) {
     }
     kv.push_back({"attempts:", absl::StrJoin(attempts, "; ")});
   }
+  for (const rpc::RankFlag& f : j.stragglers()) {
+    kv.push_back({"straggler:", absl::StrCat("rank ", f.rank(), " on ", f.node(), ": ", f.reason())});
+  }
+  if (j.has_last_hang()) {
+    kv.push_back({"last hang:", absl::StrCat("attempt ", j.last_hang().attempt(), ": ",
+                                              j.last_hang().reason())});
+  }
   std::string out = FormatTable(kv);
   if (j.allocation_size() > 0) {
     std::vector<std::vector<std::string>> rows = {

@@ -46,6 +46,7 @@ void AddReports(const std::vector<RankStatusReport>& reports,
       p->set_gpu_measured(true);
       p->set_gpu_utilization(r.gpu_utilization);
     }
+    ProgressToProto(r.progress, p);
   }
 }
 
@@ -333,9 +334,11 @@ void Agent::Run() {
       t.tenant = d.tenant();
       t.memory_mb = d.memory_mb();
       t.cpus = d.cpus();
+      t.capture_stacks = d.capture_stacks();
       desired.push_back(std::move(t));
     }
     supervisor_->Converge(desired);
+    CaptureHungStacks(supervisor_);
     if (telemetry_ != nullptr) {
       std::set<std::pair<std::string, int32_t>> keep;
       for (const RankTarget& t : desired) keep.emplace(t.key.job_id, t.key.attempt);

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -104,11 +105,18 @@ void RankSupervisor::StartLocked(const RankTarget& target, const std::vector<Ran
       if (t.key.job_id != target.key.job_id || t.key.attempt != target.key.attempt) continue;
       share.node_gpu_ids.insert(share.node_gpu_ids.end(), t.gpu_ids.begin(), t.gpu_ids.end());
     }
+    options.env["ATHANOR_PROGRESS_FILE"] = SandboxedProgressPage(target.key.rank);
     absl::Status s = sandbox_->Wrap(target, share, r.dir, &options);
     if (!s.ok()) {
       sandbox_->Ended(target.key, 0);
       return fail(absl::StrCat("cannot sandbox: ", s.message()));
     }
+    r.progress_path =
+        PlanProgressPage(*log, sandbox_->ShmDir(target.key), target.key.rank).on_host;
+  } else {
+    ProgressPaths page = PlanProgressPage(*log, "", target.key.rank);
+    options.env["ATHANOR_PROGRESS_FILE"] = page.in_rank;
+    r.progress_path = page.on_host;
   }
   absl::StatusOr<std::unique_ptr<Subprocess>> p = Subprocess::Start(options);
   if (!p.ok()) {
@@ -136,6 +144,10 @@ void RankSupervisor::Converge(const std::vector<RankTarget>& desired) {
     if (!t.notice.empty() && t.notice != r.notice && !r.log_path.empty()) {
       r.notice = t.notice;
       std::ofstream(r.log_path, std::ios::app) << "athanor: " << t.notice << "\n";
+    }
+    if (t.capture_stacks && r.report.phase == RankPhase::kRunning && !r.stacks_requested) {
+      r.stacks_requested = true;
+      captures_.push_back({t.key, r.process->pid(), r.log_path});
     }
     if (t.terminate && r.report.phase == RankPhase::kRunning && !r.term_sent) {
       r.process->Signal(SIGTERM).IgnoreError();
@@ -201,8 +213,22 @@ std::vector<RankStatusReport> RankSupervisor::Reports() {
       out.back().cpu_seconds = ProcessGroupCpuSeconds(r.process->pid());
       out.back().gpu_ids = r.gpu_ids;
     }
+    if (r.report.phase == RankPhase::kRunning && r.process != nullptr) {
+      out.back().progress = ReadRankProgress(r.progress_path, r.process->pid());
+    }
   }
   return out;
+}
+
+void RankSupervisor::StacksCaptured(const RankKey& key) {
+  absl::MutexLock lock(&mu_);
+  auto it = ranks_.find(key);
+  if (it != ranks_.end() && it->second.term_sent) it->second.kill_at = clock_->Now();
+}
+
+std::vector<StackCaptureTask> RankSupervisor::TakeStackCaptures() {
+  absl::MutexLock lock(&mu_);
+  return std::exchange(captures_, {});
 }
 
 int RankSupervisor::running_count() {

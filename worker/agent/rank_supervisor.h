@@ -26,6 +26,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "common/subprocess.h"
+#include "worker/agent/rank_progress.h"
 
 namespace athanor::agent {
 
@@ -54,6 +55,14 @@ struct RankTarget {
   std::string tenant;     // the sandbox's uid; empty: "default"
   int64_t memory_mb = 0;  // the job's request on this node; 0: its share by GPUs
   int32_t cpus = 0;
+  bool capture_stacks = false;  // hang: capture its stacks into its log (once)
+};
+
+// A hung rank whose stacks the agent loop captures (outside locks).
+struct StackCaptureTask {
+  RankKey key;
+  pid_t leader = 0;
+  std::string log_path;
 };
 
 // A removed rank's work dir to pack and upload (agent loop, outside locks).
@@ -74,6 +83,7 @@ struct RankStatusReport {
   double cpu_seconds = -1;  // CPU time of the rank's process group (measured ranks)
   std::vector<int32_t> gpu_ids;   // measured ranks: their GPUs
   double gpu_utilization = -1;    // filled by the agent from nvidia-smi; < 0: unknown
+  RankProgress progress;          // running ranks: their progress page (rank_progress.h)
   pid_t pid = 0;                  // running ranks: the process (group leader)
 };
 
@@ -101,6 +111,11 @@ class RankSupervisor {
   int running_count();
   // Work dirs of removed archive_workdir ranks, once each.
   std::vector<ArchiveTask> TakeArchives();
+  // Ranks newly marked capture_stacks, once each.
+  std::vector<StackCaptureTask> TakeStackCaptures();
+  // The rank's stacks are captured: a terminating rank's SIGKILL is due now
+  // (at the next EnforceDeadlines) rather than at its deadline.
+  void StacksCaptured(const RankKey& key);
   // Starts a helper child (health check) that the reaper must leave to its
   // owner, who Wait()s for it and then calls EndForeign(pid).
   absl::StatusOr<std::unique_ptr<Subprocess>> StartForeign(const SubprocessOptions& options);
@@ -127,6 +142,8 @@ class RankSupervisor {
     std::string dir;     // own work dir when archived
     std::string archive_uri;
     std::vector<int32_t> gpu_ids;
+    std::string progress_path;  // the agent's view of its progress page
+    bool stacks_requested = false;
   };
   void StartLocked(const RankTarget& target, const std::vector<RankTarget>& desired)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -141,6 +158,7 @@ class RankSupervisor {
   std::map<RankKey, Rank> ranks_ ABSL_GUARDED_BY(mu_);
   int woken_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<ArchiveTask> archives_ ABSL_GUARDED_BY(mu_);
+  std::vector<StackCaptureTask> captures_ ABSL_GUARDED_BY(mu_);
   std::set<pid_t> foreign_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::string> extra_env_ ABSL_GUARDED_BY(mu_);
 };

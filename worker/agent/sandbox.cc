@@ -243,6 +243,11 @@ void Sandbox::EndBox(const std::string& name, Box& box) {
   if (!box.shm_dir.empty()) fs::remove_all(box.shm_dir, ec);
 }
 
+std::string Sandbox::ShmDir(const RankKey& key) const {
+  auto it = boxes_.find(absl::StrCat(key.job_id, ".", key.attempt));
+  return it == boxes_.end() ? "" : it->second.shm_dir;
+}
+
 absl::Status Sandbox::Wrap(const RankTarget& target, const JobShare& share, const std::string& own_dir,
                            SubprocessOptions* options) {
   const RankKey& key = target.key;

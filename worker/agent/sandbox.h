@@ -81,6 +81,8 @@ class Sandbox {
   // SIGKILL, else "". Ends the box after its last rank.
   std::string Ended(const RankKey& key, int signal);
   std::string Describe() const;
+  // The host path of the /dev/shm folder of `key`'s box; empty when it has none.
+  std::string ShmDir(const RankKey& key) const;
   // The per-attempt secret ("" without a cluster key).
   static std::string RendezvousSecret(const std::string& key, const std::string& job_id, int32_t attempt);
   uint32_t TenantUid(const std::string& tenant) const;

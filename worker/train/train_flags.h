@@ -28,6 +28,7 @@ struct TrainFlags {
   bool checkpoint_skip = false;  // --checkpoint-policy skip (else wait)
   bool all_ranks_log = false;
   int inject_overflow_rank = -1;  // -1: the last rank
+  std::string inject_slow;        // RANK:FROM:TO:FACTOR (inject_slow.h); empty: off
   int timeout_s = 120;
   std::string log_level = "info";
   bool help = false;

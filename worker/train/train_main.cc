@@ -28,11 +28,14 @@
 #include "checkpoint/s3/s3_options.h"
 #include "checkpoint/service/service_checkpointer.h"
 #include "collectives/factory.h"
+#include "collectives/progress_communicator.h"
 #include "common/logging.h"
+#include "common/progress_page.h"
 #include "common/rank_env.h"
 #include "common/status.h"
 #include "worker/train/telemetry_client.h"
 #include "worker/train/checkpointing.h"
+#include "worker/train/inject_slow.h"
 #include "worker/train/state_file.h"
 #include "worker/train/train_flags.h"
 #include "worker/train/trainer.h"
@@ -163,6 +166,7 @@ absl::Status Run(TrainFlags flags) {
   TelemetryClient telemetry(ProcessEnv()("ATHANOR_TELEMETRY_SOCKET").value_or(""));
   SetLogTags(absl::StrCat("rank=", env.rank));
   ASSIGN_OR_RETURN(CrashPlan crash, CrashPlanFromEnv());
+  ASSIGN_OR_RETURN(SlowPlan slow, ParseSlowPlan(flags.inject_slow));
   StartCrashTimer(crash, env.rank);
   ASSIGN_OR_RETURN(CommunicatorOptions comm_options, CommOptions(flags, env));
   ASSIGN_OR_RETURN(std::unique_ptr<Communicator> comm, CreateCommunicator(comm_options));
@@ -171,7 +175,16 @@ absl::Status Run(TrainFlags flags) {
   TrainerOptions options = flags.trainer;
   options.inject_overflow_rank =
       flags.inject_overflow_rank < 0 ? env.world_size - 1 : flags.inject_overflow_rank;
-  ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(options, &data, comm.get()));
+  // Under an agent, the training loop's progress goes on the page it names
+  // ($ATHANOR_PROGRESS_FILE); the checkpoint barriers stay off it.
+  std::unique_ptr<ProgressWriter> progress_page = ProgressWriter::FromEnv();
+  std::unique_ptr<ProgressCommunicator> progress_comm;
+  if (progress_page != nullptr) {
+    progress_comm = std::make_unique<ProgressCommunicator>(comm.get(), progress_page.get());
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer,
+                   Trainer::Create(options, &data,
+                                   progress_comm ? progress_comm.get() : comm.get()));
   const std::chrono::milliseconds timeout = std::chrono::seconds(flags.timeout_s);
   if (!flags.resume_from.empty()) {
     std::map<std::string, std::vector<float>> tensors;
@@ -263,13 +276,34 @@ absl::Status Run(TrainFlags flags) {
   const bool print = env.rank == 0 || flags.all_ranks_log;
   const bool progress = env.rank == 0 && isatty(STDOUT_FILENO);
   bool stopped = false;
+  double last_compute_ms = 0;
+  double smoothed_compute_ms = -1;  // < 0: no step yet
   for (int64_t i = trainer->step(); i < flags.steps; ++i) {
+    double slept_ms = 0;
+    if (slow.Applies(env.rank, i) && last_compute_ms > 0) {
+      slept_ms = (slow.factor - 1) * last_compute_ms;
+      usleep(static_cast<useconds_t>(slept_ms * 1000));
+    }
     absl::StatusOr<StepStats> stats = trainer->Step(g_stop_signal != 0);
     if (!stats.ok()) {
       comm->Abort();
       return Annotate(stats.status(), absl::StrCat("step ", i));
     }
     const int64_t done = trainer->step();
+    // Compute: the step's wall time less every collective wait in it (the
+    // gradient buckets' and the loss's), as the page measured them.
+    const double waited_ms =
+        progress_page != nullptr ? progress_page->TakeWaitMs() : stats->comm_wait_ms;
+    last_compute_ms = std::max(0.0, stats->step_ms - waited_ms);
+    // Published smoothed (about the last 20 steps): which rank of a gang waits
+    // for the other flips from step to step, so one step's compute is noise.
+    const double compute_ms = last_compute_ms + slept_ms;
+    smoothed_compute_ms = smoothed_compute_ms < 0
+                              ? compute_ms
+                              : smoothed_compute_ms + 0.05 * (compute_ms - smoothed_compute_ms);
+    if (progress_page != nullptr) {
+      progress_page->StepDone(done, smoothed_compute_ms, stats->step_ms + slept_ms);
+    }
     double stall_ms = 0;
     if (ckpt.has_value() && !stats->stop && flags.checkpoint_every > 0 &&
         done % flags.checkpoint_every == 0 && done < flags.steps) {

@@ -1,0 +1,104 @@
+// HangDetector: turns the progress ranks report (through their agents'
+// heartbeats) into hang verdicts and straggler flags, per attempt. Pure: no
+// I/O; time from the injected Clock (docs/operations.md, "Hangs and
+// stragglers").
+//
+// Progress of a rank is a change of its finished step or of its collective
+// issue number. An attempt hangs when no rank of it has progressed for its
+// timeout: the job's own (JobSpec::hang_timeout_s), else the larger of
+// `min_timeout` and `step_multiple` x the attempt's median step time. Only
+// ranks that publish a progress page are watched; an attempt none of whose
+// ranks has shown one is never judged.
+//
+// The suspect is, in order: a rank with a stopped process; a rank that has
+// not entered the collective its peers are blocked in (not waiting, or at a
+// lower issue number); the rank whose progress stopped first.
+//
+// Stragglers: at the end of every `window`, each rank's median compute time
+// per step (collective waits excluded) over its samples of the last
+// `straggler_windows` windows is compared with the median of the other ranks'
+// over the same span; a rank above `straggler_ratio` x that is flagged, and
+// unflagged once it no longer is. Pooling the span (rather than judging each
+// short window alone) keeps a noisy machine's jitter from flagging a rank and
+// from hiding a real straggler.
+//
+// Not thread-safe: confined to ClusterState's owner. The Clock is not owned.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "coordinator/hang_options.h"
+#include "coordinator/types.h"
+
+namespace athanor::coord {
+
+
+struct HangVerdict {
+  std::string job_id;
+  int32_t attempt = 0;
+  int32_t suspect = -1;  // -1: none could be named
+  std::string node;      // the suspect's
+  std::string reason;    // "hang: rank 3 on node-b made no progress for 31 s (...)"
+  double stalled_s = 0;  // since the attempt's last progress
+};
+
+class HangDetector {
+ public:
+  HangDetector(HangOptions options, const Clock* clock) : options_(options), clock_(clock) {}
+
+  // A running rank's report from `node`'s heartbeat.
+  void Observe(const std::string& node, const RankReport& report);
+  // The attempts of `jobs` (running, not stopping) that hang now. A job's
+  // older attempts are forgotten; attempts of jobs not listed are dropped.
+  std::vector<HangVerdict> Check(const std::vector<const JobRecord*>& running);
+  // The current straggler flags of `job_id`'s `attempt`.
+  std::vector<RankFlag> Stragglers(const std::string& job_id, int32_t attempt) const;
+  // The timeout `job` gets now.
+  Duration Timeout(const JobRecord& job) const;
+
+ private:
+  struct RankTrack {
+    std::string node;
+    RankProgressView last;
+    TimePoint last_change{};
+    std::vector<double> window_compute_ms;  // samples of this window
+    std::deque<std::vector<double>> recent;  // the last straggler_windows windows' samples
+    bool flagged = false;
+    double ratio = 0;
+  };
+  struct AttemptTrack {
+    int32_t attempt = 0;
+    std::map<int32_t, RankTrack> ranks;
+    std::vector<double> step_ms;  // recent step times (for the median)
+    TimePoint window_start{};
+  };
+  static std::string Key(const std::string& job, int32_t attempt);
+  HangVerdict Judge(const JobRecord& job, const AttemptTrack& a, TimePoint now) const;
+  void CloseWindow(AttemptTrack* a);
+
+  const HangOptions options_;
+  const Clock* const clock_;
+  std::map<std::string, AttemptTrack> attempts_;  // by job id
+};
+
+// Counts how often each node was named a suspect; says when one should be
+// drained (drain_after times within drain_window). Not thread-safe.
+class SuspectLedger {
+ public:
+  SuspectLedger(const HangOptions* options, const Clock* clock) : options_(options), clock_(clock) {}
+  // Records a strike; true when `node` now has enough to be drained.
+  bool Strike(const std::string& node);
+
+ private:
+  const HangOptions* const options_;
+  const Clock* const clock_;
+  std::map<std::string, std::vector<TimePoint>> strikes_;
+};
+
+}  // namespace athanor::coord

@@ -1,0 +1,317 @@
+// HangDetector and ClusterState's hang handling, driven by a FakeClock:
+// timeouts (default, by median step time, per job), suspect naming, the
+// requeue with stacks captured first, auto-drain, and straggler flags.
+#include "coordinator/hang_detector.h"
+
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
+#include "coordinator/cluster_state.h"
+
+namespace athanor::coord {
+namespace {
+
+RankReport Report(const std::string& job, int32_t attempt, int32_t rank, int64_t step,
+                  uint64_t seq, uint64_t waiting = 0, bool stopped = false) {
+  RankReport r;
+  r.job_id = job;
+  r.attempt = attempt;
+  r.rank = rank;
+  r.progress.seen = true;
+  r.progress.step = step;
+  r.progress.collective_seq = seq;
+  r.progress.waiting_seq = waiting;
+  r.progress.waiting_op = waiting ? "all-reduce" : "";
+  r.progress.stopped = stopped;
+  r.progress.step_ms = 100;
+  r.progress.step_compute_ms = 80;
+  return r;
+}
+
+JobRecord Running(const std::string& id, int32_t attempt, int64_t hang_timeout_s = 0) {
+  JobRecord j;
+  j.id = id;
+  j.attempt = attempt;
+  j.state = JobState::kRunning;
+  j.spec.hang_timeout_s = hang_timeout_s;
+  return j;
+}
+
+class HangDetectorTest : public ::testing::Test {
+ protected:
+  FakeClock clock_;
+  HangDetector det_{HangOptions(), &clock_};
+};
+
+TEST_F(HangDetectorTest, StoppedRankIsNamedAfterTheDefaultTimeoutNotBefore) {
+  JobRecord job = Running("7", 1);
+  det_.Observe("node-a", Report("7", 1, 0, 10, 40));
+  det_.Observe("node-b", Report("7", 1, 1, 10, 40));
+  clock_.Advance(Seconds(1));
+  // Rank 0 moved into all-reduce #41; rank 1 is stopped mid-step.
+  det_.Observe("node-a", Report("7", 1, 0, 10, 41, 41));
+  det_.Observe("node-b", Report("7", 1, 1, 10, 40, 0, /*stopped=*/true));
+  clock_.Advance(Seconds(29.9));
+  EXPECT_TRUE(det_.Check({&job}).empty());
+  clock_.Advance(Seconds(0.1));
+  std::vector<HangVerdict> v = det_.Check({&job});
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].job_id, "7");
+  EXPECT_EQ(v[0].attempt, 1);
+  EXPECT_EQ(v[0].suspect, 1);
+  EXPECT_EQ(v[0].node, "node-b");
+  EXPECT_DOUBLE_EQ(v[0].stalled_s, 30);
+  EXPECT_EQ(v[0].reason,
+            "hang: rank 1 on node-b made no progress for 31 s (a process of it is stopped; "
+            "peers waiting in all-reduce #41)");
+  EXPECT_TRUE(det_.Check({&job}).empty());  // judged once
+}
+
+TEST_F(HangDetectorTest, RankMissingFromThePeersCollectiveIsTheSuspect) {
+  JobRecord job = Running("7", 2);
+  for (int r = 0; r < 4; ++r) det_.Observe(absl::StrCat("n", r), Report("7", 2, r, 5, 5811));
+  clock_.Advance(Seconds(1));
+  for (int r : {0, 1, 2}) {
+    det_.Observe(absl::StrCat("n", r), Report("7", 2, r, 5, 5812, 5812));
+  }
+  // Rank 3 skipped #5812 and waits in what it thinks is the next one... no:
+  // it never issued #5812 (issue count 5811) and is blocked elsewhere.
+  det_.Observe("node-d", Report("7", 2, 3, 5, 5811, 5811));
+  clock_.Advance(Seconds(31));
+  std::vector<HangVerdict> v = det_.Check({&job});
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].suspect, 3);
+  EXPECT_EQ(v[0].node, "node-d");
+  EXPECT_EQ(v[0].reason,
+            "hang: rank 3 on node-d made no progress for 32 s (peers waiting in all-reduce #5812)");
+}
+
+TEST_F(HangDetectorTest, WithoutCollectivesTheRankWhoseStepStoppedFirstIsNamed) {
+  JobRecord job = Running("9", 1);
+  det_.Observe("a", Report("9", 1, 0, 3, 9));
+  det_.Observe("b", Report("9", 1, 1, 3, 9));
+  clock_.Advance(Seconds(2));
+  det_.Observe("a", Report("9", 1, 0, 4, 10));  // rank 1 made its last move 2 s earlier
+  clock_.Advance(Seconds(30));
+  std::vector<HangVerdict> v = det_.Check({&job});
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].suspect, 1);
+  EXPECT_EQ(v[0].reason, "hang: rank 1 on b made no progress for 32 s (no rank in a collective; step 3)");
+}
+
+TEST_F(HangDetectorTest, ProgressKeepsAnAttemptAlive) {
+  JobRecord job = Running("7", 1);
+  for (int i = 0; i < 100; ++i) {
+    det_.Observe("a", Report("7", 1, 0, i, 2 * i));
+    det_.Observe("b", Report("7", 1, 1, i, 2 * i));
+    clock_.Advance(Seconds(20));
+    EXPECT_TRUE(det_.Check({&job}).empty()) << i;
+  }
+}
+
+TEST_F(HangDetectorTest, TimeoutGrowsWithTheMedianStepAndAJobMaySetItsOwn) {
+  JobRecord job = Running("7", 1);
+  EXPECT_EQ(det_.Timeout(job), Seconds(30));
+  for (int i = 1; i <= 5; ++i) {
+    RankReport r = Report("7", 1, 0, i, i);
+    r.progress.step_ms = i == 5 ? 100000 : 5000;  // median 5 s
+    det_.Observe("a", r);
+  }
+  EXPECT_EQ(det_.Timeout(job), Seconds(50));
+  clock_.Advance(Seconds(49));
+  EXPECT_TRUE(det_.Check({&job}).empty());
+  clock_.Advance(Seconds(1));
+  EXPECT_EQ(det_.Check({&job}).size(), 1u);
+
+  JobRecord own = Running("8", 1, /*hang_timeout_s=*/5);
+  EXPECT_EQ(det_.Timeout(own), Seconds(5));
+  det_.Observe("a", Report("8", 1, 0, 1, 1));
+  clock_.Advance(Seconds(4));
+  EXPECT_TRUE(det_.Check({&own}).empty());
+  clock_.Advance(Seconds(1));
+  EXPECT_EQ(det_.Check({&own}).size(), 1u);
+}
+
+TEST_F(HangDetectorTest, RanksWithoutPagesAndOldAttemptsAreNotJudged) {
+  JobRecord job = Running("7", 3);
+  RankReport no_page;
+  no_page.job_id = "7";
+  no_page.attempt = 3;
+  det_.Observe("a", no_page);
+  det_.Observe("a", Report("7", 2, 0, 1, 1));  // an older attempt's late report
+  clock_.Advance(Seconds(300));
+  EXPECT_TRUE(det_.Check({&job}).empty());
+  // A job no longer running is forgotten.
+  det_.Observe("a", Report("7", 3, 0, 1, 1));
+  EXPECT_TRUE(det_.Check({}).empty());
+  clock_.Advance(Seconds(300));
+  EXPECT_TRUE(det_.Check({&job}).empty());
+}
+
+TEST_F(HangDetectorTest, StragglerFlaggedOverKWindowsAndClearedWhenTheSpanIsFast) {
+  JobRecord job = Running("7", 1);
+  int64_t step = 0;
+  auto window = [&](double slow_ms) {
+    for (int i = 0; i < 5; ++i) {
+      ++step;
+      for (int r = 0; r < 3; ++r) {
+        RankReport rep = Report("7", 1, r, step, step);
+        rep.progress.step_compute_ms = r == 2 ? slow_ms : 100;
+        det_.Observe(absl::StrCat("n", r), rep);
+      }
+      clock_.Advance(Seconds(2));
+      ASSERT_TRUE(det_.Check({&job}).empty());
+    }
+  };
+  window(200);
+  window(200);
+  EXPECT_TRUE(det_.Stragglers("7", 1).empty());
+  window(200);
+  std::vector<RankFlag> f = det_.Stragglers("7", 1);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].rank, 2);
+  EXPECT_EQ(f[0].node, "n2");
+  EXPECT_EQ(f[0].reason, "straggler: compute 2.00x the gang median over 3 windows");
+  window(125);  // 1.25x, below the ratio: the span's median is still 2x
+  EXPECT_EQ(det_.Stragglers("7", 1).size(), 1u);
+  window(125);  // now most of the span is 1.25x
+  EXPECT_TRUE(det_.Stragglers("7", 1).empty());
+  window(125);
+  EXPECT_TRUE(det_.Stragglers("7", 1).empty());
+}
+
+TEST_F(HangDetectorTest, SteadyGangHasNoStraggler) {
+  JobRecord job = Running("7", 1);
+  for (int step = 1; step <= 200; ++step) {
+    for (int r = 0; r < 2; ++r) {
+      RankReport rep = Report("7", 1, r, step, step);
+      rep.progress.step_compute_ms = 100 + (step * 7 + r * 13) % 25;  // +-12% jitter
+      det_.Observe("n", rep);
+    }
+    clock_.Advance(Seconds(1));
+    ASSERT_TRUE(det_.Check({&job}).empty());
+    ASSERT_TRUE(det_.Stragglers("7", 1).empty()) << step;
+  }
+}
+
+TEST(SuspectLedgerTest, TwoStrikesWithinTheWindowDrain) {
+  FakeClock clock;
+  HangOptions o;
+  SuspectLedger ledger(&o, &clock);
+  EXPECT_FALSE(ledger.Strike("b"));
+  clock.Advance(Seconds(3601));
+  EXPECT_FALSE(ledger.Strike("b"));  // the first fell out of the hour
+  EXPECT_FALSE(ledger.Strike("a"));
+  clock.Advance(Seconds(3599));
+  EXPECT_TRUE(ledger.Strike("b"));
+  o.drain_after = 0;
+  EXPECT_FALSE(ledger.Strike("a"));
+}
+
+// Through ClusterState: the hung attempt is requeued with the reason, its
+// ranks are told to capture stacks before the kill, and a node named twice
+// is drained.
+class ClusterHangTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    StateOptions o;
+    o.kill_after_ms = 1000;
+    state_ = std::make_unique<ClusterState>(o, &clock_);
+    for (const char* name : {"node-a", "node-b"}) {
+      NodeRecord n;
+      n.name = name;
+      n.host = name;
+      n.inventory.gpus = 1;
+      ASSERT_TRUE(state_->RegisterNode(n, {}).ok());
+    }
+  }
+  // One heartbeat per node with each desired rank's page; the rank placed on
+  // `stuck_node` keeps `stuck_step` and a stopped process.
+  void Beat(int64_t step, const std::string& stuck_node, int64_t stuck_step) {
+    for (const char* node : {"node-a", "node-b"}) {
+      std::vector<RankReport> reports;
+      for (const DesiredRank& d : state_->DesiredFor(node)) {
+        bool stuck = node == stuck_node;
+        RankReport r = Report(d.job_id, d.attempt, d.rank, stuck ? stuck_step : step,
+                              stuck ? stuck_step : step, stuck ? 0 : step, stuck);
+        if (d.terminate) r.phase = RankPhase::kExited;
+        reports.push_back(r);
+      }
+      ASSERT_TRUE(state_->Heartbeat(node, state_->generation(), reports));
+    }
+    state_->Tick();
+  }
+  FakeClock clock_;
+  std::unique_ptr<ClusterState> state_;
+};
+
+TEST_F(ClusterHangTest, HungAttemptIsRequeuedWithStacksAndRepeatSuspectDrained) {
+  JobSpec spec;
+  spec.nodes = 2;
+  spec.gpus_per_node = 1;
+  spec.tenant = "t";
+  spec.command = {"train"};
+  spec.max_restarts = 5;
+  std::string id = state_->SubmitJob(spec)->job_id;
+  Beat(0, "", 0);
+  ASSERT_EQ(state_->jobs().Find(id)->state, JobState::kRunning);
+  const std::string stuck = state_->jobs().Find(id)->allocation[1].node;
+  for (int s = 1; s <= 5; ++s) {
+    clock_.Advance(Seconds(1));
+    Beat(s, "", 0);
+  }
+  // From now on rank 1 is stopped at step 5; the other rank moves into
+  // all-reduce #6 (its last progress, 1 s after rank 1's) and waits there.
+  for (int i = 0; i < 30; ++i) {
+    clock_.Advance(Seconds(1));
+    Beat(6, stuck, 5);
+    ASSERT_FALSE(state_->jobs().Find(id)->stopping) << i;
+  }
+  clock_.Advance(Seconds(1));
+  Beat(6, stuck, 5);
+  const JobRecord* job = state_->jobs().Find(id);
+  ASSERT_TRUE(job->stopping);
+  EXPECT_EQ(job->stop_reason, "hang: rank 1 on " + stuck +
+                                  " made no progress for 31 s (a process of it is stopped; "
+                                  "peers waiting in all-reduce #6)");
+  EXPECT_EQ(job->hang.rank, 1);
+  EXPECT_DOUBLE_EQ(job->hang.stalled_s, 30);
+  EXPECT_EQ(job->hang.node, stuck);
+  for (const DesiredRank& d : state_->DesiredFor(stuck)) {
+    EXPECT_TRUE(d.terminate);
+    EXPECT_TRUE(d.capture_stacks);
+    EXPECT_EQ(d.kill_after_ms, 15000);
+  }
+  // The ranks exit; the job is requeued and its next attempt starts.
+  clock_.Advance(Seconds(1));
+  Beat(6, "", 0);
+  job = state_->jobs().Find(id);
+  EXPECT_EQ(job->attempt, 2);
+  EXPECT_EQ(job->restarts, 1);
+  EXPECT_EQ(job->hang.attempt, 1);  // kept for `athanor job` after the restart
+  for (const DesiredRank& d : state_->DesiredFor(job->allocation[0].node)) {
+    EXPECT_FALSE(d.capture_stacks);
+  }
+  EXPECT_FALSE(state_->nodes().Get(stuck)->drain);
+
+  // A second hang on the same node (within the hour) drains it, with the
+  // reason `athanor nodes` shows.
+  Beat(0, "", 0);
+  for (int i = 0; i < 31 && !state_->jobs().Find(id)->stopping; ++i) {
+    clock_.Advance(Seconds(1));
+    Beat(1, stuck, 0);
+  }
+  ASSERT_TRUE(state_->jobs().Find(id)->stopping);
+  std::optional<NodeRecord> drained = state_->nodes().Get(stuck);
+  EXPECT_TRUE(drained->drain);
+  EXPECT_EQ(drained->reason.rfind("auto-drained: suspect in 2 hangs within 3600 s; last: hang: rank ", 0),
+            0u)
+      << drained->reason;
+  EXPECT_NE(drained->reason.find(" on " + stuck + " made no progress for 31 s"), std::string::npos)
+      << drained->reason;
+  const std::string other = stuck == "node-a" ? "node-b" : "node-a";
+  EXPECT_FALSE(state_->nodes().Get(other)->drain);
+}
+
+}  // namespace
+}  // namespace athanor::coord

@@ -1,0 +1,51 @@
+#include "coordinator/proto_convert_hangs.h"
+
+#include <cmath>
+#include <string>
+
+namespace athanor::coord {
+namespace {
+
+double Sane(double ms) { return std::isfinite(ms) && ms >= 0 && ms < 1e12 ? ms : 0; }
+
+}  // namespace
+
+RankProgressView ProgressFromProto(const rpc::RankProgress& p) {
+  RankProgressView v;
+  v.seen = p.seen();
+  v.stopped = p.stopped();
+  if (!v.seen) return v;
+  v.step = p.step() < -1 ? -1 : p.step();
+  v.step_compute_ms = Sane(p.step_compute_ms());
+  v.step_ms = Sane(p.step_ms());
+  v.collective_seq = p.collective_seq();
+  v.waiting_seq = p.waiting_seq();
+  // Only the names the runtime writes; anything else from a rank is not shown.
+  static const char* const kOps[] = {"all-reduce", "reduce-scatter", "all-gather", "broadcast",
+                                     "barrier"};
+  for (const char* op : kOps) {
+    if (p.waiting_op() == op) v.waiting_op = op;
+  }
+  v.update_unix_ms = p.update_unix_ms();
+  return v;
+}
+
+void HangsToProto(const JobRecord& job, rpc::Job* out) {
+  for (const RankFlag& f : job.stragglers) {
+    rpc::RankFlag* r = out->add_stragglers();
+    r->set_rank(f.rank);
+    r->set_node(f.node);
+    r->set_reason(f.reason);
+  }
+  if (job.hang.attempt > 0) {
+    rpc::HangReport* h = out->mutable_last_hang();
+    h->set_attempt(job.hang.attempt);
+    h->set_rank(job.hang.rank);
+    h->set_node(job.hang.node);
+    h->set_reason(job.hang.reason);
+    h->set_detected_unix(job.hang.detected_unix);
+    h->set_stalled_s(job.hang.stalled_s);
+  }
+}
+
+}  // namespace athanor::coord

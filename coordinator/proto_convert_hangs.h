@@ -1,0 +1,16 @@
+// Conversions of the hang/straggler fields between protobuf and the
+// coordinator's records (proto_convert.h does the rest). Pure functions.
+#pragma once
+
+#include "coordinator/types.h"
+#include "proto/athanor.pb.h"
+
+namespace athanor::coord {
+
+// A rank's progress as its agent sent it; values a rank could not have
+// written (negative times, NaN) are dropped rather than trusted.
+RankProgressView ProgressFromProto(const rpc::RankProgress& p);
+// The job's straggler flags and newest hang.
+void HangsToProto(const JobRecord& job, rpc::Job* out);
+
+}  // namespace athanor::coord
