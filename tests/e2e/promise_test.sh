@@ -69,8 +69,17 @@ port_s=$(free_port_on 0)
 port_m=$(free_port_on 0)  # MASTER_PORTs from here (others' clusters use 29500+ on loopback)
 coordinator="${host_addr[0]}:$port_c"
 bucket=e2e
-store="s3://$bucket/run?endpoint=http://${host_addr[0]}:$port_s&access_key=S3RVER&secret_key=S3RVER"
-cli() { on_host 0 timeout 330 "$bin_dir/athanor" --coordinator "$coordinator" "$@"; }
+# Secure, as in production (docs/security.md): a cluster CA, mutual TLS
+# between the coordinator and the agents, the CLI with the CA and the
+# bootstrap admin token. The store's credentials are the tenant's, set by the
+# admin and given to its ranks only; the URI carries none.
+store="s3://$bucket/run?endpoint=http://${host_addr[0]}:$port_s"
+"$bin_dir/athanor" admin ca init --dir "$work/tls" > /dev/null || die "ca init"
+for n in node-1 node-2; do
+  "$bin_dir/athanor" admin ca agent --dir "$work/tls" --node "$n" > /dev/null || die "ca agent $n"
+done
+export ATHANOR_TOKEN_FILE="$work/tls/admin.token"
+cli() { on_host 0 timeout 330 "$bin_dir/athanor" --coordinator "$coordinator" --ca "$work/tls/ca.crt" "$@"; }
 
 mkdir -p "$work/s3"
 spawn_on_host 0 "$work/s3rver.log" node --openssl-legacy-provider "$s3rver_js" -d "$work/s3" \
@@ -78,7 +87,8 @@ spawn_on_host 0 "$work/s3rver.log" node --openssl-legacy-provider "$s3rver_js" -
 start_coordinator() {
   spawn_on_host 0 "$work/coordinator.log" "$bin_dir/athanor-coordinator" --listen "$coordinator" \
     --state "$work/state.db" --master-port-range "$port_m-$((port_m + 50))" --min-run-time-s 0 --checkpoint-poll-s 0.2 --heartbeat-timeout-s 4 \
-    --straggler-window-s 3 --straggler-windows 3
+    --straggler-window-s 3 --straggler-windows 3 \
+    --tls-dir "$work/tls" --allow-store-endpoint "http://${host_addr[0]}:$port_s"
   coordinator_pid=$spawned_pid
 }
 sandbox=(--no-sandbox)
@@ -93,7 +103,7 @@ start_agent() {  # start_agent HOST_INDEX
   mkdir -p "$work/$node"
   spawn_on_host "$1" "$work/agent-$node.log" "$bin_dir/athanor-agent" --coordinator "$coordinator" \
     --name "$node" --gpus 1 --host "${host_addr[$1]}" --listen "${host_addr[$1]}:0" \
-    --work-dir "$work/$node" "${sandbox[@]}"
+    --work-dir "$work/$node" --tls-dir "$work/tls" "${sandbox[@]}"
   agent_pid[$node]=$spawned_pid
   # On exit: SIGTERM first, so that the agent ends its ranks.
   host_cleanups=("kill -TERM $spawned_pid 2> /dev/null; for _ in \$(seq 50); do kill -0 $spawned_pid 2> /dev/null || break; sleep 0.1; done" "${host_cleanups[@]}")
@@ -115,6 +125,10 @@ wait_for() {
 }
 nodes_up() { [ "$(cli nodes 2> /dev/null | grep -c ' UP ')" = 2 ]; }
 wait_for "both agents to register" 60 nodes_up
+# Tenant e2e: its store credentials (s3rver's), and room for the urgent job's priority.
+(umask 077; printf 'access_key=S3RVER\nsecret_key=S3RVER\n' > "$work/e2e.credentials")
+cli admin credentials set e2e --file "$work/e2e.credentials" > /dev/null || die "credentials set"
+cli admin tenant set e2e --max-priority 10 > /dev/null || die "tenant set"
 grep -q "S3rver listening" "$work/s3rver.log" || wait_for "s3rver" 30 grep -q "S3rver listening" "$work/s3rver.log"
 
 # ---------------------------------------------------------------- the job
@@ -124,7 +138,7 @@ train=("$bin_dir/athanor-train" --data /usr/share/common-licenses/GPL-3 --contex
        --hidden 1024 --micro-batch 16 --accum 4 --precision bf16 --lr 0.05 --seed 11
        --steps "$steps" --checkpoint-every "$every" --timeout-s 60
        --inject-slow "$slow_rank:$slow_from:$steps:2")
-submit() { cli submit "$@" | head -n 1; }
+submit() { cli submit --tenant e2e "$@" | head -n 1; }
 
 # State of the job, refreshed by poll: state attempt committed hang_rank
 # hang_node; every straggler flag seen goes to $work/stragglers.
