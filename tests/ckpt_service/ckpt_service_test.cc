@@ -23,6 +23,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "security/private_file.h"
 #include "tests/cluster_harness.h"
 #include "tests/s3/s3rver_fixture.h"
 
@@ -60,8 +61,14 @@ class CkptServiceTest : public ::testing::Test {
     const int base = 10000 + static_cast<int>(random() % 18000);
     cluster_ = std::make_unique<LocalCluster>(std::vector<std::string>{
         "--min-run-time-s", "0", "--checkpoint-poll-s", "0.2", "--master-port-range",
-        absl::StrCat(base, "-", base + 199)});
+        absl::StrCat(base, "-", base + 199), "--allow-store-endpoint", s3_->endpoint()});
     cluster_->StartCoordinator();
+    // The store's keys are the tenant's (the admin token's tenant "admin"),
+    // set by an admin from a 0600 file: never in a URI.
+    const std::string credentials = cluster_->dir() + "/store.credentials";
+    ASSERT_TRUE(security::WritePrivateFile(credentials, "access_key=S3RVER\nsecret_key=S3RVER\n").ok());
+    CliResult set = cluster_->Cli({"admin", "credentials", "set", "admin", "--file", credentials});
+    ASSERT_EQ(set.exit_code, 0) << set.err;
     for (const char* node : {"node-a", "node-b"}) {
       cluster_->StartAgent(node, 1, "127.0.0.1",
                            {"--checkpoint-service-dir", cluster_->dir() + "/svc-" + node,
@@ -88,7 +95,7 @@ class CkptServiceTest : public ::testing::Test {
   std::string Reference() {
     const std::string weights = cluster_->dir() + "/reference.safetensors";
     std::string id = Submit({"--nodes", "2", "--gpus-per-node", "1", "--checkpoint-uri",
-                             s3_->Uri("ref")},
+                             s3_->TenantUri("ref")},
                             Train(weights, 0));
     CliResult wait = cluster_->Cli({"wait", id, "--timeout", "120"});
     EXPECT_EQ(wait.out, "job " + id + " SUCCEEDED\n")
@@ -159,7 +166,7 @@ TEST_F(ThrottledServiceTest, PreemptionShorterThanTheUploadStillCommitsAndResume
   const std::string reference = Reference();
   const std::string resumed = cluster_->dir() + "/resumed.safetensors";
   std::string victim = Submit({"--nodes", "2", "--gpus-per-node", "1", "--preemptible", "--grace",
-                               "1s", "--checkpoint-uri", s3_->Uri("victim")},
+                               "1s", "--checkpoint-uri", s3_->TenantUri("victim")},
                               Train(resumed, 0));
   ASSERT_TRUE(LocalCluster::WaitFor([&] { return RankReached(victim, 50); }, std::chrono::seconds(60)))
       << RankLog(victim, 1);
@@ -203,7 +210,7 @@ TEST_F(CkptServiceTest, CoordinatorKilledBeforeCommitCommitsOnceAfterRestart) {
   cluster_->StartCoordinator();
   unsetenv("ATHANOR_TEST_CRASH_BEFORE_COMMIT");
   std::string victim = Submit({"--nodes", "2", "--gpus-per-node", "1", "--preemptible", "--grace",
-                               "10s", "--checkpoint-uri", s3_->Uri("victim")},
+                               "10s", "--checkpoint-uri", s3_->TenantUri("victim")},
                               Train(resumed, 0));
   ASSERT_TRUE(LocalCluster::WaitFor([&] { return RankReached(victim, 50); }, std::chrono::seconds(60)))
       << RankLog(victim, 1);
@@ -239,7 +246,7 @@ TEST_F(ThrottledServiceTest, ServiceKilledMidUploadNeverCommitsThatStep) {
   const std::string reference = Reference();
   const std::string resumed = cluster_->dir() + "/resumed.safetensors";
   std::string victim = Submit({"--nodes", "2", "--gpus-per-node", "1", "--max-restarts", "1",
-                               "--checkpoint-uri", s3_->Uri("victim")},
+                               "--checkpoint-uri", s3_->TenantUri("victim")},
                               Train(resumed, 100));
   // Step 100 commits; step 200's upload on node-a is then killed with its service.
   ASSERT_TRUE(LocalCluster::WaitFor(

@@ -103,6 +103,10 @@ std::string S3rverProcess::Uri(const std::string& prefix, const std::string& ext
   return UriVia(port_, prefix, extra_query);
 }
 
+std::string S3rverProcess::TenantUri(const std::string& prefix) const {
+  return absl::StrCat("s3://", bucket_, "/", prefix, "?endpoint=http://127.0.0.1:", port_, "&region=us-east-1");
+}
+
 std::string S3rverProcess::UriVia(int port, const std::string& prefix, const std::string& extra_query) const {
   return absl::StrCat("s3://", bucket_, "/", prefix, "?endpoint=http://127.0.0.1:", port,
                       "&access_key=S3RVER&secret_key=S3RVER&region=us-east-1",

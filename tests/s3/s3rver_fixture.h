@@ -29,6 +29,9 @@ class S3rverProcess {
   const std::string& bucket() const { return bucket_; }
   // s3://BUCKET/PREFIX?endpoint=...&access_key=S3RVER&secret_key=S3RVER + extra.
   std::string Uri(const std::string& prefix, const std::string& extra_query = "") const;
+  // The same store without keys, as a secure coordinator wants it: the
+  // tenant's credentials are set by an admin (S3RVER / S3RVER here).
+  std::string TenantUri(const std::string& prefix) const;
   std::string UriVia(int port, const std::string& prefix, const std::string& extra_query) const;
 
  private:
