@@ -69,7 +69,7 @@ try_netns() {
       ip -n "$ns" link set "${tag}h$i" up && ip -n "$ns" link set lo up ||
       { no_netns "could not set up namespace host $i"; return 1; }
   done
-  on_host 0 probe true 2> /dev/null || { no_netns "cannot enter network or UTS namespaces here"; return 1; }
+  on_host 0 true 2> /dev/null || { no_netns "cannot enter network or UTS namespaces here"; return 1; }
 }
 
 make_hosts() {
