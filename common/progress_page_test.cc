@@ -49,7 +49,8 @@ TEST_F(ProgressPageTest, ReaderSeesWhatTheWriterStored) {
   EXPECT_STREQ(ProgressOpName(s->op), "all-reduce");
   EXPECT_GT(s->update_unix_ms, 1'600'000'000'000);
 
-  usleep(20000);  // time blocked in the collective, as the writer measures it
+  /* sleep override */ usleep(20000);  // the duration under test: time blocked in the collective,
+                                       // as the writer measures it with its own clock
   (*w)->WaitEnd();
   const double waited = (*w)->TakeWaitMs();
   EXPECT_GE(waited, 20.0);

@@ -2,6 +2,7 @@
 // the rank is stopped, and where the page is placed.
 #include "worker/agent/rank_progress.h"
 
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,44 +19,52 @@
 namespace athanor::agent {
 namespace {
 
-// Waits (bounded) for `pid`'s state letter to satisfy `stopped`.
-bool AwaitStopped(pid_t pid, bool stopped) {
-  for (int i = 0; i < 500; ++i) {
-    if (ReadRankProgress("", pid).stopped == stopped) return true;
-    usleep(10000);
-  }
-  return false;
+// The next byte the rank's leader writes to `fd` (bounded: '\0' after 10 s).
+char NextEvent(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  char c = 0;
+  if (poll(&p, 1, 10000) != 1 || read(fd, &c, 1) != 1) return 0;
+  return c;
 }
 
 TEST(RankProgressTest, StoppedChildOfTheRankIsSeen) {
+  int events[2];
+  ASSERT_EQ(pipe(events), 0);
   pid_t leader = fork();
   ASSERT_GE(leader, 0);
   if (leader == 0) {  // the rank: a leader with one child that sleeps
+    close(events[0]);
     pid_t child = fork();
     if (child == 0) {
       execlp("sleep", "sleep", "60", nullptr);
       _exit(127);
     }
+    // Tells the test, as events, that the child exists, stopped, continued.
+    (void)!write(events[1], "f", 1);
     int status;
-    waitpid(child, &status, 0);
+    while (waitpid(child, &status, WUNTRACED | WCONTINUED) == child) {
+      if (WIFSTOPPED(status)) (void)!write(events[1], "s", 1);
+      else if (WIFCONTINUED(status)) (void)!write(events[1], "c", 1);
+      else break;
+    }
     _exit(0);
   }
-  // The child shows up in the tree once it has been forked.
-  std::vector<pid_t> tree;
-  for (int i = 0; i < 500 && tree.size() < 2; ++i) {
-    tree = ProcessTree(leader);
-    if (tree.size() < 2) usleep(10000);
-  }
+  close(events[1]);
+  ASSERT_EQ(NextEvent(events[0]), 'f');
+  std::vector<pid_t> tree = ProcessTree(leader);
   ASSERT_EQ(tree.size(), 2u);
   EXPECT_EQ(tree[0], leader);
   EXPECT_FALSE(ReadRankProgress("", leader).stopped);
   ASSERT_EQ(kill(tree[1], SIGSTOP), 0);
-  EXPECT_TRUE(AwaitStopped(leader, true));
+  ASSERT_EQ(NextEvent(events[0]), 's');
+  EXPECT_TRUE(ReadRankProgress("", leader).stopped);
   ASSERT_EQ(kill(tree[1], SIGCONT), 0);
-  EXPECT_TRUE(AwaitStopped(leader, false));
+  ASSERT_EQ(NextEvent(events[0]), 'c');
+  EXPECT_FALSE(ReadRankProgress("", leader).stopped);
   kill(tree[1], SIGKILL);
   int status;
   waitpid(leader, &status, 0);
+  close(events[0]);
 }
 
 TEST(RankProgressTest, PageIsReadAndSentWithItsFields) {
