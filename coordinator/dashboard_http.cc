@@ -31,13 +31,9 @@ HttpResponse Asset(std::string_view name, const char* type) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<HttpServer>> StartDashboard(const DashboardOptions& options,
-                                                           CoordinatorMetrics* metrics) {
-  HttpServer::Options http;
-  http.listen = options.listen;
-  http.threads = 4;
-  http.authenticator = options.authenticator;
-  auto server = std::make_unique<HttpServer>(http);
+namespace {
+
+void AddRoutes(HttpServer* server, const DashboardOptions& options, CoordinatorMetrics* metrics) {
   // Metrics name every tenant's jobs: admins (or an open server) only.
   server->Route("/metrics", [metrics](const HttpRequest& req) {
     if (req.caller.role == "user") {
@@ -79,9 +75,17 @@ absl::StatusOr<std::unique_ptr<HttpServer>> StartDashboard(const DashboardOption
     }
     return Asset("index.html", "text/html; charset=utf-8");
   });
-  absl::Status s = server->Start();
-  if (!s.ok()) return s;
-  return server;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<security::HttpEndpoint>> StartDashboard(const DashboardOptions& options,
+                                                                      CoordinatorMetrics* metrics) {
+  HttpServer::Options http;
+  http.threads = 4;
+  http.authenticator = options.authenticator;
+  return security::HttpEndpoint::Start(options.listen, options.tls, std::move(http),
+                                       [&](HttpServer& server) { AddRoutes(&server, options, metrics); });
 }
 
 }  // namespace athanor::coord

@@ -5,13 +5,16 @@
 // Every answer comes from what CoordinatorMetrics published: no handler takes
 // the coordinator's state lock. Chart.js is served from the Debian package's
 // folder (libjs-chart.js). Authentication: HttpServer's authenticator hook.
-// The metrics object is not owned and must outlive the server.
+// Served over HTTPS with the coordinator's certificate when `tls` is set
+// (security/http_endpoint.h). The metrics object is not owned and must
+// outlive the server.
 #pragma once
 
 #include <memory>
 #include <string>
 
 #include "common/http_server.h"
+#include "security/http_endpoint.h"
 #include "coordinator/metrics_registry.h"
 
 namespace athanor::coord {
@@ -20,9 +23,10 @@ struct DashboardOptions {
   std::string listen;                                  // HOST:PORT
   std::string chartjs_dir = "/usr/share/javascript/chart.js";
   HttpAuthenticator authenticator;                     // null: open
+  const security::TlsMaterial* tls = nullptr;          // null: plaintext (--insecure)
 };
 
-absl::StatusOr<std::unique_ptr<HttpServer>> StartDashboard(const DashboardOptions& options,
-                                                           CoordinatorMetrics* metrics);
+absl::StatusOr<std::unique_ptr<security::HttpEndpoint>> StartDashboard(const DashboardOptions& options,
+                                                                      CoordinatorMetrics* metrics);
 
 }  // namespace athanor::coord

@@ -1,4 +1,5 @@
-// The web dashboard in Debian's headless Chromium against a live cluster:
+// The web dashboard in Debian's headless Chromium against a live secure
+// cluster, over HTTPS with the coordinator's certificate pinned:
 // the page's DOM (after its scripts ran) lists the running job with its
 // state, colours its GPUs allocated in the grid, shows the pending job's
 // `why`, and charts loss points that are exactly the job's step lines.
@@ -17,14 +18,20 @@
 namespace athanor::testing {
 namespace {
 
-std::vector<std::string> Chromium(const std::string& profile) {
+// The dashboard is served over HTTPS with the coordinator's certificate
+// (named coordinator.athanor, from the cluster CA, which Chromium does not
+// know): the browser trusts exactly that certificate's key, nothing else.
+std::vector<std::string> Chromium(LocalCluster& cluster) {
+  const std::string spki = SpkiSha256Base64(ReadFile(cluster.tls_dir() + "/coordinator.crt"));
+  EXPECT_FALSE(spki.empty()) << "cannot read the coordinator's certificate";
   return {"chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-          "--user-data-dir=" + profile, "--window-size=1280,1000", "--virtual-time-budget=8000"};
+          "--user-data-dir=" + cluster.dir() + "/chromium", "--window-size=1280,1000",
+          "--virtual-time-budget=8000", "--ignore-certificate-errors-spki-list=" + spki};
 }
 
 // The page's DOM after its scripts ran.
 std::string DumpDom(LocalCluster& cluster, const std::string& url) {
-  std::vector<std::string> argv = Chromium(cluster.dir() + "/chromium");
+  std::vector<std::string> argv = Chromium(cluster);
   argv.push_back("--dump-dom");
   argv.push_back(url);
   CliResult r = RunTool(argv, cluster.dir() + "/chromium.err");
@@ -35,7 +42,7 @@ std::string DumpDom(LocalCluster& cluster, const std::string& url) {
 // Saves a screenshot; its size in bytes (0 when none was written).
 uintmax_t Screenshot(LocalCluster& cluster, const std::string& url, const std::string& path) {
   std::filesystem::remove(path);
-  std::vector<std::string> argv = Chromium(cluster.dir() + "/chromium");
+  std::vector<std::string> argv = Chromium(cluster);
   argv.push_back("--screenshot=" + path);
   argv.push_back(url);
   CliResult r = RunTool(argv, cluster.dir() + "/chromium-shot.err");
@@ -96,6 +103,7 @@ TEST(ObservabilityDashboardTest, ShowsJobsGridQueueAndLossChartInChromium) {
   EXPECT_EQ(absl::StrJoin(cli_reasons, "; "), why);
 
   const std::string base = cluster.http_base();
+  ASSERT_EQ(base.rfind("https://", 0), 0u) << base;
   // The dashboard takes the bearer token from the URL's fragment.
   const std::string token = "#token=" + cluster.admin_token();
   std::string overview = DumpDom(cluster, base + "/" + token);
