@@ -30,6 +30,7 @@
 #include "coordinator/coordinator_service.h"
 #include "coordinator/auth_setup.h"
 #include "coordinator/dashboard_http.h"
+#include "coordinator/dashboard_rpc.h"
 #include "security/tls.h"
 #include "coordinator/metrics_registry.h"
 #include "coordinator/metrics_rpc.h"
@@ -230,6 +231,9 @@ int Run(int argc, char** argv) {
     dashboard.listen = http_listen;
     dashboard.authenticator = (*security)->http_authenticator();
     dashboard.tls = (*security)->tls();
+    // The job page reads jobs and logs through this process's own gRPC API.
+    dashboard.grpc_target = DashboardRpc::SelfTarget(listen, port);
+    if (dashboard.tls != nullptr) dashboard.grpc_ca_pem = dashboard.tls->ca_pem;
     absl::StatusOr<std::unique_ptr<security::HttpEndpoint>> started = StartDashboard(dashboard, metrics.get());
     if (!started.ok()) {
       ATHANOR_LOG(ERROR) << "--http-listen: " << started.status();
