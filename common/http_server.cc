@@ -83,7 +83,8 @@ std::map<std::string, std::string> HttpServer::ParseQuery(const std::string& que
 absl::Status HttpServer::Start() {
   static std::once_flag init;
   // Plain HTTP only: Debian's civetweb loads whatever libssl.so it finds at
-  // run time and crashes on TLS connections with OpenSSL 3.
+  // run time and crashes on TLS connections with OpenSSL 3. HTTPS is a TLS
+  // front before this server (security/http_endpoint.h).
   std::call_once(init, [] { mg_init_library(0); });
   std::string listen = options_.listen;
   std::string threads = std::to_string(std::max(1, options_.threads));

@@ -79,6 +79,8 @@ void AttemptLauncher::Start(JobRecord* job, const std::vector<sched::NodeAllocat
   job->attempt_nodes.resize(job->attempt - 1);
   job->attempt_nodes.emplace_back();
   for (const sched::NodeAllocation& n : chosen) job->attempt_nodes.back().push_back(n.node);
+  job->attempt_spans.resize(job->attempt - 1);
+  job->attempt_spans.push_back({clock_->UnixNow(), 0, "", ""});
   job->last_active_unix = clock_->UnixNow();
   job->idle_warned = false;
   log_->MarkJob(job->seq);

@@ -55,6 +55,8 @@ class CoordinatorSecurity {
   // hold no data); everything else needs a bearer token, which names the
   // caller's tenant and role. Open to everyone with --insecure.
   HttpAuthenticator http_authenticator() const;
+  // The coordinator's certificate and key; null with --insecure.
+  const security::TlsMaterial* tls() const { return tls_ ? &*tls_ : nullptr; }
 
  private:
   CoordinatorSecurity() = default;

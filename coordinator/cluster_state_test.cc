@@ -163,6 +163,14 @@ TEST_F(ClusterStateTest, RequeuesWhileRestartsRemain) {
   EXPECT_EQ(job->state, JobState::kFailed);
   EXPECT_EQ(job->restarts, 1);
   EXPECT_EQ(job->reason, "rank 0 on node " + job->allocation[0].node + " exited with code 2");
+  // Each attempt's span says how it ended.
+  ASSERT_EQ(job->attempt_spans.size(), 2u);
+  EXPECT_EQ(job->attempt_spans[0].outcome, "restarted");
+  EXPECT_EQ(job->attempt_spans[0].reason, "rank 0 on node n1 exited with code 1");
+  EXPECT_GT(job->attempt_spans[0].start, 0);
+  EXPECT_GE(job->attempt_spans[0].end, job->attempt_spans[0].start);
+  EXPECT_EQ(job->attempt_spans[1].outcome, "failed");
+  EXPECT_EQ(job->attempt_spans[1].reason, job->reason);
 }
 
 TEST_F(ClusterStateTest, HeartbeatTimeoutMarksDownAndFailsAttempt) {

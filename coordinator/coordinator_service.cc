@@ -1,5 +1,6 @@
 #include "coordinator/coordinator_service.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include <grpcpp/grpcpp.h>
@@ -177,10 +178,11 @@ std::shared_ptr<rpc::AgentControl::Stub> CoordinatorService::AgentStub(const std
 grpc::Status CoordinatorService::GetLogs(grpc::ServerContext* ctx, const rpc::GetLogsRequest* req,
                                          rpc::GetLogsResponse* resp) {
   if (grpc::Status s = AuthorizeJob(*ctx, "Coordinator.GetLogs", req->job_id()); !s.ok()) return s;
-  if (req->attempt() < 0 || req->page_start() < 0) {
+  if (req->attempt() < 0 || req->page_start() < 0 || req->tail_bytes() < 0) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        "attempt and page_start: must be >= 0");
+                        "attempt, page_start and tail_bytes: must be >= 0");
   }
+  const int64_t tail = req->tail_bytes() > 0 ? std::min<int64_t>(req->tail_bytes(), kMaxLogBytes) : kMaxLogBytes;
   absl::StatusOr<JobRecord> job = core_->GetJob(req->job_id());
   if (!job.ok()) return ToGrpc(job.status());
   absl::StatusOr<std::vector<LogTarget>> targets =
@@ -199,14 +201,14 @@ grpc::Status CoordinatorService::GetLogs(grpc::ServerContext* ctx, const rpc::Ge
       resp->set_next_page_start(static_cast<int32_t>(i));
       break;
     }
-    ReadRankLog(job->id, (*targets)[i], resp->add_logs());
+    ReadRankLog(job->id, (*targets)[i], tail, resp->add_logs());
     const rpc::RankLog& log = resp->logs(resp->logs_size() - 1);
     page_bytes += static_cast<int64_t>(log.data().size() + log.node().size() + log.error().size());
   }
   return grpc::Status::OK;
 }
 
-void CoordinatorService::ReadRankLog(const std::string& job_id, const LogTarget& t,
+void CoordinatorService::ReadRankLog(const std::string& job_id, const LogTarget& t, int64_t max_bytes,
                                      rpc::RankLog* log) {
   log->set_rank(t.rank);
   log->set_node(t.node.substr(0, kMaxStringBytes));
@@ -218,7 +220,7 @@ void CoordinatorService::ReadRankLog(const std::string& job_id, const LogTarget&
   read.set_job_id(job_id);
   read.set_attempt(t.attempt);
   read.set_rank(t.rank);
-  read.set_max_bytes(kMaxLogBytes);
+  read.set_max_bytes(max_bytes);
   rpc::ReadLogResponse data;
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
@@ -231,8 +233,8 @@ void CoordinatorService::ReadRankLog(const std::string& job_id, const LogTarget&
   }
   // An agent sends at most what was asked; keep the tail should one send more.
   std::string* bytes = data.mutable_data();
-  if (bytes->size() > static_cast<size_t>(kMaxLogBytes)) {
-    bytes->erase(0, bytes->size() - static_cast<size_t>(kMaxLogBytes));
+  if (bytes->size() > static_cast<size_t>(max_bytes)) {
+    bytes->erase(0, bytes->size() - static_cast<size_t>(max_bytes));
   }
   log->set_data(std::move(*bytes));
 }

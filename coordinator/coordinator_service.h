@@ -75,7 +75,7 @@ class CoordinatorService final
   grpc::Status AuthorizeJob(const grpc::ServerContextBase& ctx, absl::string_view method,
                             const std::string& job_id, JobRecord* job = nullptr);
   // GetLogs: one rank's log tail (at most 1 MiB) from its agent, or the error.
-  void ReadRankLog(const std::string& job_id, const LogTarget& target, rpc::RankLog* log);
+  void ReadRankLog(const std::string& job_id, const LogTarget& target, int64_t max_bytes, rpc::RankLog* log);
 
   CoordinatorCore* const core_;
   const ServiceSecurity security_;

@@ -4,8 +4,10 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "coordinator/dashboard_assets.h"
+#include "coordinator/dashboard_rpc.h"
 #include "coordinator/observability_service.h"
 
 namespace athanor::coord {
@@ -23,6 +25,24 @@ HttpResponse Json(const google::protobuf::Message& m) {
   return r;
 }
 
+HttpResponse Text(int status, const std::string& body) {
+  return {status, "text/plain; charset=utf-8", body + "\n", ""};
+}
+
+// gRPC codes as HTTP statuses, for the RPC-backed routes.
+HttpResponse RpcError(const absl::Status& s) {
+  int status = 502;
+  switch (s.code()) {
+    case absl::StatusCode::kInvalidArgument: status = 400; break;
+    case absl::StatusCode::kUnauthenticated: status = 401; break;
+    case absl::StatusCode::kPermissionDenied: status = 403; break;
+    case absl::StatusCode::kNotFound: status = 404; break;
+    case absl::StatusCode::kFailedPrecondition: status = 409; break;
+    default: break;
+  }
+  return Text(status, std::string(s.message().substr(0, 1024)));
+}
+
 HttpResponse Asset(std::string_view name, const char* type) {
   std::string_view body = DashboardAsset(name);
   if (body.empty()) return {404, "text/plain; charset=utf-8", "missing asset\n", ""};
@@ -31,13 +51,28 @@ HttpResponse Asset(std::string_view name, const char* type) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<HttpServer>> StartDashboard(const DashboardOptions& options,
-                                                           CoordinatorMetrics* metrics) {
-  HttpServer::Options http;
-  http.listen = options.listen;
-  http.threads = 4;
-  http.authenticator = options.authenticator;
-  auto server = std::make_unique<HttpServer>(http);
+namespace {
+
+void AddRoutes(HttpServer* server, const DashboardOptions& options, CoordinatorMetrics* metrics) {
+  auto rpc = std::make_shared<DashboardRpc>(options.grpc_target, options.grpc_ca_pem);
+  server->Route("/api/job", [rpc](const HttpRequest& req) {
+    auto id = req.query.find("id");
+    if (id == req.query.end() || id->second.empty()) return Text(400, "id: missing");
+    absl::StatusOr<rpc::Job> job = rpc->GetJob(req.authorization, id->second);
+    if (!job.ok()) return RpcError(job.status());
+    return Json(*job);
+  });
+  server->Route("/api/logs", [rpc](const HttpRequest& req) {
+    auto id = req.query.find("job");
+    if (id == req.query.end() || id->second.empty()) return Text(400, "job: missing");
+    int bytes = 8192;
+    auto b = req.query.find("bytes");
+    if (b != req.query.end() && !absl::SimpleAtoi(b->second, &bytes)) return Text(400, "bytes: not a number");
+    absl::StatusOr<nlohmann::json> tail = rpc->LogTail(req.authorization, id->second, bytes);
+    if (!tail.ok()) return RpcError(tail.status());
+    return HttpResponse{200, "application/json",
+                        tail->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), ""};
+  });
   // Metrics name every tenant's jobs: admins (or an open server) only.
   server->Route("/metrics", [metrics](const HttpRequest& req) {
     if (req.caller.role == "user") {
@@ -79,9 +114,17 @@ absl::StatusOr<std::unique_ptr<HttpServer>> StartDashboard(const DashboardOption
     }
     return Asset("index.html", "text/html; charset=utf-8");
   });
-  absl::Status s = server->Start();
-  if (!s.ok()) return s;
-  return server;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<security::HttpEndpoint>> StartDashboard(const DashboardOptions& options,
+                                                                      CoordinatorMetrics* metrics) {
+  HttpServer::Options http;
+  http.threads = 4;
+  http.authenticator = options.authenticator;
+  return security::HttpEndpoint::Start(options.listen, options.tls, std::move(http),
+                                       [&](HttpServer& server) { AddRoutes(&server, options, metrics); });
 }
 
 }  // namespace athanor::coord

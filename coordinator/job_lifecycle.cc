@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "coordinator/attempt_spans.h"
 #include "coordinator/validation.h"
 
 namespace athanor::coord {
@@ -335,6 +336,7 @@ void JobLifecycle::Finish(JobRecord* job, JobState outcome, const std::string& r
   p_.accounts->Forget(job->seq);
   job->stopping = false;
   const bool preempted = job->preempted;
+  if (was_allocated) EndAttemptSpan(job, outcome, preempted, reason, p_.clock->UnixNow());
   job->preempted = false;
   job->idle_warned = false;
   job->last_active_unix = 0;

@@ -39,6 +39,7 @@ TEST(JobStoreTest, ReopenKeepsJobsAndNodes) {
   job.master_addr = "10.0.0.1";
   job.master_port = 29501;
   job.attempt_nodes = {{"n2", "n3"}, {}, {"n1", "n2"}};
+  job.attempt_spans = {{100.5, 200.25, "preempted", "preempted by job 4"}, {300, 0, "", ""}};
   NodeRecord node;
   node.name = "n1";
   node.host = "10.0.0.1";
@@ -75,6 +76,13 @@ TEST(JobStoreTest, ReopenKeepsJobsAndNodes) {
   EXPECT_EQ(j.master_port, 29501);
   EXPECT_EQ(j.attempt_nodes,
             (std::vector<std::vector<std::string>>{{"n2", "n3"}, {}, {"n1", "n2"}}));
+  ASSERT_EQ(j.attempt_spans.size(), 2u);
+  EXPECT_EQ(j.attempt_spans[0].start, 100.5);
+  EXPECT_EQ(j.attempt_spans[0].end, 200.25);
+  EXPECT_EQ(j.attempt_spans[0].outcome, "preempted");
+  EXPECT_EQ(j.attempt_spans[0].reason, "preempted by job 4");
+  EXPECT_EQ(j.attempt_spans[1].start, 300);
+  EXPECT_EQ(j.attempt_spans[1].outcome, "");
   ASSERT_EQ(contents->nodes.size(), 1u);
   EXPECT_EQ(contents->nodes[0].name, "n1");
   EXPECT_EQ(contents->nodes[0].inventory.gpus, 8);

@@ -30,6 +30,8 @@
 #include "coordinator/coordinator_service.h"
 #include "coordinator/auth_setup.h"
 #include "coordinator/dashboard_http.h"
+#include "coordinator/dashboard_rpc.h"
+#include "security/tls.h"
 #include "coordinator/metrics_registry.h"
 #include "coordinator/metrics_rpc.h"
 #include "coordinator/observability_service.h"
@@ -157,6 +159,11 @@ int Run(int argc, char** argv) {
     std::cerr << "athanor-coordinator: " << security.status().message() << "\n";
     return 2;
   }
+  if (!http_listen.empty() && (*security)->tls() == nullptr && !security::IsLoopbackListen(http_listen)) {
+    std::cerr << "athanor-coordinator: --insecure: plaintext --http-listen " << http_listen
+              << " refused (loopback only; HTTPS comes with --tls-dir)\n";
+    return 2;
+  }
   if (no_metrics && !http_listen.empty()) {
     std::cerr << "athanor-coordinator: --http-listen needs metrics (drop --no-metrics)\n";
     return 2;
@@ -218,12 +225,16 @@ int Run(int argc, char** argv) {
   }
   ATHANOR_LOG(INFO) << "athanor-coordinator serving on " << listen << " (port " << port
                     << "), state " << state_path;
-  std::unique_ptr<HttpServer> http;
+  std::unique_ptr<security::HttpEndpoint> http;
   if (!http_listen.empty()) {
     DashboardOptions dashboard;
     dashboard.listen = http_listen;
     dashboard.authenticator = (*security)->http_authenticator();
-    absl::StatusOr<std::unique_ptr<HttpServer>> started = StartDashboard(dashboard, metrics.get());
+    dashboard.tls = (*security)->tls();
+    // The job page reads jobs and logs through this process's own gRPC API.
+    dashboard.grpc_target = DashboardRpc::SelfTarget(listen, port);
+    if (dashboard.tls != nullptr) dashboard.grpc_ca_pem = dashboard.tls->ca_pem;
+    absl::StatusOr<std::unique_ptr<security::HttpEndpoint>> started = StartDashboard(dashboard, metrics.get());
     if (!started.ok()) {
       ATHANOR_LOG(ERROR) << "--http-listen: " << started.status();
       (*core)->Shutdown();
@@ -231,7 +242,7 @@ int Run(int argc, char** argv) {
       return 1;
     }
     http = std::move(*started);
-    ATHANOR_LOG(INFO) << "serving /metrics and the dashboard on " << http_listen;
+    ATHANOR_LOG(INFO) << "serving /metrics and the dashboard on " << http->scheme() << "://" << http_listen;
   }
   int sig = 0;
   sigwait(&signals, &sig);

@@ -158,6 +158,13 @@ void ToProto(const JobRecord& job, rpc::Job* out) {
     rpc::AttemptNodes* attempt = out->add_attempts();
     attempt->set_attempt(static_cast<int32_t>(a + 1));
     for (const std::string& node : job.attempt_nodes[a]) attempt->add_nodes(node);
+    if (a < job.attempt_spans.size()) {
+      const AttemptSpan& span = job.attempt_spans[a];
+      attempt->set_start_unix(span.start);
+      attempt->set_end_unix(span.end);
+      attempt->set_outcome(span.outcome);
+      attempt->set_end_reason(span.reason);
+    }
   }
   HangsToProto(job, out);
 }

@@ -130,6 +130,27 @@ TelemetryFigures TelemetryFromJson(const json& j) {
   return t;
 }
 
+// [[start, end, outcome, reason], ...]
+json SpansToJson(const std::vector<AttemptSpan>& spans) {
+  json out = json::array();
+  for (const AttemptSpan& s : spans) out.push_back({s.start, s.end, s.outcome, s.reason});
+  return out;
+}
+
+absl::Status SpansFromJson(const json& j, std::vector<AttemptSpan>* out) {
+  if (!j.is_array()) return absl::DataLossError("job record: attempt_spans is not a list");
+  out->clear();
+  for (size_t i = 0; i < j.size(); ++i) {
+    const json& e = j[i];
+    if (!e.is_array() || e.size() != 4 || !e[0].is_number() || !e[1].is_number() || !e[2].is_string() ||
+        !e[3].is_string()) {
+      return absl::DataLossError(absl::StrCat("job record: bad attempt_spans entry ", i));
+    }
+    out->push_back({e[0].get<double>(), e[1].get<double>(), e[2].get<std::string>(), e[3].get<std::string>()});
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::string EncodeJob(const JobRecord& job) {
@@ -177,6 +198,7 @@ std::string EncodeJob(const JobRecord& job) {
          {"last_checkpoint_unix", job.last_checkpoint_unix},
          {"usage", usage},
          {"attempt_nodes", job.attempt_nodes},
+         {"attempt_spans", SpansToJson(job.attempt_spans)},
          {"last_active_unix", job.last_active_unix},
          {"idle_warned", job.idle_warned},
          {"telemetry", TelemetryToJson(job.last_telemetry)},
@@ -241,6 +263,10 @@ absl::StatusOr<JobRecord> DecodeJob(const std::string& text) {
       job.usage.push_back(interval);
     }
     Get(j, "attempt_nodes", &job.attempt_nodes);
+    if (j.contains("attempt_spans")) {
+      absl::Status s = SpansFromJson(j["attempt_spans"], &job.attempt_spans);
+      if (!s.ok()) return s;
+    }
     Get(j, "last_active_unix", &job.last_active_unix);
     Get(j, "idle_warned", &job.idle_warned);
     if (j.contains("telemetry")) job.last_telemetry = TelemetryFromJson(j["telemetry"]);

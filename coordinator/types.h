@@ -49,6 +49,14 @@ struct UsageInterval {
   int32_t gpus = 0;
 };
 
+// One attempt's span and how it ended (the dashboard's timeline; `athanor job`).
+struct AttemptSpan {
+  double start = 0;     // Unix seconds, when it was placed
+  double end = 0;       // 0 while it runs
+  std::string outcome;  // "", "preempted", "restarted", "succeeded", "failed", "cancelled"
+  std::string reason;   // why it ended
+};
+
 struct RankPlacement {
   int32_t rank = 0;
   std::string node;
@@ -147,6 +155,9 @@ struct JobRecord {
   // Every attempt's nodes in node_rank order ([a - 1] for attempt a), so the
   // logs of earlier attempts can be found.
   std::vector<std::vector<std::string>> attempt_nodes;
+  // Every attempt's span and outcome ([a - 1] for attempt a; shorter for
+  // records older than it).
+  std::vector<AttemptSpan> attempt_spans;
   // Interactive allocations: when the last real use was seen (Unix seconds)
   // and whether the idle warning went out.
   double last_active_unix = 0;

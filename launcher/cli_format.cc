@@ -84,7 +84,8 @@ std::string FormatJob(const rpc::Job& j) {
   if (j.attempts_size() > 1) {
     std::vector<std::string> attempts;
     for (const rpc::AttemptNodes& a : j.attempts()) {
-      attempts.push_back(absl::StrCat(a.attempt(), " on ", absl::StrJoin(a.nodes(), ",")));
+      attempts.push_back(absl::StrCat(a.attempt(), " on ", absl::StrJoin(a.nodes(), ","),
+                                      a.outcome().empty() ? "" : absl::StrCat(" (", a.outcome(), ")")));
     }
     kv.push_back({"attempts:", absl::StrJoin(attempts, "; ")});
   }

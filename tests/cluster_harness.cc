@@ -25,6 +25,7 @@
 #include "security/cluster_ca.h"
 #include "security/private_file.h"
 #include "security/tls.h"
+#include "security/tls_client.h"
 
 namespace athanor::testing {
 namespace {
@@ -249,30 +250,44 @@ std::string LocalCluster::agent_metrics_address(const std::string& name) const {
 
 HttpResult LocalCluster::HttpGet(const std::string& address, const std::string& path) {
   HttpResult result;
-  size_t colon = address.rfind(':');
-  int port = 0;
-  if (colon == std::string::npos || !absl::SimpleAtoi(address.substr(colon + 1), &port)) return result;
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return result;
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(static_cast<uint16_t>(port));
-  inet_pton(AF_INET, address.substr(0, colon).c_str(), &sa.sin_addr);
-  timeval tv{10, 0};  // a hung server fails the read, not the test binary
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  if (connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
-    close(fd);
-    return result;
+  // The cluster's own endpoints speak HTTPS on a secure cluster, with the
+  // coordinator's or the node's certificate.
+  std::string server_name;
+  if (secure_ && address == http_address_) server_name = security::kCoordinatorName;
+  for (const auto& [node, metrics] : agent_metrics_) {
+    if (secure_ && address == metrics) server_name = security::AgentName(node);
   }
   const bool token = secure_ && address == http_address_;
   std::string req = absl::StrCat("GET ", path, " HTTP/1.1\r\nHost: ", address, "\r\nConnection: close\r\n",
                                  token ? absl::StrCat("Authorization: Bearer ", admin_token_, "\r\n") : "", "\r\n");
   std::string raw;
-  if (write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size())) {
-    char buf[65536];
-    for (ssize_t n; (n = read(fd, buf, sizeof(buf))) > 0;) raw.append(buf, static_cast<size_t>(n));
+  if (!server_name.empty()) {
+    absl::StatusOr<std::string> answer =
+        security::TlsExchange(address, ReadFile(tls_dir() + "/ca.crt"), server_name, req);
+    if (!answer.ok()) return result;
+    raw = std::move(*answer);
+  } else {
+    size_t colon = address.rfind(':');
+    int port = 0;
+    if (colon == std::string::npos || !absl::SimpleAtoi(address.substr(colon + 1), &port)) return result;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return result;
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(static_cast<uint16_t>(port));
+    inet_pton(AF_INET, address.substr(0, colon).c_str(), &sa.sin_addr);
+    timeval tv{10, 0};  // a hung server fails the read, not the test binary
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    if (connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
+      close(fd);
+      return result;
+    }
+    if (write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size())) {
+      char buf[65536];
+      for (ssize_t n; (n = read(fd, buf, sizeof(buf))) > 0;) raw.append(buf, static_cast<size_t>(n));
+    }
+    close(fd);
   }
-  close(fd);
   size_t head_end = raw.find("\r\n\r\n");
   if (raw.rfind("HTTP/1.", 0) != 0 || head_end == std::string::npos) return result;
   absl::SimpleAtoi(raw.substr(9, 3), &result.status);

@@ -62,12 +62,12 @@ class LocalCluster {
   void EnableHttp();
   const std::string& http_address() const { return http_address_; }
   std::string agent_metrics_address(const std::string& name) const;
-  // GET http://ADDRESS/PATH (one of the endpoints above), as the cluster's
-  // clients reach them.
-  // GET on `address`; the coordinator's http_address() of a secure cluster
-  // gets the admin token as a bearer token.
+  // GET on `address`, as the cluster's clients reach it: the endpoints above
+  // speak HTTPS on a secure cluster (verified against the CA and the
+  // coordinator's or the node's certificate name), and the coordinator's
+  // gets the admin token as a bearer token. Any other address: plain HTTP.
   HttpResult HttpGet(const std::string& address, const std::string& path);
-  std::string http_base() const { return "http://" + http_address_; }
+  std::string http_base() const { return (secure_ ? "https://" : "http://") + http_address_; }
   const std::string& admin_token() const { return admin_token_; }
   // A helper process of the test (a metrics server, a browser) that the
   // watchdog must stop too (tracked until the test binary exits).

@@ -121,10 +121,10 @@ TEST(PreemptionTrainTest, PreemptedTrainingResumesFromCheckpointWithIdenticalWei
     EXPECT_EQ(logs.exit_code, 0) << logs.err;
     EXPECT_EQ(logs.out, PrefixedLines(0, attempt == 1 ? log1 : log2));
   }
-  // `athanor job` lists where each attempt ran (both nodes each time).
+  // `athanor job` lists where each attempt ran (both nodes each time) and how it ended.
   CliResult shown = cluster.Cli({"job", victim});
-  EXPECT_TRUE(std::regex_search(shown.out, std::regex("attempts: +1 on node-[ab],node-[ab]; 2 on "
-                                                      "node-[ab],node-[ab]\n")))
+  EXPECT_TRUE(std::regex_search(shown.out, std::regex("attempts: +1 on node-[ab],node-[ab] \\(preempted\\); 2 on "
+                                                      "node-[ab],node-[ab] \\(succeeded\\)\n")))
       << shown.out;
   CliResult logs = cluster.Cli({"logs", victim, "--attempt", "3"});
   EXPECT_NE(logs.exit_code, 0);

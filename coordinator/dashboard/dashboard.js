@@ -1,5 +1,6 @@
 // athanor dashboard: every figure comes from the coordinator's JSON API
-// (/api/cluster, /api/telemetry), the same view `athanor top` reads.
+// (/api/cluster, /api/telemetry: the view `athanor top` reads; /api/job,
+// /api/logs: the RPCs behind `athanor job` and `athanor logs`).
 "use strict";
 
 const PALETTE = ["#1e88e5", "#8e24aa", "#43a047", "#f4511e", "#00897b", "#6d4c41", "#3949ab", "#c0ca33"];
@@ -115,15 +116,87 @@ async function athanorOverview() {
 }
 
 let charts = null;
-function chart(id, label, colour) {
+function chart(id) {
   return new Chart(document.getElementById(id), {
     type: "line",
-    data: {datasets: [{label, data: [], borderColor: colour, pointRadius: 2, borderWidth: 1.5}]},
+    data: {datasets: []},
     options: {animation: false, parsing: false, scales: {x: {type: "linear", title: {display: true, text: "step"}}}},
   });
 }
+// One line per attempt (an attempt resumes from its checkpoint's step, or 0).
+function chartAttempts(c, label, samples, value) {
+  const byAttempt = new Map();
+  for (const s of samples) {
+    if (!byAttempt.has(s.attempt)) byAttempt.set(s.attempt, []);
+    byAttempt.get(s.attempt).push({x: Number(s.step), y: value(s)});
+  }
+  c.data.datasets = [...byAttempt.entries()].map(([a, data], i) => ({
+    label: `${label}, attempt ${a}`, data, borderColor: PALETTE[i % PALETTE.length], pointRadius: 2, borderWidth: 1.5}));
+  c.update();
+  return samples.length;
+}
 
-function renderJob(job, history) {
+// The attempts timeline, from the job as `athanor job` reads it (its
+// attempts' spans and outcomes), with the steps each attempt's telemetry covered.
+function renderAttempts(job, record, history) {
+  const byAttempt = new Map();
+  for (const s of history.samples) {
+    const a = byAttempt.get(s.attempt) || {first: s, last: s};
+    a.last = s;
+    byAttempt.set(s.attempt, a);
+  }
+  const spans = (record.attempts || []).filter(a => Number(a.start_unix) > 0);
+  const now = Date.now() / 1000;
+  const t0 = spans.length ? Math.min(...spans.map(a => Number(a.start_unix))) : now;
+  const t1 = Math.max(now, ...spans.map(a => Number(a.end_unix)));
+  const width = Math.max(t1 - t0, 1e-3);
+  const timeline = document.getElementById("timeline");
+  timeline.replaceChildren();
+  const axis = el("div", {class: "axis"});
+  for (const a of spans) {
+    const start = Number(a.start_unix), end = Number(a.end_unix) > 0 ? Number(a.end_unix) : now;
+    const outcome = a.outcome || "running";
+    const bar = el("div", {class: "span span-" + outcome, "data-attempt": a.attempt, "data-outcome": outcome,
+                           title: `attempt ${a.attempt}: ${outcome}${a.end_reason ? " (" + a.end_reason + ")" : ""}`},
+                   `${a.attempt}`);
+    bar.style.left = (100 * (start - t0) / width) + "%";
+    bar.style.width = Math.max(100 * (end - start) / width, 0.8) + "%";
+    axis.append(bar);
+  }
+  timeline.append(axis, el("div", {class: "axis-labels"}, el("span", {}, new Date(t0 * 1000).toLocaleTimeString()),
+                                                          el("span", {}, new Date(t1 * 1000).toLocaleTimeString())));
+  const list = document.getElementById("attempts");
+  list.replaceChildren();
+  const preemptions = spans.filter(a => a.outcome === "preempted").length;
+  const restarts = spans.filter(a => a.outcome === "restarted").length;
+  timeline.dataset.preemptions = preemptions;
+  timeline.dataset.restarts = restarts;
+  for (const a of record.attempts || []) {
+    const steps = byAttempt.get(a.attempt);
+    const outcome = a.outcome || (a.attempt === job.attempt ? job.state : "unknown");
+    const secs = Number(a.start_unix) > 0 ? ((Number(a.end_unix) > 0 ? Number(a.end_unix) : now) - Number(a.start_unix)) : null;
+    list.append(el("li", {"data-attempt": a.attempt, "data-outcome": a.outcome || "running"},
+                   `attempt ${a.attempt} on ${a.nodes.join(", ")}: ${outcome}` +
+                   (a.end_reason ? ` (${a.end_reason})` : "") +
+                   (secs !== null ? `, ${num(secs, 1)} s` : "") +
+                   (steps ? `, steps ${steps.first.step}..${steps.last.step}` : "")));
+  }
+}
+
+// The newest attempt's log tails, as `athanor logs` prints them.
+function renderLogs(logs) {
+  document.getElementById("log-attempt").textContent = `attempt ${logs.attempt}, last lines of each rank`;
+  const box = document.getElementById("logs");
+  box.replaceChildren();
+  for (const l of logs.logs) {
+    box.append(el("h3", {}, `rank ${l.rank} on ${l.node}`),
+               l.error ? el("p", {class: "log-error", "data-rank": l.rank}, l.error)
+                       : el("pre", {class: "log", "data-rank": l.rank}, l.tail));
+  }
+  box.dataset.ranks = logs.logs.length;
+}
+
+function renderJob(job, record, history) {
   document.getElementById("title").textContent = `job ${job.id} ${job.name}`;
   const facts = document.getElementById("facts");
   facts.replaceChildren();
@@ -133,20 +206,7 @@ function renderJob(job, history) {
                 ["step", f ? job.last.step : ""], ["loss", f ? job.last.loss : ""],
                 ["steps/s", f ? num(job.steps_per_s, 2) : ""]];
   for (const [k, v] of rows) facts.append(el("dt", {}, k), el("dd", {"data-fact": k, class: k === "state" ? "state state-" + v : ""}, v));
-  const attempts = document.getElementById("attempts");
-  attempts.replaceChildren();
-  const byAttempt = new Map();
-  for (const s of history.samples) {
-    const a = byAttempt.get(s.attempt) || {first: s, last: s};
-    a.last = s;
-    byAttempt.set(s.attempt, a);
-  }
-  for (let a = 1; a <= job.attempt; ++a) {
-    const span = byAttempt.get(a);
-    const text = span ? `steps ${span.first.step}..${span.last.step}` : "no telemetry";
-    attempts.append(el("li", {"data-attempt": a}, `attempt ${a}: ${text}` +
-                       (a === job.attempt ? ` (${job.state})` : " (ended: preempted or restarted)")));
-  }
+  renderAttempts(job, record, history);
   document.getElementById("checkpoints").textContent =
       Number(job.committed_step) >= 0 ? `newest committed step ${job.committed_step}` : "no committed checkpoint";
   const body = document.querySelector("#points tbody");
@@ -157,21 +217,23 @@ function renderJob(job, history) {
       el("td", {}, num(s.step_ms, 2)), el("td", {}, num(100 * s.comm_wait_share, 1) + "%")));
   }
   if (typeof Chart === "undefined") return;
-  if (charts === null) charts = {loss: chart("loss-chart", "loss", "#1e88e5"), tps: chart("tps-chart", "tokens/s", "#43a047")};
-  charts.loss.data.datasets[0].data = history.samples.map(s => ({x: Number(s.step), y: s.loss}));
-  charts.tps.data.datasets[0].data = history.samples.map(s => ({x: Number(s.step), y: s.tokens_per_s}));
-  charts.loss.update();
-  charts.tps.update();
-  document.getElementById("loss-chart").dataset.points = charts.loss.data.datasets[0].data.length;
+  if (charts === null) charts = {loss: chart("loss-chart"), tps: chart("tps-chart")};
+  const points = chartAttempts(charts.loss, "loss", history.samples, s => s.loss);
+  chartAttempts(charts.tps, "tokens/s", history.samples, s => s.tokens_per_s);
+  document.getElementById("loss-chart").dataset.points = points;
 }
 
 async function athanorJob(id) {
   for (;;) {
     try {
-      const [view, history] = await Promise.all([getJson("/api/cluster"), getJson("/api/telemetry?job=" + encodeURIComponent(id))]);
+      const q = encodeURIComponent(id);
+      const [view, history, record, logs] = await Promise.all([
+          getJson("/api/cluster"), getJson("/api/telemetry?job=" + q), getJson("/api/job?id=" + q),
+          getJson("/api/logs?job=" + q + "&bytes=4096")]);
       const job = view.jobs.find(j => j.id === id);
       if (!job) throw new Error("no job " + id + " in the cluster view");
-      renderJob(job, history);
+      renderJob(job, record, history);
+      renderLogs(logs);
       stamp(view);
       document.body.dataset.loaded = "1";
     } catch (e) {

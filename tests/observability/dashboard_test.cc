@@ -1,7 +1,10 @@
-// The web dashboard in Debian's headless Chromium against a live cluster:
+// The web dashboard in Debian's headless Chromium against a live secure
+// cluster, over HTTPS with the coordinator's certificate pinned:
 // the page's DOM (after its scripts ran) lists the running job with its
 // state, colours its GPUs allocated in the grid, shows the pending job's
-// `why`, and charts loss points that are exactly the job's step lines.
+// `why`, and charts loss points that are exactly the job's step lines; after
+// a preemption the job page's attempts timeline shows attempt 1 preempted and
+// attempt 2 running, and its log tail holds lines of `athanor logs`.
 // Screenshots of both pages are saved as artifacts (ArtifactDir()).
 #include <gtest/gtest.h>
 
@@ -12,19 +15,26 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "tests/observability/obs_test_util.h"
 
 namespace athanor::testing {
 namespace {
 
-std::vector<std::string> Chromium(const std::string& profile) {
+// The dashboard is served over HTTPS with the coordinator's certificate
+// (named coordinator.athanor, from the cluster CA, which Chromium does not
+// know): the browser trusts exactly that certificate's key, nothing else.
+std::vector<std::string> Chromium(LocalCluster& cluster) {
+  const std::string spki = SpkiSha256Base64(ReadFile(cluster.tls_dir() + "/coordinator.crt"));
+  EXPECT_FALSE(spki.empty()) << "cannot read the coordinator's certificate";
   return {"chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-          "--user-data-dir=" + profile, "--window-size=1280,1000", "--virtual-time-budget=8000"};
+          "--user-data-dir=" + cluster.dir() + "/chromium", "--window-size=1280,1000",
+          "--virtual-time-budget=8000", "--ignore-certificate-errors-spki-list=" + spki};
 }
 
 // The page's DOM after its scripts ran.
 std::string DumpDom(LocalCluster& cluster, const std::string& url) {
-  std::vector<std::string> argv = Chromium(cluster.dir() + "/chromium");
+  std::vector<std::string> argv = Chromium(cluster);
   argv.push_back("--dump-dom");
   argv.push_back(url);
   CliResult r = RunTool(argv, cluster.dir() + "/chromium.err");
@@ -35,7 +45,7 @@ std::string DumpDom(LocalCluster& cluster, const std::string& url) {
 // Saves a screenshot; its size in bytes (0 when none was written).
 uintmax_t Screenshot(LocalCluster& cluster, const std::string& url, const std::string& path) {
   std::filesystem::remove(path);
-  std::vector<std::string> argv = Chromium(cluster.dir() + "/chromium");
+  std::vector<std::string> argv = Chromium(cluster);
   argv.push_back("--screenshot=" + path);
   argv.push_back(url);
   CliResult r = RunTool(argv, cluster.dir() + "/chromium-shot.err");
@@ -96,6 +106,7 @@ TEST(ObservabilityDashboardTest, ShowsJobsGridQueueAndLossChartInChromium) {
   EXPECT_EQ(absl::StrJoin(cli_reasons, "; "), why);
 
   const std::string base = cluster.http_base();
+  ASSERT_EQ(base.rfind("https://", 0), 0u) << base;
   // The dashboard takes the bearer token from the URL's fragment.
   const std::string token = "#token=" + cluster.admin_token();
   std::string overview = DumpDom(cluster, base + "/" + token);
@@ -132,6 +143,68 @@ TEST(ObservabilityDashboardTest, ShowsJobsGridQueueAndLossChartInChromium) {
   // Screenshots, for people to look at; a blank page compresses to a few KiB.
   EXPECT_GT(Screenshot(cluster, base + "/" + token, ArtifactDir() + "/overview.png"), 20000u);
   EXPECT_GT(Screenshot(cluster, base + "/job?id=" + running + token, ArtifactDir() + "/job.png"), 20000u);
+
+  // The job page's attempts timeline and log tail: preempt the job, and once
+  // its second attempt has run a few steps the page shows attempt 1 ended
+  // preempted, attempt 2 running, and the tails of both ranks' output.
+  CliResult preempt = cluster.Cli({"preempt", running, "--grace", "10s"});
+  ASSERT_EQ(preempt.exit_code, 0) << preempt.err;
+  nlohmann::json record;
+  ready = LocalCluster::WaitFor(
+      [&] {
+        record = GetJson(cluster, "/api/job?id=" + running);
+        nlohmann::json history = GetJson(cluster, "/api/telemetry?job=" + running);
+        if (record.is_null() || history.is_null() || record["state"] != "JOB_RUNNING" || record["attempt"] != 2) {
+          return false;
+        }
+        int steps = 0;
+        for (const nlohmann::json& s : history["samples"]) steps += s["attempt"] == 2 ? 1 : 0;
+        return steps >= 3;
+      },
+      std::chrono::seconds(60));
+  ASSERT_TRUE(ready) << "the job never ran a second attempt after its preemption: " << record.dump() << "\n"
+                     << cluster.CoordinatorLog();
+  // /api/job is the job as `athanor job --json` has it.
+  ASSERT_EQ(record["attempts"].size(), 2u) << record.dump();
+  EXPECT_EQ(record["attempts"][0]["outcome"], "preempted");
+  EXPECT_GT(record["attempts"][0]["end_unix"].get<double>(), record["attempts"][0]["start_unix"].get<double>());
+  EXPECT_EQ(record["attempts"][1]["outcome"], "");
+  EXPECT_EQ(record["attempts"][1]["end_unix"].get<double>(), 0);
+  EXPECT_GE(record["attempts"][1]["start_unix"].get<double>(), record["attempts"][0]["end_unix"].get<double>());
+
+  std::string attempts_page = DumpDom(cluster, base + "/job?id=" + running + token);
+  std::ofstream(ArtifactDir() + "/job-attempts.html") << attempts_page;
+  auto nodes = [&](int i) {
+    std::vector<std::string> n = record["attempts"][i]["nodes"];
+    return absl::StrJoin(n, ", ");
+  };
+  EXPECT_NE(attempts_page.find(absl::StrCat("<li data-attempt=\"1\" data-outcome=\"preempted\">attempt 1 on ", nodes(0),
+                                            ": preempted (preempted by an admin)")),
+            std::string::npos) << attempts_page;
+  EXPECT_NE(attempts_page.find(absl::StrCat("<li data-attempt=\"2\" data-outcome=\"running\">attempt 2 on ", nodes(1),
+                                            ": RUNNING")),
+            std::string::npos) << attempts_page;
+  EXPECT_EQ(Count(attempts_page, std::regex("class=\"span span-preempted\" data-attempt=\"1\"")), 1);
+  EXPECT_EQ(Count(attempts_page, std::regex("class=\"span span-running\" data-attempt=\"2\"")), 1);
+  EXPECT_TRUE(std::regex_search(attempts_page, std::regex("id=\"timeline\" data-preemptions=\"1\" data-restarts=\"0\"")))
+      << attempts_page;
+  // The log tail: both ranks, and every line shown for rank 0 is a line of
+  // `athanor logs ID --rank 0` (read after the page, so it holds them all).
+  EXPECT_NE(attempts_page.find("id=\"logs\" data-ranks=\"2\""), std::string::npos);
+  CliResult cli_logs = cluster.Cli({"logs", running, "--rank", "0"});
+  ASSERT_EQ(cli_logs.exit_code, 0) << cli_logs.err;
+  std::smatch pre;
+  ASSERT_TRUE(std::regex_search(attempts_page, pre, std::regex("<pre class=\"log\" data-rank=\"0\">([^<]*)</pre>")))
+      << attempts_page;
+  const std::string tail = absl::StrReplaceAll(pre[1].str(), {{"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&amp;", "&"}});
+  int lines = 0;
+  for (absl::string_view line : absl::StrSplit(tail, '\n', absl::SkipEmpty())) {
+    ++lines;
+    EXPECT_NE(cli_logs.out.find(absl::StrCat(line, "\n")), std::string::npos) << "not in athanor logs: " << line;
+  }
+  EXPECT_GE(lines, 3) << tail;
+  EXPECT_LE(tail.size(), 4096u);
+  EXPECT_GT(Screenshot(cluster, base + "/job?id=" + running + token, ArtifactDir() + "/job-attempts.png"), 20000u);
   EXPECT_EQ(cluster.Cli({"cancel", running}).exit_code, 0);
 }
 

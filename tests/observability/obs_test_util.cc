@@ -4,6 +4,9 @@
 #include <filesystem>
 
 #include <gtest/gtest.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 
 #include "absl/strings/str_split.h"
 #include "common/net.h"
@@ -73,6 +76,24 @@ std::string ArtifactDir() {
                         : std::string(std::getenv("ATHANOR_BIN_DIR")) + "/../tests/artifacts/observability";
   std::filesystem::create_directories(dir);
   return dir;
+}
+
+std::string SpkiSha256Base64(const std::string& cert_pem) {
+  BIO* bio = BIO_new_mem_buf(cert_pem.data(), static_cast<int>(cert_pem.size()));
+  X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr);
+  BIO_free(bio);
+  if (cert == nullptr) return "";
+  unsigned char* der = nullptr;
+  int len = i2d_X509_PUBKEY(X509_get_X509_PUBKEY(cert), &der);
+  X509_free(cert);
+  if (len <= 0) return "";
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int digest_len = 0;
+  EVP_Digest(der, static_cast<size_t>(len), digest, &digest_len, EVP_sha256(), nullptr);
+  OPENSSL_free(der);
+  unsigned char b64[2 * EVP_MAX_MD_SIZE];
+  int n = EVP_EncodeBlock(b64, digest, static_cast<int>(digest_len));
+  return std::string(reinterpret_cast<char*>(b64), static_cast<size_t>(n));
 }
 
 }  // namespace athanor::testing

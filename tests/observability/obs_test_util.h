@@ -31,6 +31,10 @@ nlohmann::json GetJson(LocalCluster& cluster, const std::string& path);
 // step -> loss from rank 0's step lines (`athanor logs ID --rank 0`).
 std::map<int64_t, double> StepLosses(LocalCluster& cluster, const std::string& job);
 
+// base64(SHA-256(SubjectPublicKeyInfo)) of a PEM certificate: what
+// Chromium's --ignore-certificate-errors-spki-list pins ("" when unreadable).
+std::string SpkiSha256Base64(const std::string& cert_pem);
+
 // Where screenshots and page dumps go: $ATHANOR_ARTIFACT_DIR, else
 // <build>/tests/artifacts/observability (created).
 std::string ArtifactDir();

@@ -1,5 +1,6 @@
-// Debian's real Prometheus scrapes a test cluster (coordinator and both
-// agents) while a 2-rank training job runs; PromQL through its HTTP API
+// Debian's real Prometheus scrapes a secure test cluster (coordinator and
+// both agents, over HTTPS verified against the cluster CA) while a 2-rank
+// training job runs; PromQL through its HTTP API
 // gives the job's step rate and the GPUs allocated to its tenant, and
 // `promtool check metrics` accepts every endpoint's exposition.
 #include <gtest/gtest.h>
@@ -54,17 +55,25 @@ TEST(ObservabilityPrometheusTest, ScrapesStepRateAndTenantGpusDuringTraining) {
 
   const std::string prometheus = absl::StrCat("127.0.0.1:", PickFreePort().value());
   const std::string config = cluster.dir() + "/prometheus.yml";
-  // A secure coordinator wants an admin's bearer token for /metrics.
+  // A secure cluster serves HTTPS: Prometheus verifies each endpoint against
+  // the cluster CA and the name its certificate carries; the coordinator
+  // wants an admin's bearer token for /metrics.
   const std::string token_file = cluster.dir() + "/scrape.token";
   std::ofstream(token_file) << cluster.admin_token();
-  std::ofstream(config) << "global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\n"
-                        << "scrape_configs:\n"
-                        << "  - job_name: athanor-coordinator\n"
-                        << "    authorization:\n      credentials_file: " << token_file << "\n"
-                        << "    static_configs:\n      - targets: ['" << cluster.http_address() << "']\n"
-                        << "  - job_name: athanor-agent\n    static_configs:\n      - targets: ['"
-                        << cluster.agent_metrics_address("node-a") << "', '"
-                        << cluster.agent_metrics_address("node-b") << "']\n";
+  const std::string ca = cluster.tls_dir() + "/ca.crt";
+  std::ofstream yml(config);
+  yml << "global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\n"
+      << "scrape_configs:\n"
+      << "  - job_name: athanor-coordinator\n    scheme: https\n"
+      << "    tls_config:\n      ca_file: " << ca << "\n      server_name: coordinator.athanor\n"
+      << "    authorization:\n      credentials_file: " << token_file << "\n"
+      << "    static_configs:\n      - targets: ['" << cluster.http_address() << "']\n";
+  for (const std::string node : {"node-a", "node-b"}) {
+    yml << "  - job_name: athanor-agent-" << node << "\n    scheme: https\n"
+        << "    tls_config:\n      ca_file: " << ca << "\n      server_name: " << node << ".node.athanor\n"
+        << "    static_configs:\n      - targets: ['" << cluster.agent_metrics_address(node) << "']\n";
+  }
+  yml.close();
   SubprocessOptions o;
   o.argv = {"prometheus", "--config.file=" + config, "--storage.tsdb.path=" + cluster.dir() + "/tsdb",
             "--web.listen-address=" + prometheus, "--log.level=warn"};

@@ -38,6 +38,7 @@
 #include "worker/agent/telemetry_hub.h"
 #include "worker/agent/orphans.h"
 #include "worker/agent/sandbox.h"
+#include "security/http_endpoint.h"
 #include "security/tls.h"
 
 namespace athanor::agent {
@@ -271,20 +272,26 @@ int Run(int argc, char** argv) {
   }
   std::unique_ptr<TelemetryHub> telemetry;
   std::unique_ptr<AgentMetrics> metrics;
-  std::unique_ptr<HttpServer> http;
+  std::unique_ptr<security::HttpEndpoint> http;
   if (!no_telemetry) {
     telemetry = std::make_unique<TelemetryHub>(work_dir);
     metrics = std::make_unique<AgentMetrics>(name);
     if (!metrics_listen.empty()) {
-      HttpServer::Options http_options;
-      http_options.listen = metrics_listen;
-      http = std::make_unique<HttpServer>(http_options);
+      // HTTPS with this node's certificate; plaintext only with --insecure, on loopback.
+      if (!options.tls && !security::IsLoopbackListen(metrics_listen)) {
+        return Fail("--insecure: plaintext --metrics-listen " + metrics_listen +
+                    " refused (loopback only; HTTPS comes with --tls-dir)");
+      }
       AgentMetrics* m = metrics.get();
-      http->Route("/metrics", [m](const HttpRequest&) {
-        return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", m->Scrape(), ""};
-      });
-      if (absl::Status s = http->Start(); !s.ok()) return Fail(absl::StrCat("--metrics-listen: ", s.message()));
-      ATHANOR_LOG(INFO) << "serving /metrics on " << metrics_listen;
+      absl::StatusOr<std::unique_ptr<security::HttpEndpoint>> started = security::HttpEndpoint::Start(
+          metrics_listen, options.tls ? &*options.tls : nullptr, HttpServer::Options{}, [m](HttpServer& server) {
+            server.Route("/metrics", [m](const HttpRequest&) {
+              return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", m->Scrape(), ""};
+            });
+          });
+      if (!started.ok()) return Fail(absl::StrCat("--metrics-listen: ", started.status().message()));
+      http = std::move(*started);
+      ATHANOR_LOG(INFO) << "serving /metrics on " << http->scheme() << "://" << metrics_listen;
     }
   } else if (!metrics_listen.empty()) {
     return Fail("--metrics-listen needs telemetry (drop --no-telemetry)");
