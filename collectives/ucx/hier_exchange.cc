@@ -1,5 +1,6 @@
 #include "collectives/ucx/hier_exchange.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -24,10 +25,13 @@ HierExchange::HierExchange(ucp_worker_h worker, const std::vector<ucp_ep_h>* eps
       host_(topology->host_of[rank]) {}
 
 HierExchange::~HierExchange() {
+  // The links' I/O thread lets go of every buffer first.
+  const bool ucx_data = links_ == nullptr;
+  links_.reset();
   // Transfers UCX still holds requests of are leaked rather than freed
   // under a late callback (the worker is destroyed after this).
   for (auto& [key, t] : transfers_) {
-    if (t->outstanding > 0) t.release();
+    if (ucx_data && t->outstanding > 0) t.release();
   }
   for (auto& t : abandoned_) {
     if (t->outstanding > 0) t.release();
@@ -55,7 +59,30 @@ void HierExchange::RecvDone(void* request, ucs_status_t status, const ucp_tag_re
   SendDone(request, status, user_data);
 }
 
+std::vector<int> HierExchange::LinkPeers(const Topology& topology, int rank) {
+  std::vector<int> peers;
+  const int host = topology.host_of[rank];
+  for (int b = 0; b < topology.max_local; ++b) {
+    if (topology.Owner(host, b) != rank) continue;
+    for (int h = 0; h < topology.num_hosts(); ++h) {
+      const int p = topology.Owner(h, b);
+      if (h != host && std::find(peers.begin(), peers.end(), p) == peers.end()) peers.push_back(p);
+    }
+  }
+  std::sort(peers.begin(), peers.end());
+  return peers;
+}
+
 bool HierExchange::Post(Request* req, const void* buf, size_t bytes, uint64_t tag) {
+  if (links_ != nullptr) {
+    req->transfer->outstanding.fetch_add(1, std::memory_order_relaxed);
+    if (req->receive) {
+      links_->Recv(req->peer, tag, const_cast<void*>(buf), bytes, &req->transfer->outstanding);
+    } else {
+      links_->Send(req->peer, tag, buf, bytes, &req->transfer->outstanding);
+    }
+    return true;
+  }
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
   param.user_data = req;
@@ -80,6 +107,10 @@ bool HierExchange::Post(Request* req, const void* buf, size_t bytes, uint64_t ta
 }
 
 absl::Status HierExchange::Start(ShmOp* op, size_t chunk, int block, char* data, size_t count) {
+  if (links_ != nullptr && (links_->failed() || links_->stopped())) {
+    return links_->failed() ? links_->status()
+                            : absl::UnavailableError("ucx: exchange between hosts stopped");
+  }
   auto& slot = transfers_[{op, chunk}];
   if (slot == nullptr) {
     slot = std::make_unique<Transfer>();
@@ -152,11 +183,12 @@ absl::StatusOr<bool> HierExchange::Finish(ShmOp* op, size_t chunk) {
   auto it = transfers_.find({op, chunk});
   if (it == transfers_.end()) return true;  // no block of this chunk had elements here
   Transfer* t = it->second.get();
+  if (links_ != nullptr && links_->failed()) return links_->status();
   if (t->error != UCS_OK) {
     return absl::UnavailableError(absl::StrCat("ucx: all-reduce failed talking to peer rank ",
                                                t->error_peer, ": ", ucs_status_string(t->error)));
   }
-  if (t->outstanding > 0) return false;
+  if (t->outstanding.load(std::memory_order_acquire) > 0) return false;
   Reduce(t);
   free_scratch_.push_back(std::move(t->scratch));
   transfers_.erase(it);
@@ -164,6 +196,16 @@ absl::StatusOr<bool> HierExchange::Finish(ShmOp* op, size_t chunk) {
 }
 
 void HierExchange::Abandon(ShmOp* op) {
+  if (links_ != nullptr) {
+    // The streams cannot skip a message: stop moving data altogether (the
+    // communicator is unusable after any failure). The sockets stay open, so
+    // peers keep blaming the rank that actually died.
+    links_->Stop();
+    for (auto it = transfers_.begin(); it != transfers_.end();) {
+      it = it->first.first == op ? transfers_.erase(it) : std::next(it);
+    }
+    return;
+  }
   for (auto it = transfers_.begin(); it != transfers_.end();) {
     if (it->first.first != op) {
       ++it;

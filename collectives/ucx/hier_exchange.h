@@ -8,6 +8,11 @@
 // every rank holds the same bits. Tags: the op's tag and sequence bits, the
 // sender's rank, the chunk (12 bits) and the block (12 bits).
 //
+// The partials travel over UCX tag messages, or, when SetLinks gave it
+// plain TCP connections to those owners (socket_links.h; the default, as
+// UCX's TCP transport moves a quarter of what the kernel's sockets do on
+// namespace hosts), over those, in the same order and with the same tags.
+//
 // It also carries the op order from world rank 0 to the other hosts'
 // leaders: one 8-byte message per op, tagged kOrderTagBase | op number.
 //
@@ -19,6 +24,7 @@
 
 #include <ucp/api/ucp.h>
 
+#include <atomic>
 #include <deque>
 #include <list>
 #include <map>
@@ -26,6 +32,7 @@
 #include <vector>
 
 #include "collectives/ucx/shm_all_reduce.h"
+#include "collectives/ucx/socket_links.h"
 #include "collectives/ucx/topology.h"
 
 namespace athanor {
@@ -36,6 +43,13 @@ class HierExchange final : public InterHost {
   HierExchange(ucp_worker_h worker, const std::vector<ucp_ep_h>* eps, const Topology* topology,
                int rank);
   ~HierExchange() override;
+
+  // The ranks this one exchanges blocks with (every block's owner on every
+  // other host, for the blocks this rank owns); symmetric.
+  static std::vector<int> LinkPeers(const Topology& topology, int rank);
+  // Carry the partials over `links` (connected to LinkPeers) from now on.
+  void SetLinks(std::unique_ptr<SocketLinks> links) { links_ = std::move(links); }
+  bool has_links() const { return links_ != nullptr; }
 
   absl::Status Start(ShmOp* op, size_t chunk, int block, char* data, size_t count) override;
   absl::StatusOr<bool> Finish(ShmOp* op, size_t chunk) override;
@@ -61,7 +75,7 @@ class HierExchange final : public InterHost {
   struct Transfer {
     DataType type;
     ReduceOp op;
-    int outstanding = 0;
+    std::atomic<int> outstanding{0};  // UCX callbacks and the links' I/O thread
     ucs_status_t error = UCS_OK;
     int error_peer = -1;
     std::deque<Request> requests;
@@ -87,6 +101,7 @@ class HierExchange final : public InterHost {
   std::list<std::unique_ptr<Transfer>> abandoned_;  // until UCX lets go of them
   std::vector<std::vector<char>> free_scratch_;
   std::list<OrderSend> order_sends_;
+  std::unique_ptr<SocketLinks> links_;  // null: the partials go over UCX
   // The order message being received: op number, request, value.
   uint64_t order_d_ = ~0ull;
   void* order_handle_ = nullptr;

@@ -336,7 +336,11 @@ std::unique_ptr<Work> UcxCommunicator::AllReduceAsync(const void* send, void* re
     return SharedAllReduce(send, recv, count, type, op, options);
   }
   if (count > 0 && UseHierarchical(bytes)) {
-    LogChoice(bytes, "hierarchically (shared memory on each host, blocks exchanged between hosts)");
+    LogChoice(bytes, inter_->has_links()
+                         ? "hierarchically (shared memory on each host, blocks exchanged between "
+                           "hosts over TCP sockets)"
+                         : "hierarchically (shared memory on each host, blocks exchanged between "
+                           "hosts over UCX)");
     return SharedAllReduce(send, recv, count, type, op, options);
   }
   if (n == 2 && count > 0 && bytes <= tuning_.small_bytes && collectives_internal::InBlockingCall()) {
@@ -407,6 +411,7 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateUcxCommunicator(
   if (const char* v = std::getenv("ATHANOR_UCX_SHARED_SLOTS")) t.shared_slots = std::atoi(v);
   if (const char* v = std::getenv("ATHANOR_UCX_SHARED_ONE_SHOT_BYTES")) t.shared_one_shot_bytes = std::strtoull(v, nullptr, 10);
   if (const char* v = std::getenv("ATHANOR_UCX_HIERARCHICAL")) t.hierarchical = std::atoi(v) != 0;
+  if (const char* v = std::getenv("ATHANOR_UCX_HIERARCHICAL_SOCKETS")) t.hierarchical_sockets = std::atoi(v) != 0;
   if (const char* v = std::getenv("ATHANOR_UCX_WAIT_NAP_US")) t.wait_nap_us = std::atoi(v);
   if (const char* v = std::getenv("ATHANOR_UCX_HIERARCHICAL_MIN_BYTES")) t.hierarchical_min_bytes = std::strtoull(v, nullptr, 10);
   auto comm = std::make_unique<ucx_internal::UcxCommunicator>(options, t);

@@ -100,6 +100,9 @@ struct UcxTuning {
   // every call with hierarchical off, run the flat ring or recursive
   // doubling over tag messages.
   bool hierarchical = true;
+  // ... and the blocks cross hosts over plain TCP connections between their
+  // owners (socket_links.h) instead of UCX tag messages.
+  bool hierarchical_sockets = true;
   // A thread in Work::Wait that has spun a while without the op finishing
   // sleeps this long between polls instead of yielding (0: yield). Where
   // ranks share cores with the network stack (namespace hosts on one

@@ -62,6 +62,22 @@ absl::Status UcxCommunicator::SetUpShared() {
   }
   shared_on_ = !several_hosts;
   hier_on_ = several_hosts;
+  std::string data_path = "UCX tag messages";
+  if (hier_on_ && tuning_.hierarchical_sockets) {
+    // Every rank takes part (the set-up all-gathers), linked or not.
+    ASSIGN_OR_RETURN(std::unique_ptr<SocketLinks> links,
+                     SocketLinks::Create(store_.get(), "ucx/hier/links", r, n,
+                                         HierExchange::LinkPeers(topology_, r),
+                                         options_.master_addr, options_.master_port,
+                                         options_.timeout));
+    if (links != nullptr) {
+      inter_->SetLinks(std::move(links));
+      data_path = "TCP sockets";
+    } else if (r == 0) {
+      ATHANOR_LOG(INFO) << "ucx: some rank has no IPv4 address towards rank 0; blocks cross "
+                           "hosts over UCX";
+    }
+  }
   if (r != 0) return absl::OkStatus();
   if (shared_on_) {
     const size_t from = n > 2 ? tuning_.shared_min_bytes
@@ -75,7 +91,7 @@ absl::Status UcxCommunicator::SetUpShared() {
                       << tuning_.hierarchical_min_bytes
                       << " B are hierarchical (shared memory on each host, "
                       << topology_.max_local << " blocks per " << shm_->chunk_bytes()
-                      << " B chunk exchanged between hosts)";
+                      << " B chunk exchanged between hosts over " << data_path << ")";
   }
   return absl::OkStatus();
 }
