@@ -173,6 +173,13 @@ void HierExchange::Reduce(Transfer* t) {
       if (h == host_) return p.data;
       return p.partials + (h < host_ ? h : h - 1) * bytes;
     };
+    if (host_ < 2) {
+      // Ours is among the first two: reduce straight into it (elementwise,
+      // so the output may alias an input), no copy back.
+      ReduceBuffers(t->type, t->op, p.data, partial(0), partial(1), p.count);
+      for (int h = 2; h < hosts; ++h) ReduceBuffers(t->type, t->op, p.data, p.data, partial(h), p.count);
+      continue;
+    }
     char* acc = partial(0);
     for (int h = 1; h < hosts; ++h) ReduceBuffers(t->type, t->op, acc, acc, partial(h), p.count);
     if (acc != p.data) std::memcpy(p.data, acc, bytes);

@@ -411,6 +411,8 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateUcxCommunicator(
   if (const char* v = std::getenv("ATHANOR_UCX_SHARED_SLOTS")) t.shared_slots = std::atoi(v);
   if (const char* v = std::getenv("ATHANOR_UCX_SHARED_ONE_SHOT_BYTES")) t.shared_one_shot_bytes = std::strtoull(v, nullptr, 10);
   if (const char* v = std::getenv("ATHANOR_UCX_HIERARCHICAL")) t.hierarchical = std::atoi(v) != 0;
+  if (const char* v = std::getenv("ATHANOR_UCX_HIERARCHICAL_CHUNK_BYTES")) t.hierarchical_chunk_bytes = std::strtoull(v, nullptr, 10);
+  if (const char* v = std::getenv("ATHANOR_UCX_HIERARCHICAL_SLOTS")) t.hierarchical_slots = std::atoi(v);
   if (const char* v = std::getenv("ATHANOR_UCX_HIERARCHICAL_SOCKETS")) t.hierarchical_sockets = std::atoi(v) != 0;
   if (const char* v = std::getenv("ATHANOR_UCX_WAIT_NAP_US")) t.wait_nap_us = std::atoi(v);
   if (const char* v = std::getenv("ATHANOR_UCX_HIERARCHICAL_MIN_BYTES")) t.hierarchical_min_bytes = std::strtoull(v, nullptr, 10);

@@ -109,6 +109,12 @@ struct UcxTuning {
   // machine) sleeping leaves the kernel the CPU it needs to move the data.
   int wait_nap_us = 0;
   size_t hierarchical_min_bytes = 256 << 10;
+  // Slots of the hierarchical path (its own segments' geometry, instead of
+  // shared_chunk_bytes and shared_slots): more and longer transfers in
+  // flight between hosts. A call is cut into about this many chunks, each
+  // at least 256 KiB and at most a slot.
+  size_t hierarchical_chunk_bytes = 2 << 20;
+  int hierarchical_slots = 8;
   // Test hook: called once per operation when it finishes, with its tag and
   // status, under the communicator's lock (must not call back into it).
   std::function<void(uint64_t tag, const absl::Status& status)> on_done;

@@ -35,6 +35,8 @@ absl::Status UcxCommunicator::SetUpShared() {
     so.blocks = topology_.max_local;
     so.world_size = n;
     so.follows_order = topology_.host_of[r] != 0;
+    so.chunk_bytes = tuning_.hierarchical_chunk_bytes;
+    so.slots = tuning_.hierarchical_slots;
     so.inter = inter_.get();
   }
   ASSIGN_OR_RETURN(shm_, ShmAllReduce::Create(context_, so, store_.get(),
