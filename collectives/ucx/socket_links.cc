@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 
@@ -81,6 +82,11 @@ bool IoExactly(int fd, bool write_side, void* buf, size_t n,
 void Tune(int fd) {
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  if (const char* v = std::getenv("ATHANOR_UCX_SOCKET_BUFFER_BYTES")) {
+    int b = std::atoi(v);
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &b, sizeof(b));
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &b, sizeof(b));
+  }
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 }
 
