@@ -25,6 +25,8 @@ namespace athanor {
 namespace ucx_internal {
 namespace {
 
+// Messages held for receives not yet posted, per connection, at most.
+constexpr size_t kMaxHeldBytes = size_t{1} << 30;
 constexpr uint64_t kHelloMagic = 0x61746e726c696e6bull;  // "atnrlink"
 
 struct Hello {
@@ -255,13 +257,35 @@ void SocketLinks::Post(bool send, int peer, uint64_t tag, const void* data, size
     return;
   }
   Request req{{tag, bytes}, const_cast<char*>(static_cast<const char*>(data)), bytes, 0, done};
-  (send ? link->sends : link->recvs).push_back(req);
+  if (send) {
+    link->sends.push_back(req);
+  } else {
+    // Arrived already?
+    for (auto it = link->held.begin(); it != link->held.end(); ++it) {
+      if (it->tag != tag || !it->complete) continue;
+      if (it->data.size() != bytes) {
+        FailLocked(link, absl::StrCat("sent ", it->data.size(), " B with tag ", tag, " where ",
+                                      bytes, " B were expected"));
+        return;
+      }
+      std::memcpy(const_cast<void*>(data), it->data.data(), bytes);
+      link->held_bytes -= bytes;
+      link->held.erase(it);
+      done->fetch_sub(1, std::memory_order_release);
+      return;
+    }
+    link->recvs.push_back(req);
+  }
   uint64_t one = 1;
   (void)!write(wake_fd_, &one, sizeof(one));
 }
 
 void SocketLinks::FailLink(Link* link, const std::string& why) {
   StdMutexLock lock(&mu_);
+  FailLocked(link, why);
+}
+
+void SocketLinks::FailLocked(Link* link, const std::string& why) {
   if (status_.ok()) {
     status_ = absl::UnavailableError(absl::StrCat("ucx: peer rank ", link->peer,
                                                   " failed or is unreachable (", why, ")"));
@@ -273,19 +297,61 @@ void SocketLinks::FailLink(Link* link, const std::string& why) {
   // exit, so it names the rank that actually died).
   link->sends.clear();
   link->recvs.clear();
+  link->held.clear();
+  link->held_bytes = 0;
+  link->into = nullptr;
   link->dead = true;
 }
 
-bool SocketLinks::Pump(Link* link, bool send) {
+bool SocketLinks::PumpSend(Link* link) {
   for (;;) {
     Request* req;
     {
       StdMutexLock lock(&mu_);
-      auto& q = send ? link->sends : link->recvs;
-      if (q.empty()) return true;
-      req = &q.front();
+      if (link->sends.empty()) return true;
+      req = &link->sends.front();
     }
-    if (!send && link->header_got < sizeof(link->header)) {
+    const size_t total = sizeof(req->header) + req->bytes;
+    while (req->done < total) {
+      iovec iov[2];
+      int n = 0;
+      if (req->done < sizeof(req->header)) {
+        iov[n++] = {reinterpret_cast<char*>(req->header) + req->done,
+                    sizeof(req->header) - req->done};
+      }
+      const size_t off = req->done > sizeof(req->header) ? req->done - sizeof(req->header) : 0;
+      if (off < req->bytes) iov[n++] = {req->data + off, req->bytes - off};
+      msghdr msg{};
+      msg.msg_iov = iov;
+      msg.msg_iovlen = n;
+      ssize_t k = sendmsg(link->fd, &msg, MSG_NOSIGNAL);
+      if (k < 0 && (errno == EAGAIN || errno == EINTR)) return true;
+      if (k <= 0) {
+        FailLink(link, k == 0 ? "connection between hosts closed" : Errno("send"));
+        return false;
+      }
+      req->done += static_cast<size_t>(k);
+    }
+    std::atomic<int>* counter = req->counter;
+    {
+      StdMutexLock lock(&mu_);
+      link->sends.pop_front();
+    }
+    counter->fetch_sub(1, std::memory_order_release);
+  }
+}
+
+bool SocketLinks::WantsRead(const Link& link) const {
+  return !link.recvs.empty() || link.header_got > 0 || link.into != nullptr;
+}
+
+bool SocketLinks::PumpRecv(Link* link) {
+  for (;;) {
+    if (link->into == nullptr) {
+      {
+        StdMutexLock lock(&mu_);
+        if (!WantsRead(*link)) return true;
+      }
       ssize_t k = recv(link->fd, reinterpret_cast<char*>(link->header) + link->header_got,
                        sizeof(link->header) - link->header_got, 0);
       if (k < 0 && (errno == EAGAIN || errno == EINTR)) return true;
@@ -295,49 +361,72 @@ bool SocketLinks::Pump(Link* link, bool send) {
       }
       link->header_got += static_cast<size_t>(k);
       if (link->header_got < sizeof(link->header)) return true;
-      if (link->header[0] != req->header[0] || link->header[1] != req->header[1]) {
-        FailLink(link, absl::StrCat("sent message tag ", link->header[0], " of ", link->header[1],
-                                    " B where tag ", req->header[0], " of ", req->header[1],
-                                    " B was expected"));
-        return false;
-      }
-      req->done = sizeof(req->header);
-    }
-    const size_t total = sizeof(req->header) + req->bytes;
-    while (req->done < total) {
-      ssize_t k;
-      if (send) {
-        iovec iov[2];
-        int n = 0;
-        if (req->done < sizeof(req->header)) {
-          iov[n++] = {reinterpret_cast<char*>(req->header) + req->done,
-                      sizeof(req->header) - req->done};
+      const uint64_t tag = link->header[0], bytes = link->header[1];
+      StdMutexLock lock(&mu_);
+      auto it = std::find_if(link->recvs.begin(), link->recvs.end(),
+                             [&](const Request& r) { return r.header[0] == tag; });
+      if (it != link->recvs.end()) {
+        if (it->bytes != bytes) {
+          FailLocked(link, absl::StrCat("sent ", bytes, " B with tag ", tag, " where ", it->bytes,
+                                        " B were expected"));
+          return false;
         }
-        const size_t off = req->done > sizeof(req->header) ? req->done - sizeof(req->header) : 0;
-        if (off < req->bytes) iov[n++] = {req->data + off, req->bytes - off};
-        msghdr msg{};
-        msg.msg_iov = iov;
-        msg.msg_iovlen = n;
-        k = sendmsg(link->fd, &msg, MSG_NOSIGNAL);
+        link->into_recv = it;
+        link->into_is_held = false;
+        link->into = it->data;
       } else {
-        const size_t off = req->done - sizeof(req->header);
-        k = recv(link->fd, req->data + off, req->bytes - off, 0);
+        if (bytes > kMaxHeldBytes - link->held_bytes) {
+          FailLocked(link, absl::StrCat("sent more than ", kMaxHeldBytes,
+                                        " B nobody asked for yet"));
+          return false;
+        }
+        link->held.push_back(Held{tag, std::vector<char>(bytes)});
+        link->held_bytes += bytes;
+        link->into_held = std::prev(link->held.end());
+        link->into_is_held = true;
+        link->into = link->into_held->data.data();
       }
+      link->got = 0;
+      link->header_got = 0;
+    }
+    const size_t want = link->header[1];
+    while (link->got < want) {
+      ssize_t k = recv(link->fd, link->into + link->got, want - link->got, 0);
       if (k < 0 && (errno == EAGAIN || errno == EINTR)) return true;
       if (k <= 0) {
-        FailLink(link, k == 0 ? "connection between hosts closed"
-                              : Errno(send ? "send" : "recv"));
+        FailLink(link, k == 0 ? "connection between hosts closed" : Errno("recv"));
         return false;
       }
-      req->done += static_cast<size_t>(k);
+      link->got += static_cast<size_t>(k);
     }
-    std::atomic<int>* counter = req->counter;
+    std::atomic<int>* counter = nullptr;
     {
       StdMutexLock lock(&mu_);
-      (send ? link->sends : link->recvs).pop_front();
+      link->into = nullptr;
+      if (!link->into_is_held) {
+        counter = link->into_recv->counter;
+        link->recvs.erase(link->into_recv);
+      } else {
+        // Its receive may have been posted meanwhile.
+        Held& h = *link->into_held;
+        h.complete = true;
+        auto it = std::find_if(link->recvs.begin(), link->recvs.end(),
+                               [&](const Request& r) { return r.header[0] == h.tag; });
+        if (it != link->recvs.end()) {
+          if (it->bytes != h.data.size()) {
+            FailLocked(link, absl::StrCat("sent ", h.data.size(), " B with tag ", h.tag, " where ",
+                                          it->bytes, " B were expected"));
+            return false;
+          }
+          std::memcpy(it->data, h.data.data(), h.data.size());
+          counter = it->counter;
+          link->recvs.erase(it);
+          link->held_bytes -= h.data.size();
+          link->held.erase(link->into_held);
+        }
+      }
     }
-    if (!send) link->header_got = 0;
-    counter->fetch_sub(1, std::memory_order_release);
+    if (counter != nullptr) counter->fetch_sub(1, std::memory_order_release);
   }
 }
 
@@ -357,7 +446,7 @@ void SocketLinks::Main() {
         // Always watch for the peer going away; read only when a receive
         // is posted (the rest waits in the kernel, which holds the sender).
         short events = POLLRDHUP;
-        if (!l.recvs.empty()) events |= POLLIN;
+        if (WantsRead(l)) events |= POLLIN;
         if (!l.sends.empty()) events |= POLLOUT;
         fds.push_back({l.fd, events, 0});
         by_fd.push_back(&l);
@@ -374,15 +463,15 @@ void SocketLinks::Main() {
       Link* l = by_fd[i];
       const short re = fds[i].revents;
       if (re == 0) continue;
-      if ((re & POLLOUT) && !Pump(l, true)) continue;
-      if ((re & POLLIN) && !Pump(l, false)) continue;
+      if ((re & POLLOUT) && !PumpSend(l)) continue;
+      if ((re & POLLIN) && !PumpRecv(l)) continue;
       if (re & (POLLERR | POLLHUP | POLLRDHUP | POLLNVAL)) {
         // Data still buffered ahead of the close is read above once its
         // receive is posted; with none posted, the peer is gone.
         bool pending_recv;
         {
           StdMutexLock lock(&mu_);
-          pending_recv = !l->recvs.empty();
+          pending_recv = WantsRead(*l);
         }
         if (!pending_recv || (re & (POLLERR | POLLNVAL))) {
           FailLink(l, "connection between hosts closed");

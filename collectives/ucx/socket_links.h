@@ -8,10 +8,12 @@
 //
 // Wire format, per connection and direction: messages in posting order,
 // each a 16-byte header (tag, byte count; host order: both ends run on one
-// architecture, checked by the hello) followed by the payload. Receives are
-// matched in order: the n-th message a rank sends to a peer is the n-th
-// receive that peer posts for it, and a header whose tag or length differs
-// from the receive it meets is an error, never silently mixed.
+// architecture, checked by the hello) followed by the payload. A message goes
+// straight into the posted receive with its tag; one that arrives before its
+// receive is held (a copy) until it is posted. Nothing is read from a
+// connection while no receive is posted on it (the kernel holds the sender
+// back). Tags are unique among a pair's messages in flight; a message whose
+// length differs from its receive's is an error, never silently truncated.
 //
 // Set-up (Create): every rank listens on an ephemeral port, publishes
 // "<IPv4> <port> <cookie>" through the bootstrap store (the address is the
@@ -35,6 +37,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <list>
 #include <memory>
 #include <string>
 #include <thread>
@@ -87,14 +90,30 @@ class SocketLinks {
     size_t done = 0;  // bytes of header + payload moved
     std::atomic<int>* counter;
   };
+  // A message that arrived before its receive was posted.
+  struct Held {
+    uint64_t tag;
+    std::vector<char> data;
+    bool complete = false;
+  };
   struct Link {
     int peer = -1;
     int fd = -1;
-    std::deque<Request> sends;  // guarded by mu_ (fronts used by the I/O thread)
-    std::deque<Request> recvs;
-    uint64_t header[2] = {0, 0};  // the header being received
+    // Guarded by mu_; the I/O thread uses the elements it took out of them
+    // without it (list elements stay put while others come and go).
+    std::deque<Request> sends;
+    std::list<Request> recvs;
+    std::list<Held> held;
+    size_t held_bytes = 0;
+    bool dead = false;  // failed: no longer polled
+    // I/O thread only: the message being received.
+    uint64_t header[2] = {0, 0};
     size_t header_got = 0;
-    bool dead = false;  // failed: no longer polled (guarded by mu_)
+    char* into = nullptr;  // its payload's destination once the header is in
+    size_t got = 0;
+    std::list<Request>::iterator into_recv;  // ... a posted receive, or
+    std::list<Held>::iterator into_held;     // ... a held buffer
+    bool into_is_held = false;
   };
 
   SocketLinks() = default;
@@ -106,8 +125,11 @@ class SocketLinks {
             std::atomic<int>* done);
   void Main();
   // Move what the socket allows; false on a failure (already recorded).
-  bool Pump(Link* link, bool send);
+  bool PumpSend(Link* link);
+  bool PumpRecv(Link* link);
+  bool WantsRead(const Link& link) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FailLink(Link* link, const std::string& why);
+  void FailLocked(Link* link, const std::string& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   std::vector<Link> links_;  // fixed after SetUp
   int wake_fd_ = -1;
