@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "collectives/reduce/reduce_kernels.h"
+#include "collectives/ucx/shm_segment.h"
 #include "collectives/ucx/ucx_internal.h"
 
 namespace athanor {
@@ -138,7 +139,21 @@ absl::Status HierExchange::Start(ShmOp* op, size_t chunk, int block, char* data,
   if (used + (hosts - 1) * bytes > t->scratch.size() || t->parts.size() == t->parts.capacity()) {
     return absl::InternalError("ucx: hierarchical all-reduce: block larger than its scratch");
   }
-  t->parts.push_back({data, count, t->scratch.data() + used});
+  t->parts.push_back({data, count, t->scratch.data() + used, block});
+  if (t->parts.size() == 1) {
+    t->ring = UsesRing(op->count * DataTypeSize(op->type));
+    t->net_tag = op->net_tag;
+    t->chunk = chunk;
+  }
+  if (t->ring) {
+    if (block >= 64) return absl::InternalError("ucx: ring between hosts: block number too large");
+    PostRingStep(t, t->parts.size() - 1);
+    if (t->error != UCS_OK) {
+      return absl::UnavailableError(absl::StrCat("ucx: all-reduce failed talking to peer rank ",
+                                                 t->error_peer, ": ", ucs_status_string(t->error)));
+    }
+    return absl::OkStatus();
+  }
   char* partials = t->parts.back().partials;
   int slot_index = 0;
   for (int h = 0; h < hosts; ++h) {
@@ -159,6 +174,57 @@ absl::Status HierExchange::Start(ShmOp* op, size_t chunk, int block, char* data,
                                                t->error_peer, ": ", ucs_status_string(t->error)));
   }
   return absl::OkStatus();
+}
+
+bool HierExchange::UsesRing(size_t bytes) const {
+  const int hosts = topology_->num_hosts();
+  return hosts >= 3 && 2 * (hosts - 1) < 64 && topology_->max_local <= 64 && bytes >= ring_min_bytes_;
+}
+
+std::string HierExchange::AlgorithmFor(size_t bytes) const {
+  const int hosts = topology_->num_hosts();
+  if (hosts == 2) return "one exchange between the 2 hosts";
+  return UsesRing(bytes) ? absl::StrCat("a ring between the ", hosts, " hosts")
+                         : absl::StrCat("a direct exchange among the ", hosts, " hosts");
+}
+
+bool HierExchange::PostRingStep(Transfer* t, size_t i) {
+  const int hosts = topology_->num_hosts();
+  const size_t elem = DataTypeSize(t->type);
+  Part& p = t->parts[i];
+  const int next = topology_->Owner((host_ + 1) % hosts, p.block);
+  const int prev = topology_->Owner((host_ + hosts - 1) % hosts, p.block);
+  const int s = t->step;
+  // Reduce-scatter: send piece host-s, receive piece host-s-1 (into the
+  // scratch, folded in after). All-gather (k = s - (hosts-1)): send piece
+  // host+1-k, receive piece host-k straight into place.
+  const bool gather = s >= hosts - 1;
+  const int k = gather ? s - (hosts - 1) : s;
+  const int send_piece = ((gather ? host_ + 1 - k : host_ - s) % hosts + hosts) % hosts;
+  const int recv_piece = ((gather ? host_ - k : host_ - s - 1) % hosts + hosts) % hosts;
+  auto [slo, shi] = Share(p.count, hosts, send_piece, elem);
+  auto [rlo, rhi] = Share(p.count, hosts, recv_piece, elem);
+  const int msg = (s << 6) | p.block;
+  Request* recv = &t->requests.emplace_back(Request{t, prev});
+  recv->receive = true;
+  char* into = gather ? p.data + rlo * elem : p.partials;
+  if (!Post(recv, into, (rhi - rlo) * elem, MakeTag(t->net_tag, prev, t->chunk & 0xFFF, msg))) {
+    return false;
+  }
+  Request* send = &t->requests.emplace_back(Request{t, next});
+  return Post(send, p.data + slo * elem, (shi - slo) * elem,
+              MakeTag(t->net_tag, rank_, t->chunk & 0xFFF, msg));
+}
+
+void HierExchange::RingFold(Transfer* t) {
+  const int hosts = topology_->num_hosts();
+  if (t->step >= hosts - 1) return;  // all-gather: received in place
+  const size_t elem = DataTypeSize(t->type);
+  for (Part& p : t->parts) {
+    const int piece = ((host_ - t->step - 1) % hosts + hosts) % hosts;
+    auto [lo, hi] = Share(p.count, hosts, piece, elem);
+    ReduceBuffers(t->type, t->op, p.data + lo * elem, p.data + lo * elem, p.partials, hi - lo);
+  }
 }
 
 void HierExchange::Reduce(Transfer* t) {
@@ -196,7 +262,25 @@ absl::StatusOr<bool> HierExchange::Finish(ShmOp* op, size_t chunk) {
                                                t->error_peer, ": ", ucs_status_string(t->error)));
   }
   if (t->outstanding.load(std::memory_order_acquire) > 0) return false;
-  Reduce(t);
+  if (t->ring) {
+    const int steps = 2 * (topology_->num_hosts() - 1);
+    RingFold(t);
+    if (++t->step < steps) {
+      // Done requests are dropped (UCX let go of them; links hold none).
+      t->requests.clear();
+      for (size_t i = 0; i < t->parts.size(); ++i) {
+        if (!PostRingStep(t, i)) break;
+      }
+      if (t->error != UCS_OK) {
+        return absl::UnavailableError(absl::StrCat("ucx: all-reduce failed talking to peer rank ",
+                                                   t->error_peer, ": ",
+                                                   ucs_status_string(t->error)));
+      }
+      return false;
+    }
+  } else {
+    Reduce(t);
+  }
   free_scratch_.push_back(std::move(t->scratch));
   transfers_.erase(it);
   return true;

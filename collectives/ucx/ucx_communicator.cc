@@ -336,11 +336,13 @@ std::unique_ptr<Work> UcxCommunicator::AllReduceAsync(const void* send, void* re
     return SharedAllReduce(send, recv, count, type, op, options);
   }
   if (count > 0 && UseHierarchical(bytes)) {
-    LogChoice(bytes, inter_->has_links()
-                         ? "hierarchically (shared memory on each host, blocks exchanged between "
-                           "hosts over TCP sockets)"
-                         : "hierarchically (shared memory on each host, blocks exchanged between "
-                           "hosts over UCX)");
+    if (!ChoiceLogged(bytes)) {
+      LogChoice(bytes, absl::StrCat("hierarchically (shared memory on each host, blocks exchanged "
+                                    "between hosts over ",
+                                    inter_->has_links() ? "TCP sockets" : "UCX", ": ",
+                                    inter_->AlgorithmFor(bytes), ")")
+                           .c_str());
+    }
     return SharedAllReduce(send, recv, count, type, op, options);
   }
   if (n == 2 && count > 0 && bytes <= tuning_.small_bytes && collectives_internal::InBlockingCall()) {
@@ -412,6 +414,7 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateUcxCommunicator(
   if (const char* v = std::getenv("ATHANOR_UCX_SHARED_ONE_SHOT_BYTES")) t.shared_one_shot_bytes = std::strtoull(v, nullptr, 10);
   if (const char* v = std::getenv("ATHANOR_UCX_HIERARCHICAL")) t.hierarchical = std::atoi(v) != 0;
   if (const char* v = std::getenv("ATHANOR_UCX_HIERARCHICAL_CHUNK_BYTES")) t.hierarchical_chunk_bytes = std::strtoull(v, nullptr, 10);
+  if (const char* v = std::getenv("ATHANOR_UCX_HIERARCHICAL_RING_MIN_BYTES")) t.hierarchical_ring_min_bytes = std::strtoull(v, nullptr, 10);
   if (const char* v = std::getenv("ATHANOR_UCX_HIERARCHICAL_SLOTS")) t.hierarchical_slots = std::atoi(v);
   if (const char* v = std::getenv("ATHANOR_UCX_HIERARCHICAL_SOCKETS")) t.hierarchical_sockets = std::atoi(v) != 0;
   if (const char* v = std::getenv("ATHANOR_UCX_WAIT_NAP_US")) t.wait_nap_us = std::atoi(v);

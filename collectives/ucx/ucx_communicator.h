@@ -114,6 +114,11 @@ struct UcxTuning {
   // flight between hosts. A call is cut into about this many chunks, each
   // at least 256 KiB and at most a slot.
   size_t hierarchical_chunk_bytes = 2 << 20;
+  // Between three hosts or more, calls of at least this size run a ring
+  // between each block's owners (2 (hosts-1)/hosts x the block sent, in
+  // 2 (hosts-1) steps); smaller ones a direct exchange (hosts-1 x the block,
+  // one step). See hier_exchange.h.
+  size_t hierarchical_ring_min_bytes = 4 << 20;
   int hierarchical_slots = 8;
   // Test hook: called once per operation when it finishes, with its tag and
   // status, under the communicator's lock (must not call back into it).

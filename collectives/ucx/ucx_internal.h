@@ -154,6 +154,7 @@ class UcxCommunicator final : public Communicator {
   void AdvanceShared(PendingOp* op) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Logs, once per power-of-two size class, which all-reduce algorithm runs.
   void LogChoice(size_t bytes, const char* algorithm);
+  bool ChoiceLogged(size_t bytes) const;
   // Returns how many UCX events and finished operations it saw.
   unsigned ProgressLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Polls the local peers' pidfds; sets peer_error_ when one exited.

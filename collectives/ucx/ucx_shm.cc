@@ -38,6 +38,7 @@ absl::Status UcxCommunicator::SetUpShared() {
     so.chunk_bytes = tuning_.hierarchical_chunk_bytes;
     so.slots = tuning_.hierarchical_slots;
     so.inter = inter_.get();
+    inter_->SetRingMinBytes(tuning_.hierarchical_ring_min_bytes);
   }
   ASSIGN_OR_RETURN(shm_, ShmAllReduce::Create(context_, so, store_.get(),
                                               absl::StrCat("ucx/shm/", topology_.host_of[r]),
@@ -93,7 +94,12 @@ absl::Status UcxCommunicator::SetUpShared() {
                       << tuning_.hierarchical_min_bytes
                       << " B are hierarchical (shared memory on each host, "
                       << topology_.max_local << " blocks per " << shm_->chunk_bytes()
-                      << " B chunk exchanged between hosts over " << data_path << ")";
+                      << " B chunk exchanged between hosts over " << data_path
+                      << (topology_.num_hosts() > 2
+                              ? absl::StrCat("; by a ring from ", tuning_.hierarchical_ring_min_bytes,
+                                             " B, by a direct exchange below")
+                              : std::string())
+                      << ")";
   }
   return absl::OkStatus();
 }
@@ -113,9 +119,22 @@ bool UcxCommunicator::UseHierarchical(size_t bytes) const {
   return hier_on_ && bytes >= tuning_.hierarchical_min_bytes;
 }
 
-void UcxCommunicator::LogChoice(size_t bytes, const char* algorithm) {
+namespace {
+
+int SizeClass(size_t bytes) {
   int size_class = 0;
   while (size_class < 63 && (2ull << size_class) <= bytes) ++size_class;
+  return size_class;
+}
+
+}  // namespace
+
+bool UcxCommunicator::ChoiceLogged(size_t bytes) const {
+  return (logged_classes_.load(std::memory_order_relaxed) & (1ull << SizeClass(bytes))) != 0;
+}
+
+void UcxCommunicator::LogChoice(size_t bytes, const char* algorithm) {
+  const int size_class = SizeClass(bytes);
   const uint64_t bit = 1ull << size_class;
   // Once per class: the common case is one relaxed load, no lock.
   if ((logged_classes_.load(std::memory_order_relaxed) & bit) != 0) return;
