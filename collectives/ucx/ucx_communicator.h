@@ -118,7 +118,7 @@ struct UcxTuning {
   // between each block's owners (2 (hosts-1)/hosts x the block sent, in
   // 2 (hosts-1) steps); smaller ones a direct exchange (hosts-1 x the block,
   // one step). See hier_exchange.h.
-  size_t hierarchical_ring_min_bytes = 4 << 20;
+  size_t hierarchical_ring_min_bytes = 16 << 20;
   int hierarchical_slots = 8;
   // Test hook: called once per operation when it finishes, with its tag and
   // status, under the communicator's lock (must not call back into it).
