@@ -113,7 +113,7 @@ struct UcxTuning {
   // shared_chunk_bytes and shared_slots): more and longer transfers in
   // flight between hosts. A call is cut into about this many chunks, each
   // at least 256 KiB and at most a slot.
-  size_t hierarchical_chunk_bytes = 2 << 20;
+  size_t hierarchical_chunk_bytes = 1 << 20;
   // Between three hosts or more, calls of at least this size run a ring
   // between each block's owners (2 (hosts-1)/hosts x the block sent, in
   // 2 (hosts-1) steps); smaller ones a direct exchange (hosts-1 x the block,
