@@ -5,8 +5,9 @@
 // every peer maps (ShmAllReduce, shm_all_reduce.h). When ranks span hosts
 // (told apart by boot id and network namespace, topology.h) and some host has
 // several, all-reduces of hierarchical_min_bytes and more are hierarchical:
-// shared memory on each host, each block exchanged between hosts over tag
-// messages (hier_exchange.h). Otherwise large all-reduces run ring
+// shared memory on each host, each block exchanged between hosts over plain
+// TCP connections between its owners (hier_exchange.h, socket_links.h; UCX
+// tag messages with hierarchical_sockets off). Otherwise large all-reduces run ring
 // reduce-scatter + all-gather cut into pipelined segments (several in flight
 // per peer, reduced straight from the receive scratch into the destination);
 // small ones run recursive doubling. Which one a size runs is logged once per
