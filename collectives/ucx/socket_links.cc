@@ -97,11 +97,11 @@ void Tune(int fd) {
 absl::StatusOr<std::unique_ptr<SocketLinks>> SocketLinks::Create(
     TcpStoreClient* store, const std::string& prefix, int rank, int world_size,
     const std::vector<int>& peers, const std::string& master_addr, int master_port,
-    std::chrono::milliseconds timeout) {
+    std::chrono::milliseconds timeout, bool offer) {
   std::unique_ptr<SocketLinks> links(new SocketLinks());
   bool usable = false;
   RETURN_IF_ERROR(links->SetUp(store, prefix, rank, world_size, peers, master_addr, master_port,
-                               timeout, &usable));
+                               timeout, offer, &usable));
   if (!usable) return std::unique_ptr<SocketLinks>();
   links->wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (links->wake_fd_ < 0) return absl::InternalError(Errno("eventfd"));
@@ -112,11 +112,11 @@ absl::StatusOr<std::unique_ptr<SocketLinks>> SocketLinks::Create(
 absl::Status SocketLinks::SetUp(TcpStoreClient* store, const std::string& prefix, int rank,
                                 int world_size, const std::vector<int>& peers,
                                 const std::string& master_addr, int master_port,
-                                std::chrono::milliseconds timeout, bool* usable) {
+                                std::chrono::milliseconds timeout, bool offer, bool* usable) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   // Listen first, so peers that connect before we accept wait in the backlog.
   std::string mine = "none";
-  const std::string ip = LocalAddressTowards(master_addr, master_port);
+  const std::string ip = offer ? LocalAddressTowards(master_addr, master_port) : "";
   int listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;

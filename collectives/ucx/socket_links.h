@@ -59,13 +59,14 @@ class SocketLinks {
   // `store`), also ranks with no peers. `master_addr`/`master_port`: the
   // store server, whose route picks the address this rank publishes.
   // Returns nullptr (no error) when some rank has no IPv4 address to
-  // publish: every rank then sees the same and keeps UCX for the data.
+  // publish or does not `offer` links: every rank then sees the same and
+  // keeps UCX for the data.
   // Errors: the store, or a peer that does not connect or accept within
   // `timeout` (DeadlineExceeded / Unavailable naming it).
   static absl::StatusOr<std::unique_ptr<SocketLinks>> Create(
       TcpStoreClient* store, const std::string& prefix, int rank, int world_size,
       const std::vector<int>& peers, const std::string& master_addr, int master_port,
-      std::chrono::milliseconds timeout);
+      std::chrono::milliseconds timeout, bool offer = true);
   ~SocketLinks();  // Stop(), then closes the sockets
   SocketLinks(const SocketLinks&) = delete;
   SocketLinks& operator=(const SocketLinks&) = delete;
@@ -119,7 +120,8 @@ class SocketLinks {
   SocketLinks() = default;
   absl::Status SetUp(TcpStoreClient* store, const std::string& prefix, int rank, int world_size,
                      const std::vector<int>& peers, const std::string& master_addr,
-                     int master_port, std::chrono::milliseconds timeout, bool* usable);
+                     int master_port, std::chrono::milliseconds timeout, bool offer,
+                     bool* usable);
   Link* Find(int peer);
   void Post(bool send, int peer, uint64_t tag, const void* data, size_t bytes,
             std::atomic<int>* done);

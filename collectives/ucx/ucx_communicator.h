@@ -102,8 +102,10 @@ struct UcxTuning {
   // doubling over tag messages.
   bool hierarchical = true;
   // ... and the blocks cross hosts over plain TCP connections between their
-  // owners (socket_links.h) instead of UCX tag messages.
-  bool hierarchical_sockets = true;
+  // owners (socket_links.h) instead of UCX tag messages: 1 always, 0 never,
+  // -1 where UCX itself would cross over TCP (no verbs lane to a rank on
+  // another host), so InfiniBand and RoCE keep UCX's RDMA.
+  int hierarchical_sockets = -1;
   // A thread in Work::Wait that has spun a while without the op finishing
   // sleeps this long between polls instead of yielding (0: yield). Where
   // ranks share cores with the network stack (namespace hosts on one

@@ -176,6 +176,8 @@ class UcxCommunicator final : public Communicator {
   void FailAll(const absl::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Hello();
   void LogTransports();
+  // UCX's lanes to `peer`, as ucp_ep_print_info names them ("lane[0]: ...; ...").
+  std::string Lanes(int peer) const;
 
   // Constant after Init().
   const CommunicatorOptions options_;

@@ -66,19 +66,33 @@ absl::Status UcxCommunicator::SetUpShared() {
   shared_on_ = !several_hosts;
   hier_on_ = several_hosts;
   std::string data_path = "UCX tag messages";
-  if (hier_on_ && tuning_.hierarchical_sockets) {
+  if (hier_on_ && tuning_.hierarchical_sockets != 0) {
+    // Automatic: sockets only where UCX would cross hosts over TCP itself
+    // (no verbs lane to the ranks this one exchanges with).
+    const std::vector<int> peers = HierExchange::LinkPeers(topology_, r);
+    bool offer = true;
+    if (tuning_.hierarchical_sockets < 0) {
+      for (int p : peers) {
+        const std::string lanes = Lanes(p);
+        if (lanes.find("tcp/") == std::string::npos || lanes.find("_mlx5") != std::string::npos ||
+            lanes.find("_verbs") != std::string::npos) {
+          offer = false;
+          ATHANOR_LOG(DEBUG) << "ucx: rank " << r << ": UCX reaches rank " << p
+                             << " by more than TCP (" << lanes << "); blocks cross over UCX";
+        }
+      }
+    }
     // Every rank takes part (the set-up all-gathers), linked or not.
     ASSIGN_OR_RETURN(std::unique_ptr<SocketLinks> links,
-                     SocketLinks::Create(store_.get(), "ucx/hier/links", r, n,
-                                         HierExchange::LinkPeers(topology_, r),
+                     SocketLinks::Create(store_.get(), "ucx/hier/links", r, n, peers,
                                          options_.master_addr, options_.master_port,
-                                         options_.timeout));
+                                         options_.timeout, offer));
     if (links != nullptr) {
       inter_->SetLinks(std::move(links));
       data_path = "TCP sockets";
     } else if (r == 0) {
-      ATHANOR_LOG(INFO) << "ucx: some rank has no IPv4 address towards rank 0; blocks cross "
-                           "hosts over UCX";
+      ATHANOR_LOG(INFO) << "ucx: some rank reaches its peers on other hosts by RDMA or has no "
+                           "IPv4 address towards rank 0; blocks cross hosts over UCX";
     }
   }
   if (r != 0) return absl::OkStatus();
