@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -154,6 +155,14 @@ absl::Status SocketLinks::SetUp(TcpStoreClient* store, const std::string& prefix
     Hello hello{kHelloMagic, static_cast<uint64_t>(rank),
                 parsed ? std::strtoull(f[2].c_str(), nullptr, 10) : 0};
     l.fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (l.fd >= 0) {
+      // Bounds connect() too (Linux applies the send timeout to it).
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      timeval tv{};
+      tv.tv_sec = std::max<int64_t>(1, left.count() / 1000);
+      setsockopt(l.fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    }
     if (!parsed || l.fd < 0 ||
         connect(l.fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)) != 0 ||
         !IoExactly(l.fd, true, &hello, sizeof(hello), deadline)) {
@@ -291,15 +300,10 @@ void SocketLinks::FailLocked(Link* link, const std::string& why) {
                                                   " failed or is unreachable (", why, ")"));
     failed_.store(true, std::memory_order_release);
   }
-  // Nothing more moves on it.
-  // Nothing more moves on it, and it is not polled again (the socket stays
-  // open until the destructor: a peer sees its neighbours go only when they
-  // exit, so it names the rank that actually died).
-  link->sends.clear();
-  link->recvs.clear();
-  link->held.clear();
-  link->held_bytes = 0;
-  link->into = nullptr;
+  // Nothing more moves on it, and it is not polled again. Its requests stay
+  // where they are (the I/O thread may be filling one) until the destructor;
+  // the socket stays open too: a peer sees its neighbours go only when they
+  // exit, so it names the rank that actually died.
   link->dead = true;
 }
 
@@ -308,6 +312,7 @@ bool SocketLinks::PumpSend(Link* link) {
     Request* req;
     {
       StdMutexLock lock(&mu_);
+      if (link->dead) return false;
       if (link->sends.empty()) return true;
       req = &link->sends.front();
     }
@@ -335,6 +340,7 @@ bool SocketLinks::PumpSend(Link* link) {
     std::atomic<int>* counter = req->counter;
     {
       StdMutexLock lock(&mu_);
+      if (link->dead) return false;
       link->sends.pop_front();
     }
     counter->fetch_sub(1, std::memory_order_release);
@@ -350,6 +356,7 @@ bool SocketLinks::PumpRecv(Link* link) {
     if (link->into == nullptr) {
       {
         StdMutexLock lock(&mu_);
+        if (link->dead) return false;
         if (!WantsRead(*link)) return true;
       }
       ssize_t k = recv(link->fd, reinterpret_cast<char*>(link->header) + link->header_got,
@@ -363,6 +370,7 @@ bool SocketLinks::PumpRecv(Link* link) {
       if (link->header_got < sizeof(link->header)) return true;
       const uint64_t tag = link->header[0], bytes = link->header[1];
       StdMutexLock lock(&mu_);
+      if (link->dead) return false;
       auto it = std::find_if(link->recvs.begin(), link->recvs.end(),
                              [&](const Request& r) { return r.header[0] == tag; });
       if (it != link->recvs.end()) {
@@ -402,6 +410,7 @@ bool SocketLinks::PumpRecv(Link* link) {
     std::atomic<int>* counter = nullptr;
     {
       StdMutexLock lock(&mu_);
+      if (link->dead) return false;
       link->into = nullptr;
       if (!link->into_is_held) {
         counter = link->into_recv->counter;

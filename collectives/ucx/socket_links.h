@@ -106,7 +106,7 @@ class SocketLinks {
     std::list<Request> recvs;
     std::list<Held> held;
     size_t held_bytes = 0;
-    bool dead = false;  // failed: no longer polled
+    bool dead = false;  // failed: no longer polled, its requests never complete
     // I/O thread only: the message being received.
     uint64_t header[2] = {0, 0};
     size_t header_got = 0;
