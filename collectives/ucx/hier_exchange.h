@@ -18,9 +18,9 @@
 // bits) and the step (6 bits) and block (6 bits).
 //
 // The partials travel over UCX tag messages, or, when SetLinks gave it
-// plain TCP connections to those owners (socket_links.h; the default, as
-// UCX's TCP transport moves a quarter of what the kernel's sockets do on
-// namespace hosts), over those, in the same order and with the same tags.
+// plain TCP connections to those owners (socket_links.h; chosen where UCX
+// would cross over TCP itself, whose transport moved a quarter of what the
+// kernel's sockets do on namespace hosts), over those, with the same tags.
 //
 // It also carries the op order from world rank 0 to the other hosts'
 // leaders: one 8-byte message per op, tagged kOrderTagBase | op number.

@@ -117,12 +117,12 @@ struct UcxTuning {
   // flight between hosts. A call is cut into about this many chunks, each
   // at least 256 KiB and at most a slot.
   size_t hierarchical_chunk_bytes = 1 << 20;
+  int hierarchical_slots = 8;
   // Between three hosts or more, calls of at least this size run a ring
   // between each block's owners (2 (hosts-1)/hosts x the block sent, in
   // 2 (hosts-1) steps); smaller ones a direct exchange (hosts-1 x the block,
   // one step). See hier_exchange.h.
   size_t hierarchical_ring_min_bytes = 16 << 20;
-  int hierarchical_slots = 8;
   // Test hook: called once per operation when it finishes, with its tag and
   // status, under the communicator's lock (must not call back into it).
   std::function<void(uint64_t tag, const absl::Status& status)> on_done;
