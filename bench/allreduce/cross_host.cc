@@ -272,6 +272,11 @@ int RunCrossHost(const CrossHostOptions& o) {
   for (int algo = 0; algo < 2; ++algo) {
     std::ifstream log(absl::StrCat(dir, "/run0-algo", algo, "-rank0.log"));
     for (std::string line; std::getline(log, line);) {
+      const size_t layout = line.find("ucx: ranks on ");
+      if (layout != std::string::npos) {
+        printf("# %s: %s\n", algo == 0 ? "flat" : "hier", line.substr(layout + 5).c_str());
+        continue;
+      }
       const size_t at = line.find("ucx: rank 0: ");
       if (at == std::string::npos) continue;
       if (line.find(" all-reduces of ") == std::string::npos &&

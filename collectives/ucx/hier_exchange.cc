@@ -1,9 +1,11 @@
 #include "collectives/ucx/hier_exchange.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "collectives/reduce/reduce_kernels.h"
+#include "collectives/ucx/shm_segment.h"
 #include "collectives/ucx/ucx_internal.h"
 
 namespace athanor {
@@ -24,10 +26,13 @@ HierExchange::HierExchange(ucp_worker_h worker, const std::vector<ucp_ep_h>* eps
       host_(topology->host_of[rank]) {}
 
 HierExchange::~HierExchange() {
+  // The links' I/O thread lets go of every buffer first.
+  const bool ucx_data = links_ == nullptr;
+  links_.reset();
   // Transfers UCX still holds requests of are leaked rather than freed
   // under a late callback (the worker is destroyed after this).
   for (auto& [key, t] : transfers_) {
-    if (t->outstanding > 0) t.release();
+    if (ucx_data && t->outstanding > 0) t.release();
   }
   for (auto& t : abandoned_) {
     if (t->outstanding > 0) t.release();
@@ -55,7 +60,30 @@ void HierExchange::RecvDone(void* request, ucs_status_t status, const ucp_tag_re
   SendDone(request, status, user_data);
 }
 
+std::vector<int> HierExchange::LinkPeers(const Topology& topology, int rank) {
+  std::vector<int> peers;
+  const int host = topology.host_of[rank];
+  for (int b = 0; b < topology.max_local; ++b) {
+    if (topology.Owner(host, b) != rank) continue;
+    for (int h = 0; h < topology.num_hosts(); ++h) {
+      const int p = topology.Owner(h, b);
+      if (h != host && std::find(peers.begin(), peers.end(), p) == peers.end()) peers.push_back(p);
+    }
+  }
+  std::sort(peers.begin(), peers.end());
+  return peers;
+}
+
 bool HierExchange::Post(Request* req, const void* buf, size_t bytes, uint64_t tag) {
+  if (links_ != nullptr) {
+    req->transfer->outstanding.fetch_add(1, std::memory_order_relaxed);
+    if (req->receive) {
+      links_->Recv(req->peer, tag, const_cast<void*>(buf), bytes, &req->transfer->outstanding);
+    } else {
+      links_->Send(req->peer, tag, buf, bytes, &req->transfer->outstanding);
+    }
+    return true;
+  }
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
   param.user_data = req;
@@ -80,6 +108,10 @@ bool HierExchange::Post(Request* req, const void* buf, size_t bytes, uint64_t ta
 }
 
 absl::Status HierExchange::Start(ShmOp* op, size_t chunk, int block, char* data, size_t count) {
+  if (links_ != nullptr && (links_->failed() || links_->stopped())) {
+    return links_->failed() ? links_->status()
+                            : absl::UnavailableError("ucx: exchange between hosts stopped");
+  }
   auto& slot = transfers_[{op, chunk}];
   if (slot == nullptr) {
     slot = std::make_unique<Transfer>();
@@ -107,7 +139,21 @@ absl::Status HierExchange::Start(ShmOp* op, size_t chunk, int block, char* data,
   if (used + (hosts - 1) * bytes > t->scratch.size() || t->parts.size() == t->parts.capacity()) {
     return absl::InternalError("ucx: hierarchical all-reduce: block larger than its scratch");
   }
-  t->parts.push_back({data, count, t->scratch.data() + used});
+  t->parts.push_back({data, count, t->scratch.data() + used, block});
+  if (t->parts.size() == 1) {
+    t->ring = UsesRing(op->count * DataTypeSize(op->type));
+    t->net_tag = op->net_tag;
+    t->chunk = chunk;
+  }
+  if (t->ring) {
+    if (block >= 64) return absl::InternalError("ucx: ring between hosts: block number too large");
+    PostRingStep(t, t->parts.size() - 1);
+    if (t->error != UCS_OK) {
+      return absl::UnavailableError(absl::StrCat("ucx: all-reduce failed talking to peer rank ",
+                                                 t->error_peer, ": ", ucs_status_string(t->error)));
+    }
+    return absl::OkStatus();
+  }
   char* partials = t->parts.back().partials;
   int slot_index = 0;
   for (int h = 0; h < hosts; ++h) {
@@ -130,6 +176,57 @@ absl::Status HierExchange::Start(ShmOp* op, size_t chunk, int block, char* data,
   return absl::OkStatus();
 }
 
+bool HierExchange::UsesRing(size_t bytes) const {
+  const int hosts = topology_->num_hosts();
+  return hosts >= 3 && 2 * (hosts - 1) < 64 && topology_->max_local <= 64 && bytes >= ring_min_bytes_;
+}
+
+std::string HierExchange::AlgorithmFor(size_t bytes) const {
+  const int hosts = topology_->num_hosts();
+  if (hosts == 2) return "one exchange between the 2 hosts";
+  return UsesRing(bytes) ? absl::StrCat("a ring between the ", hosts, " hosts")
+                         : absl::StrCat("a direct exchange among the ", hosts, " hosts");
+}
+
+bool HierExchange::PostRingStep(Transfer* t, size_t i) {
+  const int hosts = topology_->num_hosts();
+  const size_t elem = DataTypeSize(t->type);
+  Part& p = t->parts[i];
+  const int next = topology_->Owner((host_ + 1) % hosts, p.block);
+  const int prev = topology_->Owner((host_ + hosts - 1) % hosts, p.block);
+  const int s = t->step;
+  // Reduce-scatter: send piece host-s, receive piece host-s-1 (into the
+  // scratch, folded in after). All-gather (k = s - (hosts-1)): send piece
+  // host+1-k, receive piece host-k straight into place.
+  const bool gather = s >= hosts - 1;
+  const int k = gather ? s - (hosts - 1) : s;
+  const int send_piece = ((gather ? host_ + 1 - k : host_ - s) % hosts + hosts) % hosts;
+  const int recv_piece = ((gather ? host_ - k : host_ - s - 1) % hosts + hosts) % hosts;
+  auto [slo, shi] = Share(p.count, hosts, send_piece, elem);
+  auto [rlo, rhi] = Share(p.count, hosts, recv_piece, elem);
+  const int msg = (s << 6) | p.block;
+  Request* recv = &t->requests.emplace_back(Request{t, prev});
+  recv->receive = true;
+  char* into = gather ? p.data + rlo * elem : p.partials;
+  if (!Post(recv, into, (rhi - rlo) * elem, MakeTag(t->net_tag, prev, t->chunk & 0xFFF, msg))) {
+    return false;
+  }
+  Request* send = &t->requests.emplace_back(Request{t, next});
+  return Post(send, p.data + slo * elem, (shi - slo) * elem,
+              MakeTag(t->net_tag, rank_, t->chunk & 0xFFF, msg));
+}
+
+void HierExchange::RingFold(Transfer* t) {
+  const int hosts = topology_->num_hosts();
+  if (t->step >= hosts - 1) return;  // all-gather: received in place
+  const size_t elem = DataTypeSize(t->type);
+  for (Part& p : t->parts) {
+    const int piece = ((host_ - t->step - 1) % hosts + hosts) % hosts;
+    auto [lo, hi] = Share(p.count, hosts, piece, elem);
+    ReduceBuffers(t->type, t->op, p.data + lo * elem, p.data + lo * elem, p.partials, hi - lo);
+  }
+}
+
 void HierExchange::Reduce(Transfer* t) {
   const int hosts = topology_->num_hosts();
   const size_t elem = DataTypeSize(t->type);
@@ -142,6 +239,13 @@ void HierExchange::Reduce(Transfer* t) {
       if (h == host_) return p.data;
       return p.partials + (h < host_ ? h : h - 1) * bytes;
     };
+    if (host_ < 2) {
+      // Ours is among the first two: reduce straight into it (elementwise,
+      // so the output may alias an input), no copy back.
+      ReduceBuffers(t->type, t->op, p.data, partial(0), partial(1), p.count);
+      for (int h = 2; h < hosts; ++h) ReduceBuffers(t->type, t->op, p.data, p.data, partial(h), p.count);
+      continue;
+    }
     char* acc = partial(0);
     for (int h = 1; h < hosts; ++h) ReduceBuffers(t->type, t->op, acc, acc, partial(h), p.count);
     if (acc != p.data) std::memcpy(p.data, acc, bytes);
@@ -152,18 +256,47 @@ absl::StatusOr<bool> HierExchange::Finish(ShmOp* op, size_t chunk) {
   auto it = transfers_.find({op, chunk});
   if (it == transfers_.end()) return true;  // no block of this chunk had elements here
   Transfer* t = it->second.get();
+  if (links_ != nullptr && links_->failed()) return links_->status();
   if (t->error != UCS_OK) {
     return absl::UnavailableError(absl::StrCat("ucx: all-reduce failed talking to peer rank ",
                                                t->error_peer, ": ", ucs_status_string(t->error)));
   }
-  if (t->outstanding > 0) return false;
-  Reduce(t);
+  if (t->outstanding.load(std::memory_order_acquire) > 0) return false;
+  if (t->ring) {
+    const int steps = 2 * (topology_->num_hosts() - 1);
+    RingFold(t);
+    if (++t->step < steps) {
+      // Done requests are dropped (UCX let go of them; links hold none).
+      t->requests.clear();
+      for (size_t i = 0; i < t->parts.size(); ++i) {
+        if (!PostRingStep(t, i)) break;
+      }
+      if (t->error != UCS_OK) {
+        return absl::UnavailableError(absl::StrCat("ucx: all-reduce failed talking to peer rank ",
+                                                   t->error_peer, ": ",
+                                                   ucs_status_string(t->error)));
+      }
+      return false;
+    }
+  } else {
+    Reduce(t);
+  }
   free_scratch_.push_back(std::move(t->scratch));
   transfers_.erase(it);
   return true;
 }
 
 void HierExchange::Abandon(ShmOp* op) {
+  if (links_ != nullptr) {
+    // The streams cannot skip a message: stop moving data altogether (the
+    // communicator is unusable after any failure). The sockets stay open, so
+    // peers keep blaming the rank that actually died.
+    links_->Stop();
+    for (auto it = transfers_.begin(); it != transfers_.end();) {
+      it = it->first.first == op ? transfers_.erase(it) : std::next(it);
+    }
+    return;
+  }
   for (auto it = transfers_.begin(); it != transfers_.end();) {
     if (it->first.first != op) {
       ++it;

@@ -81,6 +81,8 @@
 // peer, seen through its pidfd, and deadlines work as for tag messages).
 #include "collectives/ucx/shm_all_reduce.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "collectives/reduce/reduce_kernels.h"
 #include "collectives/ucx/shm_segment.h"
@@ -89,6 +91,12 @@
 namespace athanor {
 namespace ucx_internal {
 
+
+namespace {
+
+constexpr size_t kMinHierChunkBytes = 256 << 10;
+
+}  // namespace
 
 ShmOp::ShmOp() = default;
 ShmOp::~ShmOp() = default;
@@ -227,8 +235,16 @@ absl::Status ShmAllReduce::Submit(ShmOp* op) {
     std::memmove(op->recv, op->send, bytes);
     state->send = op->recv;
   }
-  const size_t chunk_elems = chunk_bytes_ / elem;
-  state->chunks = (op->count + chunk_elems - 1) / chunk_elems;
+  // Across hosts, large slots pay for large calls (fewer, longer transfers
+  // in flight) but would leave a small call one chunk, nothing to overlap:
+  // such a call is cut into about `slots` chunks of at least
+  // kMinHierChunkBytes. Every member computes the same from the call alone.
+  size_t chunk_bytes = chunk_bytes_;
+  if (options_.inter != nullptr) {
+    chunk_bytes = std::min(chunk_bytes_, std::max(kMinHierChunkBytes, bytes / slots_ / 4096 * 4096));
+  }
+  state->chunk_elems = std::max<size_t>(1, chunk_bytes / elem);
+  state->chunks = (op->count + state->chunk_elems - 1) / state->chunk_elems;
   state->one_shot = bytes <= stage_bytes_;
   state->stream = bytes >= kStreamBytes;
   if (options_.inter != nullptr) {

@@ -31,7 +31,7 @@ absl::StatusOr<bool> ShmAllReduce::AdvanceFlat(ShmOp* op) {
     Finish(op);
     return true;
   }
-  const size_t chunk_elems = chunk_bytes_ / elem;
+  const size_t chunk_elems = st.chunk_elems;
   SharedControl* me = Control(segment_[r]);
   while (st.chunk < st.chunks) {
     const uint64_t g = st.first_chunk + st.chunk;
@@ -85,7 +85,7 @@ absl::StatusOr<bool> ShmAllReduce::AdvanceHierarchical(ShmOp* op) {
   ShmOpState& st = *op->state;
   const int n = n_, r = r_;
   const size_t elem = DataTypeSize(op->type);
-  const size_t chunk_elems = chunk_bytes_ / elem;
+  const size_t chunk_elems = st.chunk_elems;
   SharedControl* me = Control(segment_[r]);
   auto length = [&](size_t c) { return std::min(chunk_elems, op->count - c * chunk_elems); };
   for (bool moved = true; moved;) {

@@ -167,6 +167,7 @@ struct ShmOpState {
   std::vector<int> peer_entry;  // once running: its entry in each member's table
   uint64_t decision = 0;     // once running: its place in the order all members run
   uint64_t first_chunk = 0;  // once running: global number of its first chunk
+  size_t chunk_elems = 0;  // elements per chunk (at most a slot's worth)
   size_t chunks = 0;
   size_t chunk = 0;  // next chunk to copy and reduce
   int phase = 0;     // of that chunk: 0 copy in, 1 reduce (flat: 2 gather)

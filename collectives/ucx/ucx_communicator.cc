@@ -180,13 +180,12 @@ absl::Status UcxCommunicator::Hello() {
   return status;
 }
 
-void UcxCommunicator::LogTransports() {
-  int right = (options_.rank + 1) % options_.world_size;
+std::string UcxCommunicator::Lanes(int peer) const {
   char* text = nullptr;
   size_t len = 0;
   FILE* f = open_memstream(&text, &len);
-  if (f == nullptr) return;
-  ucp_ep_print_info(eps_[right], f);
+  if (f == nullptr) return "";
+  ucp_ep_print_info(eps_[peer], f);
   fclose(f);
   std::string lanes;
   for (absl::string_view line : absl::StrSplit(absl::string_view(text, len), '\n')) {
@@ -195,6 +194,12 @@ void UcxCommunicator::LogTransports() {
     absl::StrAppend(&lanes, lanes.empty() ? "" : "; ", line.substr(at));
   }
   free(text);
+  return lanes;
+}
+
+void UcxCommunicator::LogTransports() {
+  int right = (options_.rank + 1) % options_.world_size;
+  const std::string lanes = Lanes(right);
   if (options_.rank == 0) {
     ATHANOR_LOG(INFO) << "ucx: rank 0 -> rank " << right << " transports: " << lanes;
   } else {
@@ -336,7 +341,13 @@ std::unique_ptr<Work> UcxCommunicator::AllReduceAsync(const void* send, void* re
     return SharedAllReduce(send, recv, count, type, op, options);
   }
   if (count > 0 && UseHierarchical(bytes)) {
-    LogChoice(bytes, "hierarchically (shared memory on each host, blocks exchanged between hosts)");
+    if (!ChoiceLogged(bytes)) {
+      LogChoice(bytes, absl::StrCat("hierarchically (shared memory on each host, blocks exchanged "
+                                    "between hosts over ",
+                                    inter_->has_links() ? "TCP sockets" : "UCX", ": ",
+                                    inter_->AlgorithmFor(bytes), ")")
+                           .c_str());
+    }
     return SharedAllReduce(send, recv, count, type, op, options);
   }
   if (n == 2 && count > 0 && bytes <= tuning_.small_bytes && collectives_internal::InBlockingCall()) {
@@ -407,6 +418,10 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateUcxCommunicator(
   if (const char* v = std::getenv("ATHANOR_UCX_SHARED_SLOTS")) t.shared_slots = std::atoi(v);
   if (const char* v = std::getenv("ATHANOR_UCX_SHARED_ONE_SHOT_BYTES")) t.shared_one_shot_bytes = std::strtoull(v, nullptr, 10);
   if (const char* v = std::getenv("ATHANOR_UCX_HIERARCHICAL")) t.hierarchical = std::atoi(v) != 0;
+  if (const char* v = std::getenv("ATHANOR_UCX_HIERARCHICAL_CHUNK_BYTES")) t.hierarchical_chunk_bytes = std::strtoull(v, nullptr, 10);
+  if (const char* v = std::getenv("ATHANOR_UCX_HIERARCHICAL_RING_MIN_BYTES")) t.hierarchical_ring_min_bytes = std::strtoull(v, nullptr, 10);
+  if (const char* v = std::getenv("ATHANOR_UCX_HIERARCHICAL_SLOTS")) t.hierarchical_slots = std::atoi(v);
+  if (const char* v = std::getenv("ATHANOR_UCX_HIERARCHICAL_SOCKETS")) t.hierarchical_sockets = std::atoi(v) != 0 ? 1 : 0;
   if (const char* v = std::getenv("ATHANOR_UCX_WAIT_NAP_US")) t.wait_nap_us = std::atoi(v);
   if (const char* v = std::getenv("ATHANOR_UCX_HIERARCHICAL_MIN_BYTES")) t.hierarchical_min_bytes = std::strtoull(v, nullptr, 10);
   auto comm = std::make_unique<ucx_internal::UcxCommunicator>(options, t);

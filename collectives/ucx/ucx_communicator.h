@@ -5,8 +5,9 @@
 // every peer maps (ShmAllReduce, shm_all_reduce.h). When ranks span hosts
 // (told apart by boot id and network namespace, topology.h) and some host has
 // several, all-reduces of hierarchical_min_bytes and more are hierarchical:
-// shared memory on each host, each block exchanged between hosts over tag
-// messages (hier_exchange.h). Otherwise large all-reduces run ring
+// shared memory on each host, each block exchanged between hosts over plain
+// TCP connections between its owners (hier_exchange.h, socket_links.h; UCX
+// tag messages with hierarchical_sockets off). Otherwise large all-reduces run ring
 // reduce-scatter + all-gather cut into pipelined segments (several in flight
 // per peer, reduced straight from the receive scratch into the destination);
 // small ones run recursive doubling. Which one a size runs is logged once per
@@ -100,12 +101,28 @@ struct UcxTuning {
   // every call with hierarchical off, run the flat ring or recursive
   // doubling over tag messages.
   bool hierarchical = true;
+  // ... and the blocks cross hosts over plain TCP connections between their
+  // owners (socket_links.h) instead of UCX tag messages: 1 always, 0 never,
+  // -1 where UCX itself would cross over TCP (no verbs lane to a rank on
+  // another host), so InfiniBand and RoCE keep UCX's RDMA.
+  int hierarchical_sockets = -1;
   // A thread in Work::Wait that has spun a while without the op finishing
   // sleeps this long between polls instead of yielding (0: yield). Where
   // ranks share cores with the network stack (namespace hosts on one
   // machine) sleeping leaves the kernel the CPU it needs to move the data.
   int wait_nap_us = 0;
   size_t hierarchical_min_bytes = 256 << 10;
+  // Slots of the hierarchical path (its own segments' geometry, instead of
+  // shared_chunk_bytes and shared_slots): more and longer transfers in
+  // flight between hosts. A call is cut into about this many chunks, each
+  // at least 256 KiB and at most a slot.
+  size_t hierarchical_chunk_bytes = 1 << 20;
+  int hierarchical_slots = 8;
+  // Between three hosts or more, calls of at least this size run a ring
+  // between each block's owners (2 (hosts-1)/hosts x the block sent, in
+  // 2 (hosts-1) steps); smaller ones a direct exchange (hosts-1 x the block,
+  // one step). See hier_exchange.h.
+  size_t hierarchical_ring_min_bytes = 16 << 20;
   // Test hook: called once per operation when it finishes, with its tag and
   // status, under the communicator's lock (must not call back into it).
   std::function<void(uint64_t tag, const absl::Status& status)> on_done;

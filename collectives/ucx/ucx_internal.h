@@ -154,6 +154,7 @@ class UcxCommunicator final : public Communicator {
   void AdvanceShared(PendingOp* op) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Logs, once per power-of-two size class, which all-reduce algorithm runs.
   void LogChoice(size_t bytes, const char* algorithm);
+  bool ChoiceLogged(size_t bytes) const;
   // Returns how many UCX events and finished operations it saw.
   unsigned ProgressLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Polls the local peers' pidfds; sets peer_error_ when one exited.
@@ -175,6 +176,8 @@ class UcxCommunicator final : public Communicator {
   void FailAll(const absl::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Hello();
   void LogTransports();
+  // UCX's lanes to `peer`, as ucp_ep_print_info names them ("lane[0]: ...; ...").
+  std::string Lanes(int peer) const;
 
   // Constant after Init().
   const CommunicatorOptions options_;

@@ -35,7 +35,10 @@ absl::Status UcxCommunicator::SetUpShared() {
     so.blocks = topology_.max_local;
     so.world_size = n;
     so.follows_order = topology_.host_of[r] != 0;
+    so.chunk_bytes = tuning_.hierarchical_chunk_bytes;
+    so.slots = tuning_.hierarchical_slots;
     so.inter = inter_.get();
+    inter_->SetRingMinBytes(tuning_.hierarchical_ring_min_bytes);
   }
   ASSIGN_OR_RETURN(shm_, ShmAllReduce::Create(context_, so, store_.get(),
                                               absl::StrCat("ucx/shm/", topology_.host_of[r]),
@@ -62,6 +65,36 @@ absl::Status UcxCommunicator::SetUpShared() {
   }
   shared_on_ = !several_hosts;
   hier_on_ = several_hosts;
+  std::string data_path = "UCX tag messages";
+  if (hier_on_ && tuning_.hierarchical_sockets != 0) {
+    // Automatic: sockets only where UCX would cross hosts over TCP itself
+    // (no verbs lane to the ranks this one exchanges with).
+    const std::vector<int> peers = HierExchange::LinkPeers(topology_, r);
+    bool offer = true;
+    if (tuning_.hierarchical_sockets < 0) {
+      for (int p : peers) {
+        const std::string lanes = Lanes(p);
+        if (lanes.find("tcp/") == std::string::npos || lanes.find("_mlx5") != std::string::npos ||
+            lanes.find("_verbs") != std::string::npos) {
+          offer = false;
+          ATHANOR_LOG(DEBUG) << "ucx: rank " << r << ": UCX reaches rank " << p
+                             << " by more than TCP (" << lanes << "); blocks cross over UCX";
+        }
+      }
+    }
+    // Every rank takes part (the set-up all-gathers), linked or not.
+    ASSIGN_OR_RETURN(std::unique_ptr<SocketLinks> links,
+                     SocketLinks::Create(store_.get(), "ucx/hier/links", r, n, peers,
+                                         options_.master_addr, options_.master_port,
+                                         options_.timeout, offer));
+    if (links != nullptr) {
+      inter_->SetLinks(std::move(links));
+      data_path = "TCP sockets";
+    } else if (r == 0) {
+      ATHANOR_LOG(INFO) << "ucx: some rank reaches its peers on other hosts by RDMA or has no "
+                           "IPv4 address towards rank 0; blocks cross hosts over UCX";
+    }
+  }
   if (r != 0) return absl::OkStatus();
   if (shared_on_) {
     const size_t from = n > 2 ? tuning_.shared_min_bytes
@@ -75,7 +108,12 @@ absl::Status UcxCommunicator::SetUpShared() {
                       << tuning_.hierarchical_min_bytes
                       << " B are hierarchical (shared memory on each host, "
                       << topology_.max_local << " blocks per " << shm_->chunk_bytes()
-                      << " B chunk exchanged between hosts)";
+                      << " B chunk exchanged between hosts over " << data_path
+                      << (topology_.num_hosts() > 2
+                              ? absl::StrCat("; by a ring from ", tuning_.hierarchical_ring_min_bytes,
+                                             " B, by a direct exchange below")
+                              : std::string())
+                      << ")";
   }
   return absl::OkStatus();
 }
@@ -95,9 +133,22 @@ bool UcxCommunicator::UseHierarchical(size_t bytes) const {
   return hier_on_ && bytes >= tuning_.hierarchical_min_bytes;
 }
 
-void UcxCommunicator::LogChoice(size_t bytes, const char* algorithm) {
+namespace {
+
+int SizeClass(size_t bytes) {
   int size_class = 0;
   while (size_class < 63 && (2ull << size_class) <= bytes) ++size_class;
+  return size_class;
+}
+
+}  // namespace
+
+bool UcxCommunicator::ChoiceLogged(size_t bytes) const {
+  return (logged_classes_.load(std::memory_order_relaxed) & (1ull << SizeClass(bytes))) != 0;
+}
+
+void UcxCommunicator::LogChoice(size_t bytes, const char* algorithm) {
+  const int size_class = SizeClass(bytes);
   const uint64_t bit = 1ull << size_class;
   // Once per class: the common case is one relaxed load, no lock.
   if ((logged_classes_.load(std::memory_order_relaxed) & bit) != 0) return;
