@@ -132,6 +132,7 @@ TEST_F(ServiceTest, ThreeRanksThroughTheServiceWriteWhatTheInRankPathWrites) {
     absl::StatusOr<bool> saved = client->Save(10, s.state);
     ASSERT_TRUE(saved.ok()) << saved.status();
     EXPECT_TRUE(*saved);
+    EXPECT_TRUE(client->Wait().ok());  // the service accepted the hand-off
   });
   service_->WaitIdle();
   std::vector<DurableShard> shards = reporter_.shards();
@@ -222,6 +223,7 @@ TEST_F(ServiceTest, AFullBudgetSkipsUnderSkipPolicy) {
   auto r0 = Connect(ClientOptions(0, 2, InFlightPolicy::kSkip));
   auto r1 = Connect(ClientOptions(1, 2, InFlightPolicy::kSkip));
   EXPECT_EQ(r0->Save(4, s0.state).value_or(false), true);
+  EXPECT_TRUE(r0->Wait().ok());
   EXPECT_EQ(r1->Save(4, s1.state).value_or(true), false);
   gate.Notify();
   service_->WaitIdle();
@@ -264,6 +266,7 @@ TEST_F(ServiceTest, BadRequestsGetClearErrorsAndTheServiceKeepsServing) {
   auto client = Connect(ClientOptions(0, 1));
   ASSERT_NE(client, nullptr);
   EXPECT_EQ(client->Save(1, s.state).value_or(false), true);
+  EXPECT_TRUE(client->Wait().ok());
 }
 
 TEST_F(ServiceTest, ARestartDiscardsAreasLeftByTheEarlierRun) {
