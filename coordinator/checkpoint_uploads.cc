@@ -51,6 +51,14 @@ std::optional<CheckpointUploads::Wait> CheckpointUploads::MustWait(const std::st
   return wait;
 }
 
+void CheckpointUploads::Committed(const std::string& job, int64_t step) {
+  auto j = jobs_.find(job);
+  if (j == jobs_.end()) return;
+  auto& steps = j->second.steps;
+  steps.erase(steps.begin(), steps.upper_bound(step));
+  if (steps.empty() && !j->second.gave_up.has_value()) jobs_.erase(j);
+}
+
 std::optional<int64_t> CheckpointUploads::TakeGaveUp(const std::string& job) {
   auto j = jobs_.find(job);
   if (j == jobs_.end()) return std::nullopt;

@@ -53,6 +53,9 @@ class CheckpointUploads {
   // The newest step MustWait stopped waiting for because `max_wait` passed
   // (once per such step; for the log).
   std::optional<int64_t> TakeGaveUp(const std::string& job);
+  // `step` committed: steps up to it are forgotten (a running job keeps only
+  // the few it has in flight).
+  void Committed(const std::string& job, int64_t step);
   void Forget(const std::string& job) { jobs_.erase(job); }
   // Jobs with a step on record.
   std::set<std::string> Jobs() const;

@@ -68,5 +68,15 @@ TEST_F(UploadsTest, ANewerAttemptStartsAStepOverAndOlderReportsAreIgnored) {
   EXPECT_FALSE(uploads_.MustWait("j", 10, t0 + Seconds(7)).has_value());
 }
 
+TEST_F(UploadsTest, ACommitForgetsTheStepsUpToIt) {
+  const TimePoint t0 = clock_.Now();
+  uploads_.HandedOff("j", 1, 20, 0, 1, t0);
+  uploads_.HandedOff("j", 1, 30, 0, 1, t0);
+  uploads_.Committed("j", 20);
+  EXPECT_EQ(uploads_.MustWait("j", 10, t0)->step, 30);
+  uploads_.Committed("j", 30);
+  EXPECT_TRUE(uploads_.Jobs().empty());
+}
+
 }  // namespace
 }  // namespace athanor::coord

@@ -9,6 +9,7 @@ namespace athanor::coord {
 absl::Status ClusterState::ReportCheckpoint(const std::string& id, int64_t step,
                                             int64_t commit_unix) {
   RETURN_IF_ERROR(jobs_.ReportCheckpoint(id, step, commit_unix));
+  uploads_.Committed(id, step);
   if (upload_held_.count(id)) ScheduleInline();
   return absl::OkStatus();
 }
