@@ -22,6 +22,7 @@ enum class InFlightPolicy { kWait, kSkip };
 
 struct CheckpointStats {
   double stall_seconds = 0;   // the last Save's copy (and wait, under kWait)
+  double copy_seconds = 0;    // of which the copy of the state alone (service path only)
   double upload_seconds = 0;  // the last shard + manifest upload (in-rank only)
   double total_seconds = 0;   // the last Save's start to its commit decision (in-rank only)
   double commit_seconds = 0;  // the last Save's return to its commit decision (in-rank only)

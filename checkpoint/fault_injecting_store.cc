@@ -82,7 +82,7 @@ absl::StatusOr<std::unique_ptr<WritableObject>> FaultInjectingStore::OpenWrite(
     if (fail) ++puts_failed_;
   }
   if (fail) return std::unique_ptr<WritableObject>(new FailingWritable(key));
-  ASSIGN_OR_RETURN(std::unique_ptr<WritableObject> base, base_->OpenWrite(key, mode));
+  ASSIGN_OR_RETURN(std::unique_ptr<WritableObject> base, inner()->OpenWrite(key, mode));
   if (corrupt) return std::unique_ptr<WritableObject>(new CorruptingWritable(std::move(base)));
   return base;
 }

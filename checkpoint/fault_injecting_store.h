@@ -15,18 +15,18 @@
 #include <memory>
 #include <string>
 
-#include "checkpoint/object_store.h"
+#include "checkpoint/forwarding_object_store.h"
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 
 namespace athanor {
 
-class FaultInjectingStore final : public ObjectStore {
+class FaultInjectingStore final : public ForwardingObjectStore {
  public:
-  explicit FaultInjectingStore(ObjectStore* base) : base_(base) {}
+  explicit FaultInjectingStore(ObjectStore* base) : ForwardingObjectStore(base) {}
   // Owning form, for factories.
   explicit FaultInjectingStore(std::unique_ptr<ObjectStore> base)
-      : owned_(std::move(base)), base_(owned_.get()) {}
+      : ForwardingObjectStore(std::move(base)) {}
 
   // Fails the `n`th (1-based) put whose key contains `key_substring`.
   void FailNthPut(int n, std::string key_substring);
@@ -36,30 +36,11 @@ class FaultInjectingStore final : public ObjectStore {
   void CorruptPuts(std::string key_substring);
   int puts_failed() const;
 
-  std::string Describe() const override { return "faulty+" + base_->Describe(); }
-  StoreCapabilities Capabilities() const override { return base_->Capabilities(); }
+  std::string Describe() const override { return "faulty+" + inner()->Describe(); }
   absl::StatusOr<std::unique_ptr<WritableObject>> OpenWrite(const std::string& key,
                                                             PutMode mode) override;
-  absl::StatusOr<std::string> Get(const std::string& key, uint64_t offset,
-                                  int64_t length) override {
-    return base_->Get(key, offset, length);
-  }
-  absl::StatusOr<ObjectInfo> Head(const std::string& key) override { return base_->Head(key); }
-  absl::StatusOr<std::vector<ObjectInfo>> List(const std::string& prefix) override {
-    return base_->List(prefix);
-  }
-  absl::Status Delete(const std::string& key) override { return base_->Delete(key); }
-  absl::StatusOr<std::vector<PendingUpload>> ListPendingUploads(
-      const std::string& prefix) override {
-    return base_->ListPendingUploads(prefix);
-  }
-  absl::Status AbortPendingUpload(const PendingUpload& upload) override {
-    return base_->AbortPendingUpload(upload);
-  }
 
  private:
-  std::unique_ptr<ObjectStore> owned_;
-  ObjectStore* const base_;
   mutable absl::Mutex mu_;
   int fail_nth_ ABSL_GUARDED_BY(mu_) = 0;
   std::string fail_nth_match_ ABSL_GUARDED_BY(mu_);

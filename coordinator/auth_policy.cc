@@ -40,6 +40,7 @@ constexpr AuthRule kRules[] = {
     {"NodeAgent.ReportCheckpoint",     false, false, true,  Owner::kJobOnOwnNode},
     // A node's checkpoint service speaks with its agent's certificate.
     {"CheckpointCommit.ReportShardDurable", false, false, true, Owner::kJobOnOwnNode},
+    {"CheckpointCommit.ReportShardUpload", false, false, true, Owner::kJobOnOwnNode},
     // Read-only views (athanor top): users see their own tenant's jobs only.
     {"Observability.GetClusterView",   true,  true,  false, Owner::kTenant},
     {"Observability.GetJobTelemetry",  true,  true,  false, Owner::kTenant},

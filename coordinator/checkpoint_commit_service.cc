@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "checkpoint/layout.h"
+#include "common/status.h"
 #include "coordinator/grpc_status.h"
 
 namespace athanor::coord {
@@ -33,27 +34,32 @@ absl::Status CheckReport(const rpc::ShardDurableRequest& r, const JobRecord& job
 
 }  // namespace
 
+absl::Status CheckpointCommitService::Authorize(grpc::CallbackServerContext* ctx,
+                                                absl::string_view method,
+                                                const absl::StatusOr<JobRecord>& job,
+                                                const std::string& node) const {
+  AuthTarget target;
+  if (job.ok()) {
+    for (const RankPlacement& p : job->allocation) target.nodes.push_back(p.node);
+  }
+  absl::StatusOr<Identity> who = auth_->Check(*ctx, method);
+  RETURN_IF_ERROR(who.status());
+  RETURN_IF_ERROR(auth_->CheckOwner(*who, method, target));
+  if (!who->insecure && node != who->node) {
+    return absl::PermissionDeniedError(absl::StrCat(method, ": the report names node '",
+                                                    node.substr(0, 128), "', not the caller's (",
+                                                    who->Describe(), ")"));
+  }
+  return job.status();
+}
+
 grpc::ServerUnaryReactor* CheckpointCommitService::ReportShardDurable(
     grpc::CallbackServerContext* ctx, const rpc::ShardDurableRequest* req,
     rpc::ShardDurableResponse* resp) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   absl::StatusOr<JobRecord> job = core_->GetJob(req->job_id());
-  constexpr absl::string_view kMethod = "CheckpointCommit.ReportShardDurable";
-  AuthTarget target;
-  if (job.ok()) {
-    for (const RankPlacement& p : job->allocation) target.nodes.push_back(p.node);
-  }
-  absl::StatusOr<Identity> who = auth_->Check(*ctx, kMethod);
-  absl::Status s = who.ok() ? auth_->CheckOwner(*who, kMethod, target) : who.status();
-  if (s.ok() && !who->insecure && req->node() != who->node) {
-    s = absl::PermissionDeniedError(absl::StrCat(kMethod, ": the report names node '", req->node().substr(0, 128),
-                                                 "', not the caller's (", who->Describe(), ")"));
-  }
-  if (!s.ok()) {
-    reactor->Finish(ToGrpc(s));
-    return reactor;
-  }
-  s = job.ok() ? CheckReport(*req, *job) : job.status();
+  absl::Status s = Authorize(ctx, "CheckpointCommit.ReportShardDurable", job, req->node());
+  if (s.ok()) s = CheckReport(*req, *job);
   if (!s.ok()) {
     reactor->Finish(ToGrpc(s));
     return reactor;
@@ -78,6 +84,34 @@ grpc::ServerUnaryReactor* CheckpointCommitService::ReportShardDurable(
         resp->set_committed_step(r->has_value() ? std::max(**r, before) : before);
         reactor->Finish(grpc::Status::OK);
       });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* CheckpointCommitService::ReportShardUpload(
+    grpc::CallbackServerContext* ctx, const rpc::ShardUploadRequest* req,
+    rpc::ShardUploadResponse* /*resp*/) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  absl::StatusOr<JobRecord> job = core_->GetJob(req->job_id());
+  absl::Status s = Authorize(ctx, "CheckpointCommit.ReportShardUpload", job, req->node());
+  if (s.ok() && (req->world_size() < 1 || req->world_size() > 99999 || req->rank() < 0 ||
+                 req->rank() >= req->world_size())) {
+    s = absl::InvalidArgumentError(absl::StrCat("rank ", req->rank(), " of world size ",
+                                                req->world_size(), " is not a rank"));
+  }
+  if (s.ok() && (req->step() < 0 || req->attempt() < 1)) {
+    s = absl::InvalidArgumentError("step must be >= 0 and attempt >= 1");
+  }
+  if (s.ok() && req->error().size() > 4096) {
+    s = absl::InvalidArgumentError("error: longer than 4096 bytes");
+  }
+  if (!s.ok()) {
+    reactor->Finish(ToGrpc(s));
+    return reactor;
+  }
+  core_->ReportShardUpload(req->job_id(), req->attempt(), req->step(), req->rank(),
+                           req->world_size(),
+                           req->state() == rpc::ShardUploadRequest::FAILED, req->error(),
+                           [reactor](absl::Status done) { reactor->Finish(ToGrpc(done)); });
   return reactor;
 }
 

@@ -19,12 +19,23 @@ namespace athanor::coord {
 
 class CheckpointCommitService final : public rpc::CheckpointCommit::CallbackService {
  public:
+  // Both RPCs are authorised alike: only an agent certificate of a node that
+  // holds a rank of the job, naming its own node.
   CheckpointCommitService(CoordinatorCore* core, const Authorizer* auth) : core_(core), auth_(auth) {}
   grpc::ServerUnaryReactor* ReportShardDurable(grpc::CallbackServerContext* ctx,
                                                const rpc::ShardDurableRequest* req,
                                                rpc::ShardDurableResponse* resp) override;
+  // A shard handed off to, or failed by, the service: recorded so that a
+  // requeued job waits for that step (ClusterState::ReportShardUpload).
+  grpc::ServerUnaryReactor* ReportShardUpload(grpc::CallbackServerContext* ctx,
+                                              const rpc::ShardUploadRequest* req,
+                                              rpc::ShardUploadResponse* resp) override;
 
  private:
+  // The caller may report for `node` about `job` (which must exist).
+  absl::Status Authorize(grpc::CallbackServerContext* ctx, absl::string_view method,
+                         const absl::StatusOr<JobRecord>& job, const std::string& node) const;
+
   CoordinatorCore* const core_;
   const Authorizer* const auth_;
 };

@@ -30,7 +30,8 @@ ClusterState::ClusterState(StateOptions options, const Clock* clock)
       launcher_(&options_, &nodes_, &log_, &clock_),
       jobs_({&options_, &clock_, &sched_, &nodes_, &log_, &launcher_, &accounts_}),
       hangs_(options_.hangs, clock),
-      suspects_(&options_.hangs, clock) {}
+      suspects_(&options_.hangs, clock),
+      uploads_(options_.checkpoint_upload_wait) {}
 
 void ClusterState::Restore(std::vector<JobRecord> jobs, const std::vector<NodeRecord>& nodes,
                            const std::map<std::string, int32_t>& quotas) {
@@ -114,6 +115,7 @@ void ClusterState::Tick() {
 }
 
 size_t ClusterState::Schedule() {
+  RefreshUploadHolds();
   std::vector<sched::Decision> decisions = sched_.Schedule();
   for (const sched::Decision& d : decisions) {
     if (d.kind == sched::Decision::Kind::kStart) {

@@ -27,6 +27,7 @@
 #include "common/clock.h"
 #include "coordinator/attempt_launcher.h"
 #include "coordinator/change_log.h"
+#include "coordinator/checkpoint_uploads.h"
 #include "coordinator/hang_detector.h"
 #include "coordinator/job_lifecycle.h"
 #include "coordinator/node_table.h"
@@ -65,6 +66,17 @@ class ClusterState {
   // are preempted). Returns how many decisions it made.
   size_t Schedule();
 
+  // ---- checkpoints (cluster_state_uploads.cc)
+  // The newest committed step (jobs().ReportCheckpoint); a job waiting for
+  // that step to upload may start now.
+  absl::Status ReportCheckpoint(const std::string& id, int64_t step, int64_t commit_unix);
+  // A node checkpoint service took over (`failed` false) or failed to upload
+  // (`failed` true) rank `rank`'s shard of `step`. While a step newer than
+  // the committed one is in flight, the job's next attempt waits for it
+  // (checkpoint_uploads.h). NotFound for an unknown job.
+  absl::Status ReportShardUpload(const std::string& id, int32_t attempt, int64_t step,
+                                 int32_t rank, int32_t world_size, bool failed, const std::string& error);
+
   // Deferred scheduling (StateOptions::schedule_inline off): whether an
   // operation since the last call may have let a job start.
   bool TakePassWanted() { return std::exchange(pass_wanted_, false); }
@@ -98,6 +110,9 @@ class ClusterState {
   // drains repeat suspects and refreshes straggler flags.
   void ObserveProgress(const std::string& node, const std::vector<RankReport>& ranks);
   void CheckHangs();
+  // Holds pending jobs that must wait for a checkpoint upload in the
+  // scheduler, and releases those that need not any more.
+  void RefreshUploadHolds();
 
   void ScheduleInline() {
     if (options_.schedule_inline) {
@@ -117,6 +132,8 @@ class ClusterState {
   JobLifecycle jobs_;
   HangDetector hangs_;
   SuspectLedger suspects_;
+  CheckpointUploads uploads_;
+  std::set<std::string> upload_held_;  // jobs held in the scheduler by uploads_
   bool pass_wanted_ = false;
 };
 

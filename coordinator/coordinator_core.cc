@@ -249,8 +249,16 @@ void CoordinatorCore::RegisterNode(const NodeRecord& node, const std::vector<Ran
 
 void CoordinatorCore::ReportCheckpoint(const std::string& id, int64_t step, int64_t commit_unix,
                                        Done done) {
-  ApplyAsync([&](ClusterState& s) { return s.jobs().ReportCheckpoint(id, step, commit_unix); },
+  ApplyAsync([&](ClusterState& s) { return s.ReportCheckpoint(id, step, commit_unix); },
              std::move(done));
+}
+
+void CoordinatorCore::ReportShardUpload(const std::string& id, int32_t attempt, int64_t step,
+                                        int32_t rank, int32_t world_size, bool failed,
+                                        const std::string& error, Done done) {
+  ApplyAsync(
+      [&](ClusterState& s) { return s.ReportShardUpload(id, attempt, step, rank, world_size, failed, error); },
+      std::move(done));
 }
 
 void CoordinatorCore::RecordTelemetry(const std::string& id, const TelemetryFigures& figures,

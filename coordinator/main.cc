@@ -45,7 +45,7 @@ constexpr int kMaxRpcThreads = 16;
 int Run(int argc, char** argv) {
   std::string listen, state_path, advertise, port_range, log_level;
   double heartbeat_timeout_s = 10, default_grace_s = 60, min_run_time_s = 300;
-  double idle_reclaim_grace_s = 60, checkpoint_poll_s = 30;
+  double idle_reclaim_grace_s = 60, checkpoint_poll_s = 30, checkpoint_upload_wait_s = 600;
   bool no_backfill = false, no_metrics = false;
   std::string http_listen, chartjs_dir;
   std::vector<std::string> quotas;
@@ -76,6 +76,9 @@ int Run(int argc, char** argv) {
        "an idle interactive allocation is reclaimed this long after its warning")
       ("checkpoint-poll-s", po::value(&checkpoint_poll_s)->default_value(30),
        "read running jobs' newest committed checkpoint this often (0: never)")
+      ("checkpoint-upload-wait-s", po::value(&checkpoint_upload_wait_s)->default_value(600),
+       "a requeued job waits at most this long for a newer checkpoint its ranks handed off "
+       "to the node checkpoint service to commit or fail")
       ("http-listen", po::value(&http_listen)->default_value(""),
        "HOST:PORT to serve /metrics, the dashboard and its JSON API on (empty: none)")
       ("chartjs-dir", po::value(&chartjs_dir)->default_value("/usr/share/javascript/chart.js"),
@@ -115,7 +118,8 @@ int Run(int argc, char** argv) {
     std::cerr << "athanor-coordinator: heartbeat and kill delays must be positive\n";
     return 2;
   }
-  if (default_grace_s < 0 || min_run_time_s < 0 || idle_reclaim_grace_s < 0 || checkpoint_poll_s < 0) {
+  if (default_grace_s < 0 || min_run_time_s < 0 || idle_reclaim_grace_s < 0 || checkpoint_poll_s < 0 ||
+      checkpoint_upload_wait_s < 0) {
     std::cerr << "athanor-coordinator: grace, run time and poll periods must be >= 0\n";
     return 2;
   }
@@ -132,6 +136,7 @@ int Run(int argc, char** argv) {
   options.min_run_time = Seconds(min_run_time_s);
   options.backfill = !no_backfill;
   options.idle_reclaim_grace = Seconds(idle_reclaim_grace_s);
+  options.checkpoint_upload_wait = Seconds(checkpoint_upload_wait_s);
   options.heartbeat_timeout = Seconds(heartbeat_timeout_s);
   options.kill_after_ms = kill_after_ms;
   if (absl::Status bad = ApplyHangFlags(hang_flags, &options.hangs); !bad.ok()) {

@@ -6,6 +6,7 @@
 
 #include <set>
 
+#include "absl/strings/match.h"
 #include "coordinator/cluster_state.h"
 
 namespace athanor::coord {
@@ -147,6 +148,73 @@ TEST_F(PreemptionTest, VictimGetsGraceAsKillDelayAndRequeuesWithoutRestart) {
   EXPECT_DOUBLE_EQ(usage[2].gpu_seconds, 20.0);
   // --since: only GPU time after it (the last 12 s: 4 GPUs x 2 s + 2 x 10 s).
   EXPECT_DOUBLE_EQ(state_->accounts().Usage(state_->jobs().all(), "t", clock_.UnixSeconds() - 12)[0].gpu_seconds, 28.0);
+}
+
+// A preempted job whose ranks handed off a newer step to the checkpoint
+// service restarts only once that step commits, fails, or the wait's bound
+// (StateOptions::checkpoint_upload_wait) passes.
+class UploadWaitTest : public PreemptionTest {
+ protected:
+  std::string PreemptAfterHandOff() {
+    std::string a = state_->SubmitJob(Spec(2, 2))->job_id;
+    ReportAll(a, RankPhase::kRunning);
+    EXPECT_TRUE(state_->ReportCheckpoint(a, 10, 0).ok());
+    EXPECT_TRUE(state_->jobs().Preempt(a, Seconds(10)).ok());
+    for (int rank = 0; rank < 2; ++rank) {
+      EXPECT_TRUE(state_->ReportShardUpload(a, 1, 20, rank, 2, false, "").ok());
+    }
+    ReportAll(a, RankPhase::kExited);
+    return a;
+  }
+  // Lets `seconds` pass with the nodes heartbeating, then ticks.
+  void Pass(int seconds) {
+    for (int s = 0; s < seconds; ++s) {
+      clock_.Advance(Seconds(1));
+      for (const char* node : {"n1", "n2"}) {
+        ASSERT_TRUE(state_->Heartbeat(node, state_->generation(), {}));
+      }
+    }
+    state_->Tick();
+  }
+};
+
+TEST_F(UploadWaitTest, TheRestartWaitsForTheNewerStepToCommit) {
+  Init(StateOptions());
+  std::string a = PreemptAfterHandOff();
+  EXPECT_EQ(Job(a).state, JobState::kPending);  // the GPUs are free; it waits
+  std::vector<std::string> why = state_->Why(a)->reasons;
+  ASSERT_FALSE(why.empty());
+  EXPECT_EQ(why[0], "waiting for checkpoint step 20 to finish uploading (handed off by 2 ranks; "
+                    "committed step 10); gives up in 600 s");
+  Pass(5);
+  EXPECT_EQ(Job(a).state, JobState::kPending);
+  EXPECT_TRUE(absl::EndsWith(state_->Why(a)->reasons[0], "; gives up in 595 s"))
+      << state_->Why(a)->reasons[0];
+  ASSERT_TRUE(state_->ReportCheckpoint(a, 20, 0).ok());
+  EXPECT_EQ(Job(a).state, JobState::kStarting);
+  EXPECT_EQ(Job(a).attempt, 2);
+  EXPECT_EQ(Job(a).committed_step, 20);
+}
+
+TEST_F(UploadWaitTest, AFailedUploadEndsTheWait) {
+  Init(StateOptions());
+  std::string a = PreemptAfterHandOff();
+  EXPECT_EQ(Job(a).state, JobState::kPending);
+  ASSERT_TRUE(state_->ReportShardUpload(a, 1, 20, 1, 2, true, "store unreachable").ok());
+  EXPECT_EQ(Job(a).state, JobState::kStarting);
+  EXPECT_EQ(Job(a).committed_step, 10);  // resumes from the older step
+}
+
+TEST_F(UploadWaitTest, ALostServiceHoldsTheJobNoLongerThanTheBound) {
+  StateOptions o;
+  o.checkpoint_upload_wait = Seconds(30);
+  Init(o);
+  std::string a = PreemptAfterHandOff();
+  Pass(29);
+  EXPECT_EQ(Job(a).state, JobState::kPending);
+  Pass(1);
+  EXPECT_EQ(Job(a).state, JobState::kStarting);
+  EXPECT_TRUE(absl::IsNotFound(state_->ReportShardUpload("nope", 1, 1, 0, 1, false, "")));
 }
 
 TEST_F(PreemptionTest, QuotaStaysExactThroughPreemptRequeueAndReadmit) {

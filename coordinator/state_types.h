@@ -30,6 +30,9 @@ struct StateOptions {
   // the coordinator does, from its own loop, so that a storm of submissions
   // shares passes instead of running one each.
   bool schedule_inline = true;
+  // A requeued job waits at most this long for a newer checkpoint step its
+  // ranks handed off to finish uploading (checkpoint_uploads.h).
+  Duration checkpoint_upload_wait = Seconds(600);
   HangOptions hangs;  // hang detection, auto-drain, stragglers (hang_options.h)
 };
 

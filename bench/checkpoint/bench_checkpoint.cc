@@ -7,6 +7,8 @@
 //   file     Save's return..commit to file://DIR            vs  write+fsync of the same bytes
 //   s3       Save's return..commit to s3rver        vs  `s3cmd put` of the same bytes
 //   restore  Restore() from each store               vs  read() / `s3cmd get`
+//   phases   the service stall's copy into the staging area alone, and
+//            read() + CRC32C per 4 MiB piece, each vs its baseline
 //
 // Ranks are threads (--ranks, default 2) with an in-process CommitBarrier;
 // every measurement runs all ranks at once. Medians over --reps after one
@@ -15,6 +17,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <functional>
@@ -32,6 +35,7 @@
 #include "checkpoint/s3/s3_object_store.h"
 #include "checkpoint/service/checkpoint_service.h"
 #include "checkpoint/service/service_checkpointer.h"
+#include "common/crc32c.h"
 #include "common/options.h"
 #include "tests/s3/s3rver_fixture.h"
 
@@ -157,7 +161,8 @@ class Bench {
   // /dev/shm, uploads to file://): each rep hands every rank's state off,
   // then waits for the uploads so the next stall measures the copy alone.
   // Interleaved with memcpy of the same bytes. Fills both sample vectors.
-  void ServiceStalls(std::vector<double>* stalls, std::vector<double>* copies) {
+  void ServiceStalls(std::vector<double>* stalls, std::vector<double>* copies,
+                     std::vector<double>* area_copies) {
     class NullReporter final : public ckptsvc::DurableReporter {
      public:
       absl::Status ShardDurable(const ckptsvc::DurableShard&) override { return absl::OkStatus(); }
@@ -201,8 +206,10 @@ class Bench {
         auto t0 = Clock::now();
         absl::StatusOr<bool> handed = clients[r]->Save(1 + i, data_[r].ts);
         double stall = Since(t0);
-        if (!handed.ok() || !*handed) {
-          std::cerr << "hand-off failed: " << handed.status() << "\n";
+        // The service's answer to the hand-off (Save does not wait for it).
+        absl::Status accepted = handed.ok() ? clients[r]->Wait() : handed.status();
+        if (!accepted.ok() || !*handed) {
+          std::cerr << "hand-off failed: " << accepted << "\n";
           std::exit(1);
         }
         return stall;
@@ -210,6 +217,9 @@ class Bench {
       (*service)->WaitIdle();
       if (i == 0) continue;
       stalls->push_back(slowest);
+      double copy = 0;
+      for (auto& client : clients) copy = std::max(copy, client->stats().copy_seconds);
+      area_copies->push_back(copy);
       if (i % 2 == 0) copies->push_back(MemcpyAll());
     }
     clients.clear();
@@ -256,6 +266,27 @@ class Bench {
     });
   }
 
+  // read() of the baseline file as ReadAll does, then CRC32C over what was
+  // read in 4 MiB pieces right after each: the floor of a checked restore
+  // that does not overlap the two.
+  double ReadCrcAll(const std::string& dir, uint64_t piece) {
+    return Parallel(c_.ranks, [&](int r) {
+      std::string path = absl::StrCat(dir, "/baseline-", r);
+      auto t0 = Clock::now();
+      int fd = ::open(path.c_str(), O_RDONLY);
+      uint32_t crc = 0;
+      for (uint64_t pos = 0; pos < c_.bytes;) {
+        ssize_t n = ::read(fd, data_[r].scratch.data() + pos, std::min(piece, c_.bytes - pos));
+        if (n <= 0) break;
+        crc = crc32c::Extend(crc, data_[r].scratch.data() + pos, static_cast<size_t>(n));
+        pos += static_cast<uint64_t>(n);
+      }
+      ::close(fd);
+      crc_sink_ ^= crc;
+      return Since(t0);
+    });
+  }
+
   double S3cmdAll(int port, const std::string& dir, bool put) {
     return Parallel(c_.ranks, [&](int r) {
       std::string local = absl::StrCat(dir, "/baseline-", r);
@@ -273,7 +304,8 @@ class Bench {
 
   std::vector<Row> Run() {
     std::vector<Row> rows;
-    std::vector<double> stalls, copies, file_up, file_base, file_restore, file_read;
+    std::vector<double> stalls, copies, file_up, file_base, file_restore, file_read, read_crc,
+        read_crc_small;
     auto store = FileObjectStore::Open(c_.dir + "/store");
     if (!store.ok()) {
       std::cerr << store.status() << "\n";
@@ -291,13 +323,21 @@ class Bench {
       if (i % 2 == 1) file_read.push_back(ReadAll(c_.dir));
       file_restore.push_back(RestoreAll(store->get()));
       if (i % 2 == 0) file_read.push_back(ReadAll(c_.dir));
+      read_crc.push_back(ReadCrcAll(c_.dir, 4 << 20));
+      read_crc_small.push_back(ReadCrcAll(c_.dir, 256 << 10));
     }
     rows.push_back({"stall (Save)", Median(stalls), Median(copies), "memcpy"});
-    std::vector<double> service_stalls, service_copies;
-    ServiceStalls(&service_stalls, &service_copies);
+    std::vector<double> service_stalls, service_copies, area_copies;
+    ServiceStalls(&service_stalls, &service_copies, &area_copies);
     rows.push_back({"stall (service)", Median(service_stalls), Median(service_copies), "memcpy"});
+    // Its phases: the copy into the staging area alone (the rest is the
+    // stage and hand-off round trips).
+    rows.push_back({"stall: area copy", Median(area_copies), Median(service_copies), "memcpy"});
     rows.push_back({"upload file://", Median(file_up), Median(file_base), "write+fsync"});
     rows.push_back({"restore file://", Median(file_restore), Median(file_read), "read"});
+    // Phases of a checked restore: the same reads with CRC32C after each piece.
+    rows.push_back({"read+crc32c (4 MiB)", Median(read_crc), Median(file_read), "read"});
+    rows.push_back({"read+crc32c (256 KiB)", Median(read_crc_small), Median(file_read), "read"});
     if (c_.s3) {
       auto server = testing_s3::S3rverProcess::Start("bench");
       if (!server.ok()) {
@@ -329,6 +369,7 @@ class Bench {
   std::map<ObjectStore*, std::unique_ptr<InProcessCommitBarrier>> barriers_;
   std::map<ObjectStore*, std::vector<std::unique_ptr<Checkpointer>>> checkpointers_;
   std::mutex mu_;
+  std::atomic<uint32_t> crc_sink_{0};  // keeps the CRCs from being optimised away
 };
 
 int Main(int argc, char** argv) {

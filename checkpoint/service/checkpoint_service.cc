@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <sstream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -17,6 +18,19 @@
 #include "common/status.h"
 
 namespace athanor::ckptsvc {
+namespace {
+
+// "job J step S rank R of W attempt A" (the .handoff note) into `event`.
+bool ParseHandoffNote(const std::string& note, ShardUploadEvent* event) {
+  std::istringstream in(note);
+  std::string job_word, step_word, rank_word, of_word, attempt_word;
+  in >> job_word >> event->job >> step_word >> event->step >> rank_word >> event->rank >> of_word >>
+      event->world_size >> attempt_word >> event->attempt;
+  return !in.fail() && job_word == "job" && step_word == "step" && rank_word == "rank" &&
+         of_word == "of" && attempt_word == "attempt" && !event->job.empty();
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<CheckpointService>> CheckpointService::Start(
     CheckpointServiceOptions options, DurableReporter* reporter, StoreOpener opener) {
@@ -43,6 +57,14 @@ absl::StatusOr<std::unique_ptr<CheckpointService>> CheckpointService::Start(
         ATHANOR_LOG(WARNING) << "discarding a handed-off staging area whose upload an earlier "
                                 "run of the service did not finish ("
                              << what << "); that step will not commit";
+        ShardUploadEvent event;
+        event.failed = true;
+        event.error = "the checkpoint service restarted before the upload finished";
+        if (ParseHandoffNote(what, &event)) {
+          if (absl::Status r = reporter->ShardUpload(event); !r.ok()) {
+            ATHANOR_LOG(WARNING) << "reporting the discarded upload failed: " << r.ToString();
+          }
+        }
       }
       ::unlink(path.c_str());
     }

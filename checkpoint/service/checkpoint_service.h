@@ -19,8 +19,9 @@
 // answered "skip" when the rank's policy is skip.
 //
 // Restart: areas left by an earlier run are discarded at Start, and each one
-// that was handed off but not durable is named in the log (its step then never
-// commits; the job resumes from its previous committed step).
+// that was handed off but not durable is named in the log and reported failed
+// (its step then never commits; the job resumes from its previous committed
+// step without waiting for it).
 //
 // Threading: a thread per connection and per upload, state under mu_. The
 // reporter and store opener are called from upload threads, never under mu_.
@@ -60,9 +61,25 @@ struct DurableShard {
   int32_t keep_last = 0;
 };
 
+// A shard the service took over (failed false) or could not make durable.
+struct ShardUploadEvent {
+  std::string job;
+  int32_t attempt = 0;
+  int64_t step = 0;
+  int32_t rank = 0;
+  int32_t world_size = 0;
+  bool failed = false;
+  std::string error;  // failed: why
+};
+
 class DurableReporter {
  public:
   virtual ~DurableReporter() = default;
+  // Called from an upload thread as it starts (the coordinator then holds a
+  // requeued job until the step commits or fails), on a failed upload, and
+  // from Start for each handed-off area an earlier run left. An error is
+  // logged; the default does nothing.
+  virtual absl::Status ShardUpload(const ShardUploadEvent& /*event*/) { return absl::OkStatus(); }
   // Called once per durable shard, from an upload thread. An error is logged;
   // the coordinator also finds complete steps on its own (checkpoint_commit.h).
   virtual absl::Status ShardDurable(const DurableShard& shard) = 0;

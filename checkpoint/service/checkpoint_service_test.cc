@@ -11,6 +11,7 @@
 #include "checkpoint/checkpoint_test_util.h"
 #include "checkpoint/checkpointer.h"
 #include "checkpoint/fake_object_store.h"
+#include "checkpoint/forwarding_object_store.h"
 #include "checkpoint/file/file_object_store.h"
 #include "checkpoint/layout.h"
 #include "checkpoint/service/service_checkpointer.h"
@@ -38,39 +39,38 @@ class RecordingReporter final : public DurableReporter {
     shards_.push_back(shard);
     return absl::OkStatus();
   }
+  absl::Status ShardUpload(const ShardUploadEvent& event) override {
+    absl::MutexLock lock(&mu_);
+    events_.push_back(event);
+    return absl::OkStatus();
+  }
   std::vector<DurableShard> shards() {
     absl::MutexLock lock(&mu_);
     return shards_;
+  }
+  std::vector<ShardUploadEvent> events() {
+    absl::MutexLock lock(&mu_);
+    return events_;
   }
 
  private:
   absl::Mutex mu_;
   std::vector<DurableShard> shards_ ABSL_GUARDED_BY(mu_);
+  std::vector<ShardUploadEvent> events_ ABSL_GUARDED_BY(mu_);
 };
 
 // Delegates to a file store; OpenWrite blocks until the gate opens.
-class GatedStore final : public ObjectStore {
+class GatedStore final : public ForwardingObjectStore {
  public:
   GatedStore(std::unique_ptr<ObjectStore> inner, absl::Notification* gate)
-      : inner_(std::move(inner)), gate_(gate) {}
-  std::string Describe() const override { return inner_->Describe(); }
-  StoreCapabilities Capabilities() const override { return inner_->Capabilities(); }
+      : ForwardingObjectStore(std::move(inner)), gate_(gate) {}
   absl::StatusOr<std::unique_ptr<WritableObject>> OpenWrite(const std::string& key,
                                                             PutMode mode) override {
     gate_->WaitForNotification();
-    return inner_->OpenWrite(key, mode);
+    return inner()->OpenWrite(key, mode);
   }
-  absl::StatusOr<std::string> Get(const std::string& key, uint64_t o, int64_t n) override {
-    return inner_->Get(key, o, n);
-  }
-  absl::StatusOr<ObjectInfo> Head(const std::string& key) override { return inner_->Head(key); }
-  absl::StatusOr<std::vector<ObjectInfo>> List(const std::string& prefix) override {
-    return inner_->List(prefix);
-  }
-  absl::Status Delete(const std::string& key) override { return inner_->Delete(key); }
 
  private:
-  std::unique_ptr<ObjectStore> inner_;
   absl::Notification* gate_;
 };
 
@@ -132,6 +132,7 @@ TEST_F(ServiceTest, ThreeRanksThroughTheServiceWriteWhatTheInRankPathWrites) {
     absl::StatusOr<bool> saved = client->Save(10, s.state);
     ASSERT_TRUE(saved.ok()) << saved.status();
     EXPECT_TRUE(*saved);
+    EXPECT_TRUE(client->Wait().ok());  // the service accepted the hand-off
   });
   service_->WaitIdle();
   std::vector<DurableShard> shards = reporter_.shards();
@@ -198,6 +199,15 @@ TEST_F(ServiceTest, TheUploadOutlivesTheRankAndSkipsWhileItRuns) {
   ASSERT_EQ(reporter_.shards().size(), 1u);
   EXPECT_EQ(reporter_.shards()[0].step, 4);
   EXPECT_EQ(reporter_.shards()[0].shard_size, shard);
+  // The hand-off was told (before the upload began), and no failure.
+  ASSERT_EQ(reporter_.events().size(), 1u);
+  const ShardUploadEvent handed = reporter_.events()[0];
+  EXPECT_EQ(handed.job, "job");
+  EXPECT_EQ(handed.attempt, 2);
+  EXPECT_EQ(handed.step, 4);
+  EXPECT_EQ(handed.rank, 0);
+  EXPECT_EQ(handed.world_size, 1);
+  EXPECT_FALSE(handed.failed);
   auto store = FileObjectStore::Open(root_);
   EXPECT_TRUE((*store)->Head(ckpt_layout::ManifestKey("job", 4, 0)).ok());
   EXPECT_EQ(service_->staged_bytes(), 0u);
@@ -213,6 +223,7 @@ TEST_F(ServiceTest, AFullBudgetSkipsUnderSkipPolicy) {
   auto r0 = Connect(ClientOptions(0, 2, InFlightPolicy::kSkip));
   auto r1 = Connect(ClientOptions(1, 2, InFlightPolicy::kSkip));
   EXPECT_EQ(r0->Save(4, s0.state).value_or(false), true);
+  EXPECT_TRUE(r0->Wait().ok());
   EXPECT_EQ(r1->Save(4, s1.state).value_or(true), false);
   gate.Notify();
   service_->WaitIdle();
@@ -255,13 +266,14 @@ TEST_F(ServiceTest, BadRequestsGetClearErrorsAndTheServiceKeepsServing) {
   auto client = Connect(ClientOptions(0, 1));
   ASSERT_NE(client, nullptr);
   EXPECT_EQ(client->Save(1, s.state).value_or(false), true);
+  EXPECT_TRUE(client->Wait().ok());
 }
 
 TEST_F(ServiceTest, ARestartDiscardsAreasLeftByTheEarlierRun) {
   dir_ = MakeTempDir();
   ASSERT_EQ(::mkdir((dir_ + "/staging").c_str(), 0700), 0);
   std::ofstream(dir_ + "/staging/job.0.1.area") << "partial shard";
-  std::ofstream(dir_ + "/staging/job.0.1.area.handoff") << "job job step 7 rank 0";
+  std::ofstream(dir_ + "/staging/job.0.1.area.handoff") << "job job step 7 rank 0 of 2 attempt 3";
   std::string saved = dir_;
   StartService();  // a fresh dir_ for the store; reuse the old staging dir below
   CheckpointServiceOptions o;
@@ -271,6 +283,16 @@ TEST_F(ServiceTest, ARestartDiscardsAreasLeftByTheEarlierRun) {
   ASSERT_TRUE(svc.ok()) << svc.status();
   EXPECT_NE(::access((saved + "/staging/job.0.1.area").c_str(), F_OK), 0);
   EXPECT_NE(::access((saved + "/staging/job.0.1.area.handoff").c_str(), F_OK), 0);
+  // ... and told the coordinator that step will not commit.
+  ASSERT_EQ(reporter_.events().size(), 1u);
+  const ShardUploadEvent failed = reporter_.events()[0];
+  EXPECT_EQ(failed.job, "job");
+  EXPECT_EQ(failed.step, 7);
+  EXPECT_EQ(failed.rank, 0);
+  EXPECT_EQ(failed.world_size, 2);
+  EXPECT_EQ(failed.attempt, 3);
+  EXPECT_TRUE(failed.failed);
+  EXPECT_EQ(failed.error, "the checkpoint service restarted before the upload finished");
 }
 
 }  // namespace

@@ -149,7 +149,8 @@ absl::Status CheckpointService::HandleHandoff(Connection* conn, const nlohmann::
     area->staged = false;
     area->uploading = true;
     std::ofstream(area->path + ".handoff")
-        << "job " << area->job << " step " << area->step << " rank " << area->rank;
+        << "job " << area->job << " step " << area->step << " rank " << area->rank << " of "
+        << area->world_size << " attempt " << area->attempt;
     area->uploader = std::thread([this, area] { UploadArea(area); });
   }
   return SendFrame(conn->fd, {{"ok", true}});
@@ -158,6 +159,10 @@ absl::Status CheckpointService::HandleHandoff(Connection* conn, const nlohmann::
 void CheckpointService::UploadArea(Area* area) {
   // Only this thread touches the area's request fields while uploading.
   RankManifest& m = area->manifest;
+  ShardUploadEvent event{m.job, area->attempt, m.step, m.rank, m.world_size, false, ""};
+  if (absl::Status r = reporter_->ShardUpload(event); !r.ok()) {
+    ATHANOR_LOG(WARNING) << "reporting the hand-off of " << m.shard_key << " failed: " << r.ToString();
+  }
   absl::Status status;
   void* base = MAP_FAILED;
   if (m.shard_size > 0) {
@@ -191,6 +196,12 @@ void CheckpointService::UploadArea(Area* area) {
   } else {
     ATHANOR_LOG(ERROR) << "checkpoint service: upload of " << m.shard_key << " to " << area->uri
                        << " failed; step " << m.step << " will not commit: " << status.ToString();
+    event.failed = true;
+    event.error = status.ToString();
+    if (absl::Status r = reporter_->ShardUpload(event); !r.ok()) {
+      ATHANOR_LOG(WARNING) << "reporting the failed upload of " << m.shard_key
+                           << " failed: " << r.ToString();
+    }
   }
   ::unlink((area->path + ".handoff").c_str());
   absl::MutexLock lock(&mu_);

@@ -61,6 +61,8 @@ absl::StatusOr<bool> ServiceCheckpointer::Save(int64_t step, const TrainingState
   ASSIGN_OR_RETURN(SafetensorsLayout layout,
                    PlanShard(state, step, options_.rank, options_.world_size));
   absl::MutexLock lock(&socket_mu_);
+  // The previous hand-off's answer first (it precedes anything on the socket).
+  if (handoff_due_) RETURN_IF_ERROR(CollectHandoff());
   nlohmann::json env = nlohmann::json::object();
   for (const auto& [k, v] : options_.env) env[k] = v;
   nlohmann::json stage = {{"op", "stage"},
@@ -94,6 +96,7 @@ absl::StatusOr<bool> ServiceCheckpointer::Save(int64_t step, const TrainingState
     return last_status_ = status;
   }
   RETURN_IF_ERROR(last_status_ = MapArea(reply->fd, reply->msg.value("area", uint64_t{0}), capacity));
+  const auto copy_start = std::chrono::steady_clock::now();
   std::memcpy(map_, layout.header.data(), layout.header.size());
   std::vector<ShardSpec> specs;
   for (size_t i = 0; i < state.tensors.size(); ++i) {
@@ -101,23 +104,40 @@ absl::StatusOr<bool> ServiceCheckpointer::Save(int64_t step, const TrainingState
     if (t.bytes > 0) std::memcpy(map_ + layout.data_start + layout.entries[i].begin, t.data, t.bytes);
     specs.push_back(t.shard);
   }
+  stats_.copy_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - copy_start).count();
   RankManifest manifest =
       PlanManifest(options_.job, step, options_.rank, options_.world_size, layout, specs);
   status = ckptsvc::SendFrame(sock_, {{"op", "handoff"}, {"manifest", EncodeManifest(manifest)}});
-  reply = status.ok() ? ckptsvc::RecvFrame(sock_) : absl::StatusOr<ckptsvc::Frame>(status);
-  if (!reply.ok()) return last_status_ = Annotate(reply.status(), "checkpoint service hand-off");
-  if (reply->fd >= 0) ::close(reply->fd);
-  RETURN_IF_ERROR(last_status_ = ReplyStatus(reply->msg, absl::StrCat("the hand-off of step ", step)));
+  if (!status.ok()) return last_status_ = Annotate(status, "checkpoint service hand-off");
+  handoff_due_ = true;  // its answer is read by the next call
+  handoff_step_ = step;
   stats_.stall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   stats_.shard_bytes = layout.total_size;
   return true;
 }
 
-absl::Status ServiceCheckpointer::Wait() { return last_status_; }
+absl::Status ServiceCheckpointer::CollectHandoff() const {
+  if (!handoff_due_) return last_status_;
+  handoff_due_ = false;
+  absl::StatusOr<ckptsvc::Frame> reply = ckptsvc::RecvFrame(sock_);
+  if (!reply.ok()) return last_status_ = Annotate(reply.status(), "checkpoint service hand-off");
+  if (reply->fd >= 0) ::close(reply->fd);
+  return last_status_ =
+             ReplyStatus(reply->msg, absl::StrCat("the hand-off of step ", handoff_step_));
+}
+
+absl::Status ServiceCheckpointer::Wait() {
+  absl::MutexLock lock(&socket_mu_);
+  return CollectHandoff();
+}
 
 bool ServiceCheckpointer::in_flight() const {
   absl::MutexLock lock(&socket_mu_);
+  if (absl::Status handed = CollectHandoff(); !handed.ok()) {
+    return false;  // the next Save reports it; nothing of ours is in flight
+  }
   absl::Status s = ckptsvc::SendFrame(sock_, {{"op", "status"}});
   absl::StatusOr<ckptsvc::Frame> reply =
       s.ok() ? ckptsvc::RecvFrame(sock_) : absl::StatusOr<ckptsvc::Frame>(s);

@@ -3,9 +3,12 @@
 // Save(step, state) asks the service for this rank's staging area (waiting,
 // or skipping under kSkip, while the previous upload holds it or the node's
 // staging budget is full), copies the shard image into it (that copy is the
-// training stall), and hands it off in one call. When Save returns true the
-// service owns the checkpoint: the rank may exit or be killed without losing
-// it. The service uploads it, and the coordinator commits the step once every
+// training stall), and sends the hand-off. Save does not wait for the
+// service's answer to the hand-off: the next call (Save, Wait, in_flight)
+// reads it first, so the stall is one round trip (the stage) and the copy.
+// Once Wait returns OK the service owns the checkpoint: the rank may exit or
+// be killed without losing it (a preempted rank calls Wait before it exits).
+// The service uploads it, and the coordinator commits the step once every
 // rank's shard is durable; the rank does not wait for either.
 //
 // The area's mapping is kept between checkpoints (the service passes the same
@@ -57,6 +60,9 @@ class ServiceCheckpointer final : public CheckpointWriter {
   ServiceCheckpointer(ServiceCheckpointerOptions options, int sock)
       : options_(std::move(options)), sock_(sock) {}
   absl::Status MapArea(int fd, uint64_t area, uint64_t capacity);
+  // Reads the answer to a hand-off sent by Save, if one is due, into
+  // last_status_.
+  absl::Status CollectHandoff() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(socket_mu_);
 
   const ServiceCheckpointerOptions options_;
   const int sock_;
@@ -64,9 +70,11 @@ class ServiceCheckpointer final : public CheckpointWriter {
   uint64_t area_id_ = 0;
   char* map_ = nullptr;
   uint64_t map_size_ = 0;
-  absl::Status last_status_;
-  CheckpointStats stats_;
   mutable absl::Mutex socket_mu_;  // serialises request/reply pairs (in_flight is const)
+  mutable absl::Status last_status_ ABSL_GUARDED_BY(socket_mu_);
+  mutable bool handoff_due_ ABSL_GUARDED_BY(socket_mu_) = false;  // its answer is unread
+  mutable int64_t handoff_step_ ABSL_GUARDED_BY(socket_mu_) = -1;
+  CheckpointStats stats_;
 };
 
 }  // namespace athanor

@@ -29,7 +29,7 @@ class ThrottledWritable final : public WritableObject {
 
 absl::StatusOr<std::unique_ptr<WritableObject>> ThrottledStore::OpenWrite(const std::string& key,
                                                                           PutMode mode) {
-  absl::StatusOr<std::unique_ptr<WritableObject>> w = inner_->OpenWrite(key, mode);
+  absl::StatusOr<std::unique_ptr<WritableObject>> w = inner()->OpenWrite(key, mode);
   if (!w.ok()) return w.status();
   return std::unique_ptr<WritableObject>(new ThrottledWritable(std::move(*w), rate_));
 }

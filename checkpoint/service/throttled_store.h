@@ -9,41 +9,18 @@
 #include <memory>
 #include <thread>
 
-#include "checkpoint/object_store.h"
+#include "checkpoint/forwarding_object_store.h"
 
 namespace athanor::ckptsvc {
 
-class ThrottledStore final : public ObjectStore {
+class ThrottledStore final : public ForwardingObjectStore {
  public:
   ThrottledStore(std::unique_ptr<ObjectStore> inner, uint64_t bytes_per_second)
-      : inner_(std::move(inner)), rate_(bytes_per_second) {}
-  std::string Describe() const override { return inner_->Describe(); }
-  StoreCapabilities Capabilities() const override { return inner_->Capabilities(); }
+      : ForwardingObjectStore(std::move(inner)), rate_(bytes_per_second) {}
   absl::StatusOr<std::unique_ptr<WritableObject>> OpenWrite(const std::string& key,
                                                             PutMode mode) override;
-  absl::StatusOr<std::string> Get(const std::string& key, uint64_t offset,
-                                  int64_t length) override {
-    return inner_->Get(key, offset, length);
-  }
-  absl::Status GetInto(const std::string& key, uint64_t offset, uint64_t length,
-                       char* dst) override {
-    return inner_->GetInto(key, offset, length, dst);
-  }
-  absl::StatusOr<ObjectInfo> Head(const std::string& key) override { return inner_->Head(key); }
-  absl::StatusOr<std::vector<ObjectInfo>> List(const std::string& prefix) override {
-    return inner_->List(prefix);
-  }
-  absl::Status Delete(const std::string& key) override { return inner_->Delete(key); }
-  absl::StatusOr<std::vector<PendingUpload>> ListPendingUploads(
-      const std::string& prefix) override {
-    return inner_->ListPendingUploads(prefix);
-  }
-  absl::Status AbortPendingUpload(const PendingUpload& upload) override {
-    return inner_->AbortPendingUpload(upload);
-  }
 
  private:
-  std::unique_ptr<ObjectStore> inner_;
   const uint64_t rate_;
 };
 

@@ -22,6 +22,7 @@ struct PendingReason {
     kBehindReservation,   // would delay the head's reservation
     kNoFree,              // too few eligible nodes with free resources
     kStrictOrder,         // backfill off: waits behind the blocked head
+    kHeld,                // held by the coordinator (JobRecord::hold says why)
   };
   Code code = Code::kNotConsidered;
   int eligible = 0;        // kNoFree / kNoFitNow: nodes that qualify
@@ -51,6 +52,9 @@ struct JobRecord {
   TimePoint preempt_deadline{};  // kPreempting: when the agents SIGKILL
   bool borrower = false;         // backfilled onto reserved GPUs; preempted for the head
   PendingReason reason;
+  // Non-empty: the coordinator holds this pending job from starting (e.g. a
+  // newer checkpoint of it is still uploading) and this says why.
+  std::string hold;
 
   // When the held resources come back, if known: the preemption deadline, or
   // start + declared time limit.

@@ -93,6 +93,10 @@ std::vector<Decision> Scheduler::Schedule() {
       job.reason.pass = pass_id_;
       ++pass.visited;
 
+      if (!job.hold.empty()) {
+        job.reason.Set(PendingReason::Code::kHeld);
+        continue;
+      }
       const int quota = TenantQuota(job.req.tenant);
       const int in_use = accounting_.GpusInUse(job.req.tenant);
       if (quota >= 0 && in_use + job.req.total_gpus() > quota) {

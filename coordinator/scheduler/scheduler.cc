@@ -161,6 +161,13 @@ absl::Status Scheduler::MarkPreempting(const JobId& id, TimePoint deadline) {
   return absl::OkStatus();
 }
 
+absl::Status Scheduler::SetHold(const JobId& id, std::string why) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
+  it->second.hold = std::move(why);
+  return absl::OkStatus();
+}
+
 absl::Status Scheduler::OnCheckpoint(const JobId& id, TimePoint committed_at) {
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id));

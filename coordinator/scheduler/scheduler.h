@@ -87,6 +87,10 @@ class Scheduler {
   // its GPUs come back at OnJobExited. NotFound / FailedPrecondition when it
   // holds nothing; a job already PREEMPTING keeps the earlier deadline.
   absl::Status MarkPreempting(const JobId& job, TimePoint deadline);
+  // Holds a pending job from starting while `why` is non-empty (shown by
+  // Why()); an empty `why` lets it start again. Passes skip a held job
+  // without making it the head. NotFound for an unknown job.
+  absl::Status SetHold(const JobId& job, std::string why);
   // Newest committed checkpoint of a running job (for victim choice).
   absl::Status OnCheckpoint(const JobId& job, TimePoint committed_at);
   // Re-creates a job holding its persisted placement (after a restart):

@@ -54,6 +54,25 @@ TEST_F(PolicyTest, HigherPriorityFirstThenFifo) {
   EXPECT_EQ(d[0].job, "hi2");
 }
 
+TEST_F(PolicyTest, HeldJobWaitsWithoutBlockingOthersAndStartsOnceReleased) {
+  Add(MakeNode("a", 4));
+  Submit(MakeJob("held", 1, 4, "t", 5));
+  Submit(MakeJob("next", 1, 4, "t", 0));
+  ASSERT_TRUE(sched_.SetHold("held", "waiting for checkpoint step 7 to upload").ok());
+  auto d = sched_.Schedule();
+  // The held job is not the head: it neither starts nor blocks a later job.
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].job, "next");
+  EXPECT_EQ(Reasons("held")[0], "waiting for checkpoint step 7 to upload");
+  ASSERT_TRUE(sched_.OnJobExited("next", false).ok());
+  EXPECT_TRUE(sched_.Schedule().empty());
+  ASSERT_TRUE(sched_.SetHold("held", "").ok());
+  d = sched_.Schedule();
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].job, "held");
+  EXPECT_TRUE(absl::IsNotFound(sched_.SetHold("nope", "x")));
+}
+
 TEST_F(PolicyTest, FairShareFavoursTheTenantUsingLess) {
   Add(MakeNode("a", 4));
   Add(MakeNode("b", 4));

@@ -36,6 +36,10 @@ std::string StartText(bool finite, TimePoint when, TimePoint now) {
 PendingReason Scheduler::ReasonNow(const JobRecord& job) const {
   PendingReason r;
   r.pass = pass_id_;
+  if (!job.hold.empty()) {
+    r.code = PendingReason::Code::kHeld;
+    return r;
+  }
   const int quota = TenantQuota(job.req.tenant);
   const int in_use = accounting_.GpusInUse(job.req.tenant);
   if (quota >= 0 && in_use + job.req.total_gpus() > quota) {
@@ -109,6 +113,9 @@ absl::StatusOr<WhyReport> Scheduler::Why(const JobId& id) const {
     case Code::kBehindReservation:
       report.reasons.push_back(absl::StrCat("waiting behind the reservation for job ", last_head_,
                                             " (starts ", StartText(r.finite, r.when, now), ")"));
+      break;
+    case Code::kHeld:
+      report.reasons.push_back(job->hold);
       break;
     case Code::kStrictOrder:
       report.reasons.push_back(

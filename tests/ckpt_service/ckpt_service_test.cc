@@ -5,7 +5,9 @@
 //  - Preempted with a grace shorter than its upload (the services are
 //    throttled): the ranks hand off and exit 0 before the grace ends, the
 //    upload finishes after they are gone, the step commits, and the job
-//    resumes from exactly that step.
+//    resumes from exactly that step. Its GPUs come free while the step is
+//    still uploading: the scheduler holds the job (`athanor why` says so)
+//    until the commit, rather than restarting it from nothing.
 //  - The coordinator is killed -9 between the last durable shard and COMMIT:
 //    the restarted coordinator commits the step once; the job resumes from it.
 //  - A service is killed -9 mid-upload: that step never commits; the job
@@ -162,7 +164,15 @@ class ThrottledServiceTest : public CkptServiceTest {
   }
 };
 
-TEST_F(ThrottledServiceTest, PreemptionShorterThanTheUploadStillCommitsAndResumesThere) {
+class SlowServiceTest : public CkptServiceTest {
+ protected:
+  void SetUp() override {
+    upload_mbps_ = "0.1";  // an 0.82 MB shard takes ~8 s; the grace is 1 s
+    CkptServiceTest::SetUp();
+  }
+};
+
+TEST_F(SlowServiceTest, PreemptionShorterThanTheUploadStillCommitsAndResumesThere) {
   const std::string reference = Reference();
   const std::string resumed = cluster_->dir() + "/resumed.safetensors";
   std::string victim = Submit({"--nodes", "2", "--gpus-per-node", "1", "--preemptible", "--grace",
@@ -183,17 +193,25 @@ TEST_F(ThrottledServiceTest, PreemptionShorterThanTheUploadStillCommitsAndResume
   ASSERT_GE(handed, 50) << log1;
   // ... while their shards were still uploading: the step is not committed yet.
   EXPECT_LT(cluster_->GetJob(victim).committed_step(), handed);
+  // The blocker ends, so the GPUs are free while the step still uploads: the
+  // scheduler holds the victim for it rather than restarting it from nothing
+  // (it checkpoints only when preempted).
+  std::ofstream(release) << "go";
+  EXPECT_EQ(cluster_->Cli({"wait", blocker, "--timeout", "30"}).out, "job " + blocker + " SUCCEEDED\n");
+  const std::string held = absl::StrCat("waiting for checkpoint step ", handed, " to finish uploading");
+  CliResult why = cluster_->Cli({"why", victim});
+  ASSERT_LT(cluster_->GetJob(victim).committed_step(), handed) << "the upload outran the test";
+  EXPECT_NE(why.out.find(held), std::string::npos) << why.out << why.err;
+  EXPECT_EQ(cluster_->GetJob(victim).state(), rpc::JOB_PENDING);
   // The services finish after the ranks are gone, and the coordinator commits.
   ASSERT_TRUE(LocalCluster::WaitFor(
       [&] { return cluster_->GetJob(victim).committed_step() == handed; }, std::chrono::seconds(60)))
       << cluster_->CoordinatorLog();
   CliResult shown = cluster_->Cli({"job", victim});
   EXPECT_NE(shown.out.find(absl::StrCat("step ", handed, " committed")), std::string::npos) << shown.out;
-  std::ofstream(release) << "go";
   CliResult wait = cluster_->Cli({"wait", victim, "--timeout", "120"});
   ASSERT_EQ(wait.out, "job " + victim + " SUCCEEDED\n")
       << AllRankLogs(victim, 2) << cluster_->CoordinatorLog();
-  EXPECT_EQ(cluster_->Cli({"wait", blocker, "--timeout", "30"}).out, "job " + blocker + " SUCCEEDED\n");
   rpc::Job job = cluster_->GetJob(victim);
   EXPECT_EQ(job.attempt(), 2);
   EXPECT_EQ(job.restarts(), 0);

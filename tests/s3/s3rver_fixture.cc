@@ -51,8 +51,11 @@ absl::StatusOr<std::unique_ptr<S3rverProcess>> S3rverProcess::Start(const std::s
   server->dir_ = MakeTempDir("s3rver");
   SubprocessOptions options;
   // s3rver's ListObjectsV2 continuation tokens use DES, which OpenSSL 3 only
-  // offers through its legacy provider.
-  options.argv = {"node", "--openssl-legacy-provider", script, "-d", server->dir_, "-a", "127.0.0.1", "-p", "0", "--silent",
+  // offers through its legacy provider. setpriv (util-linux, Essential in
+  // Debian) sets PR_SET_PDEATHSIG before exec: s3rver is SIGKILLed when the
+  // test dies, even by SIGKILL or a watchdog's _exit, and is not left behind
+  // (the signal follows the starting thread: start it from one that outlives it).
+  options.argv = {"setpriv", "--pdeathsig", "KILL", "node", "--openssl-legacy-provider", script, "-d", server->dir_, "-a", "127.0.0.1", "-p", "0", "--silent",
                   "--configure-bucket", bucket};
   options.capture_stdout = true;
   options.stderr_path = server->dir_ + ".stderr";

@@ -5,8 +5,10 @@
 // S3rverProcess::Start runs `node .../s3rver.js -d TMP -a 127.0.0.1 -p 0
 // --silent --configure-bucket BUCKET` in its own process group and reads the
 // port it prints ("S3rver listening on 127.0.0.1:PORT") with a deadline; no
-// sleeps. The destructor kills the group (SIGKILL) and reaps it. Owned by one
-// thread. Skip-worthy absence (no node, no s3rver checkout) is NotFound.
+// sleeps. The destructor kills the group (SIGKILL) and reaps it; should the
+// test die first (SIGKILL, a watchdog's _exit), the kernel SIGKILLs s3rver
+// (PR_SET_PDEATHSIG, set by setpriv). Owned by one thread, which must outlive
+// the server. Skip-worthy absence (no node, no s3rver checkout) is NotFound.
 #pragma once
 
 #include <memory>

@@ -52,4 +52,32 @@ absl::Status CoordinatorReporter::ShardDurable(const DurableShard& shard) {
                       absl::StrCat("ReportShardDurable: ", s.error_message()));
 }
 
+absl::Status CoordinatorReporter::ShardUpload(const ShardUploadEvent& event) {
+  rpc::ShardUploadRequest req;
+  req.set_node(node_);
+  req.set_job_id(event.job);
+  req.set_attempt(event.attempt);
+  req.set_step(event.step);
+  req.set_rank(event.rank);
+  req.set_world_size(event.world_size);
+  req.set_state(event.failed ? rpc::ShardUploadRequest::FAILED : rpc::ShardUploadRequest::HANDED_OFF);
+  req.set_error(event.error.substr(0, 4096));
+  grpc::Status s;
+  const int attempts = event.failed ? 5 : 1;
+  for (int attempt = 0; attempt < attempts; ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(200 << attempt));
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(event.failed ? 30 : 5));
+    rpc::ShardUploadResponse resp;
+    s = stub_->ReportShardUpload(&ctx, req, &resp);
+    if (s.ok()) return absl::OkStatus();
+    if (s.error_code() != grpc::StatusCode::UNAVAILABLE &&
+        s.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
+      break;
+    }
+  }
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
+                      absl::StrCat("ReportShardUpload: ", s.error_message()));
+}
+
 }  // namespace athanor::ckptsvc

@@ -1,4 +1,4 @@
-// CoordinatorReporter: reports durable shards to the coordinator's
+// CoordinatorReporter: reports durable shards, hand-offs and failed uploads to the coordinator's
 // CheckpointCommit service (proto/athanor.proto, "checkpoint service"), as
 // the node named `node`. Retries a few times with backoff while the
 // coordinator is unreachable (a restart); the coordinator's own poll commits
@@ -26,6 +26,10 @@ class CoordinatorReporter final : public DurableReporter {
                       std::shared_ptr<grpc::ChannelCredentials> credentials,
                       const grpc::ChannelArguments& args);
   absl::Status ShardDurable(const DurableShard& shard) override;
+  // Hand-offs are told once, with a short deadline (the report races the
+  // rank's exit; a late one only shortens the job's wait); failures retry
+  // like durable shards.
+  absl::Status ShardUpload(const ShardUploadEvent& event) override;
 
  private:
   const std::string node_;

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "checkpoint/catalog.h"
+#include "checkpoint/forwarding_object_store.h"
 #include "checkpoint/layout.h"
 #include "common/logging.h"
 #include "common/status.h"
@@ -50,49 +51,26 @@ class CrashOnCloseWritable final : public WritableObject {
 };
 
 // Delegates everything; intercepts the writes the crash plan names.
-class CrashingStore final : public ObjectStore {
+class CrashingStore final : public ForwardingObjectStore {
  public:
   CrashingStore(std::unique_ptr<ObjectStore> inner, std::string shard_key, std::string commit_key)
-      : inner_(std::move(inner)),
+      : ForwardingObjectStore(std::move(inner)),
         shard_key_(std::move(shard_key)),
         commit_key_(std::move(commit_key)) {}
-  std::string Describe() const override { return inner_->Describe(); }
-  StoreCapabilities Capabilities() const override { return inner_->Capabilities(); }
   absl::StatusOr<std::unique_ptr<WritableObject>> OpenWrite(const std::string& key,
                                                             PutMode mode) override {
     if (key == commit_key_) Die(absl::StrCat("before writing ", key));
-    ASSIGN_OR_RETURN(std::unique_ptr<WritableObject> w, inner_->OpenWrite(key, mode));
+    ASSIGN_OR_RETURN(std::unique_ptr<WritableObject> w, inner()->OpenWrite(key, mode));
     if (key != shard_key_) return w;
     return std::unique_ptr<WritableObject>(
         new CrashOnCloseWritable(std::move(w), absl::StrCat("uploading ", key)));
   }
   absl::Status Put(const std::string& key, absl::string_view data, PutMode mode) override {
     if (key == commit_key_ || key == shard_key_) return ObjectStore::Put(key, data, mode);
-    return inner_->Put(key, data, mode);
-  }
-  absl::StatusOr<std::string> Get(const std::string& key, uint64_t offset,
-                                  int64_t length) override {
-    return inner_->Get(key, offset, length);
-  }
-  absl::Status GetInto(const std::string& key, uint64_t offset, uint64_t length,
-                       char* dst) override {
-    return inner_->GetInto(key, offset, length, dst);
-  }
-  absl::StatusOr<ObjectInfo> Head(const std::string& key) override { return inner_->Head(key); }
-  absl::StatusOr<std::vector<ObjectInfo>> List(const std::string& prefix) override {
-    return inner_->List(prefix);
-  }
-  absl::Status Delete(const std::string& key) override { return inner_->Delete(key); }
-  absl::StatusOr<std::vector<PendingUpload>> ListPendingUploads(
-      const std::string& prefix) override {
-    return inner_->ListPendingUploads(prefix);
-  }
-  absl::Status AbortPendingUpload(const PendingUpload& upload) override {
-    return inner_->AbortPendingUpload(upload);
+    return inner()->Put(key, data, mode);
   }
 
  private:
-  std::unique_ptr<ObjectStore> inner_;
   const std::string shard_key_, commit_key_;
 };
 
