@@ -202,6 +202,26 @@ std::vector<HangVerdict> HangDetector::Check(const std::vector<const JobRecord*>
 void HangDetector::CloseWindow(AttemptTrack* a) {
   a->window_start = clock_->Now();
   const size_t k = static_cast<size_t>(options_.straggler_windows);
+  // This window alone: each rank's median against the others' samples.
+  std::map<int32_t, std::vector<double>> window;
+  for (auto& [rank, r] : a->ranks) {
+    if (!r.window_compute_ms.empty()) window[rank] = r.window_compute_ms;
+  }
+  for (auto& [rank, r] : a->ranks) {
+    bool slow = false;
+    auto self = window.find(rank);
+    if (self != window.end() && window.size() >= 2) {
+      std::vector<double> others;
+      for (const auto& [other, samples] : window) {
+        if (other != rank) others.insert(others.end(), samples.begin(), samples.end());
+      }
+      const double base = Median(others);
+      slow = base > 0 && Median(self->second) > options_.straggler_ratio * base;
+    }
+    r.slow_windows.push_back(slow);
+    while (r.slow_windows.size() > k) r.slow_windows.pop_front();
+  }
+  // The span of the last k windows, pooled.
   std::map<int32_t, std::vector<double>> pooled;  // ranks with samples in each of the last k windows
   for (auto& [rank, r] : a->ranks) {
     r.recent.push_back(std::move(r.window_compute_ms));
@@ -226,7 +246,13 @@ void HangDetector::CloseWindow(AttemptTrack* a) {
     }
     const double base = Median(others);
     r.ratio = base > 0 ? Median(self->second) / base : 0;
-    r.flagged = r.ratio > options_.straggler_ratio;
+    // Flagged once slow in each of the last k windows (one slow burst of a
+    // noisy machine is not enough) and over their span; it stays flagged
+    // while the span stays slow.
+    const bool every_window_slow =
+        r.slow_windows.size() == k &&
+        std::all_of(r.slow_windows.begin(), r.slow_windows.end(), [](bool b) { return b; });
+    r.flagged = r.ratio > options_.straggler_ratio && (every_window_slow || r.flagged);
   }
 }
 

@@ -253,6 +253,40 @@ TEST_F(HangDetectorTest, StragglerFlaggedOverKWindowsAndClearedWhenTheSpanIsFast
   EXPECT_TRUE(det_.Stragglers("7", 1).empty());
 }
 
+// A steady rank on a noisy machine: a stretch of contention makes it slow for
+// two windows, which lifts the span's median above the ratio, but it was not
+// slow in every window of the span: no flag. Slow in three in a row: flagged.
+TEST_F(HangDetectorTest, StragglerMustBeSlowInEachOfKWindows) {
+  JobRecord job = Running("7", 1);
+  int64_t step = 0;
+  auto window = [&](double slow_ms) {
+    for (int i = 0; i < 5; ++i) {
+      ++step;
+      for (int r = 0; r < 2; ++r) {
+        RankReport rep = Report("7", 1, r, step, step);
+        rep.progress.step_compute_ms = r == 1 ? slow_ms : 100;
+        det_.Observe(absl::StrCat("n", r), rep);
+      }
+      clock_.Advance(Seconds(2));
+      ASSERT_TRUE(det_.Check({&job}).empty());
+    }
+  };
+  window(100);
+  window(140);
+  window(140);  // the span's median is 1.4x, but the first window was 1.0x
+  EXPECT_TRUE(det_.Stragglers("7", 1).empty());
+  window(100);
+  EXPECT_TRUE(det_.Stragglers("7", 1).empty());
+  window(140);
+  window(140);
+  EXPECT_TRUE(det_.Stragglers("7", 1).empty());
+  window(140);
+  std::vector<RankFlag> f = det_.Stragglers("7", 1);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].rank, 1);
+  EXPECT_EQ(f[0].reason, "straggler: compute 1.40x the gang median over 3 windows");
+}
+
 TEST_F(HangDetectorTest, SteadyGangHasNoStraggler) {
   JobRecord job = Running("7", 1);
   for (int step = 1; step <= 200; ++step) {

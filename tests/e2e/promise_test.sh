@@ -11,6 +11,8 @@
 # until training ran again, and for the hang the detection time and suspect.
 #
 # Usage: promise_test.sh BIN_DIR SOURCE_DIR [SEED]   (or ATHANOR_E2E_SEED=...)
+# The daemons' logs are kept (the folder is printed) when the test fails, or
+# always with ATHANOR_E2E_KEEP_LOGS=1.
 set -u
 bin_dir=${1:?usage: promise_test.sh BIN_DIR SOURCE_DIR [SEED]}
 src_dir=${2:?usage: promise_test.sh BIN_DIR SOURCE_DIR [SEED]}
@@ -325,4 +327,5 @@ if [ "$failures" -gt 0 ]; then
   echo "$failures failure(s) (seed $seed)"
   exit 1
 fi
+[ -z "${ATHANOR_E2E_KEEP_LOGS:-}" ] || keep_logs
 echo PASS
