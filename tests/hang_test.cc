@@ -181,17 +181,10 @@ TEST(HangTest, SeriesOfStoppedAndSkippingRanksIsDetectedAndNamed) {
     const bool skip = skips[i];
     const int rank = static_cast<int>(rng() % 2);
     const int64_t step = 8 + static_cast<int64_t>(rng() % 25);
-    std::vector<std::string> args = {"submit",
-                                     "--nodes",
-                                     "2",
-                                     "--gpus-per-node",
-                                     "1",
-                                     "--max-restarts",
-                                     "1",
-                                     "--hang-timeout",
-                                     absl::StrCat(kHangTimeoutS, "s"),
-                                     "--checkpoint-uri",
-                                     "file://" + cluster.dir() + "/store"};
+    std::vector<std::string> args = {"submit", "--nodes", "2", "--gpus-per-node", "1"};
+    args.insert(args.end(),
+                {"--max-restarts", "1", "--hang-timeout", absl::StrCat(kHangTimeoutS, "s")});
+    args.insert(args.end(), {"--checkpoint-uri", "file://" + cluster.dir() + "/store"});
     if (skip) args.insert(args.end(), {"--env", absl::StrCat(kSkipHook, "=", rank, ":", step)});
     args.insert(args.end(), {"--", std::string(std::getenv("ATHANOR_BIN_DIR")) + "/athanor-train",
                              "--seed", "5", "--hidden", "48", "--lr", "0.05", "--timeout-s", "60",
