@@ -143,31 +143,31 @@ TEST_F(ClusterStateTest, NonZeroExitTerminatesOthersThenFails) {
 }
 
 // Rank 1 is SIGKILLed; rank 0 exits on its dead peer, and its node reports
-// first. The reason names rank 1 once its node reports it, since that node
-// had not yet seen the stop (so the signal was not the stop's); a rank
-// killed after its node saw the stop is not blamed.
+// first. Once rank 1's node reports it killed by a signal the agent did not
+// send, the reason names rank 1; a rank the agent's stop killed is not blamed.
 TEST_F(ClusterStateTest, ARankKilledByASignalIsBlamedOverOneThatExitedOnItsDeadPeer) {
-  for (bool before_stop : {true, false}) {
-    SCOPED_TRACE(before_stop);
+  for (bool from_agent : {false, true}) {
+    SCOPED_TRACE(from_agent);
     ASSERT_TRUE(state_.SubmitJob(Spec(2, 1)).ok());
-    const std::string id = before_stop ? "1" : "2";
+    const std::string id = from_agent ? "2" : "1";
     const JobRecord* job = state_.jobs().Find(id);
     const std::string n0 = job->allocation[0].node, n1 = job->allocation[1].node;
     HeartbeatAll(n0, {Report(id, 1, 0, RankPhase::kRunning)});
     HeartbeatAll(n1, {Report(id, 1, 1, RankPhase::kRunning)});
-    const uint64_t seen = state_.generation();
     HeartbeatAll(n0, {Report(id, 1, 0, RankPhase::kExited, 1)});
     job = state_.jobs().Find(id);
     EXPECT_TRUE(job->stopping);
     EXPECT_EQ(job->stop_reason, "rank 0 on node " + n0 + " exited with code 1");
     RankReport killed = Report(id, 1, 1, RankPhase::kExited, 137);
     killed.signal = 9;
-    EXPECT_TRUE(state_.Heartbeat(n1, before_stop ? seen : state_.generation(), {killed}));
+    killed.signal_from_agent = from_agent;
+    HeartbeatAll(n1, {killed});
     HeartbeatAll(n1, {});
     job = state_.jobs().Find(id);
     EXPECT_EQ(job->state, JobState::kFailed);
-    EXPECT_EQ(job->reason, before_stop ? "rank 1 on node " + n1 + " was killed by signal 9 (exit code 137)"
-                                       : "rank 0 on node " + n0 + " exited with code 1");
+    EXPECT_EQ(job->reason, from_agent
+                               ? "rank 0 on node " + n0 + " exited with code 1"
+                               : "rank 1 on node " + n1 + " was killed by signal 9 (exit code 137)");
   }
 }
 

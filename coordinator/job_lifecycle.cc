@@ -188,7 +188,7 @@ void JobLifecycle::ApplyReports(const std::vector<RankReport>& reports) {
         ATHANOR_LOG(WARNING) << "job " << job->id << " rank " << r.rank
                              << " failed to start: " << r.message;
       }
-      if (job->stopping && st.signal != 0) BlameSignal(job, st, job->allocation[r.rank].node);
+      if (job->stopping && st.signal != 0 && !r.signal_from_agent) BlameSignal(job, st);
     }
     Mark(*job);
     touched.insert(job->seq);
@@ -233,13 +233,8 @@ std::string JobLifecycle::RankFailure(const JobRecord& job, const RankStatus& st
   return absl::StrCat("rank ", st.rank, " on node ", node, " ", how);
 }
 
-void JobLifecycle::BlameSignal(JobRecord* job, const RankStatus& st, const std::string& node) {
-  if (blamed_exit_.count(job->seq) == 0) return;
-  auto gens = stop_generation_.find(job->seq);
-  if (gens == stop_generation_.end()) return;
-  auto g = gens->second.find(node);
-  if (g == gens->second.end() || p_.nodes->AckedGeneration(node) >= g->second) return;
-  blamed_exit_.erase(job->seq);
+void JobLifecycle::BlameSignal(JobRecord* job, const RankStatus& st) {
+  if (blamed_exit_.erase(job->seq) == 0) return;
   job->stop_reason = RankFailure(*job, st);
   ATHANOR_LOG(INFO) << "job " << job->id << " attempt " << job->attempt
                     << ": the failure is put down to " << job->stop_reason;

@@ -98,10 +98,10 @@ class JobLifecycle {
   // "rank R on node N exited with code C" / "... was killed by signal S ...".
   static std::string RankFailure(const JobRecord& job, const RankStatus& st);
   // While `job` stops because a rank exited with a code, a rank reported
-  // killed by a signal from a node that had not yet seen the stop died on its
-  // own, first: the reason names it instead (the other rank most likely
-  // exited on its dead peer).
-  void BlameSignal(JobRecord* job, const RankStatus& st, const std::string& node);
+  // killed by a signal its agent did not send (a kill, the OOM killer) died
+  // of it on its own: the reason names it instead (the other rank most
+  // likely exited on its dead peer). Once per stop.
+  void BlameSignal(JobRecord* job, const RankStatus& st);
 
   const Parts p_;
   std::map<int64_t, JobRecord> jobs_;  // by seq

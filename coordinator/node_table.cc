@@ -252,9 +252,4 @@ bool NodeTable::Runs(const std::string& name, const RankKey& rank) const {
   return rt != runtime_.end() && rt->second.running.count(rank) > 0;
 }
 
-uint64_t NodeTable::AckedGeneration(const std::string& name) const {
-  auto rt = runtime_.find(name);
-  return rt == runtime_.end() ? 0 : rt->second.acked_generation;
-}
-
 }  // namespace athanor::coord

@@ -81,8 +81,6 @@ class NodeTable {
   bool Settled(const std::string& name, const RankKey& rank, uint64_t generation) const;
   // Whether the node's agent runs the rank (as of its last report).
   bool Runs(const std::string& name, const RankKey& rank) const;
-  // The newest generation the node's agent acknowledged (0: none).
-  uint64_t AckedGeneration(const std::string& name) const;
 
  private:
   struct Runtime {
