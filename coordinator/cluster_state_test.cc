@@ -142,6 +142,47 @@ TEST_F(ClusterStateTest, NonZeroExitTerminatesOthersThenFails) {
   EXPECT_TRUE(state_.DesiredFor("n1").empty());
 }
 
+// Rank 1 is SIGKILLed; rank 0 exits on its dead peer, and its node reports
+// first. Once rank 1's node reports it killed by a signal the agent did not
+// send, the reason names rank 1; a rank the agent's stop killed is not blamed.
+TEST_F(ClusterStateTest, ARankKilledByASignalIsBlamedOverOneThatExitedOnItsDeadPeer) {
+  for (bool from_agent : {false, true}) {
+    SCOPED_TRACE(from_agent);
+    ASSERT_TRUE(state_.SubmitJob(Spec(2, 1)).ok());
+    const std::string id = from_agent ? "2" : "1";
+    const JobRecord* job = state_.jobs().Find(id);
+    const std::string n0 = job->allocation[0].node, n1 = job->allocation[1].node;
+    HeartbeatAll(n0, {Report(id, 1, 0, RankPhase::kRunning)});
+    HeartbeatAll(n1, {Report(id, 1, 1, RankPhase::kRunning)});
+    HeartbeatAll(n0, {Report(id, 1, 0, RankPhase::kExited, 1)});
+    job = state_.jobs().Find(id);
+    EXPECT_TRUE(job->stopping);
+    EXPECT_EQ(job->stop_reason, "rank 0 on node " + n0 + " exited with code 1");
+    RankReport killed = Report(id, 1, 1, RankPhase::kExited, 137);
+    killed.signal = 9;
+    killed.signal_from_agent = from_agent;
+    HeartbeatAll(n1, {killed});
+    HeartbeatAll(n1, {});
+    job = state_.jobs().Find(id);
+    EXPECT_EQ(job->state, JobState::kFailed);
+    EXPECT_EQ(job->reason, from_agent
+                               ? "rank 0 on node " + n0 + " exited with code 1"
+                               : "rank 1 on node " + n1 + " was killed by signal 9 (exit code 137)");
+  }
+}
+
+// Both in one report: the one killed by a signal is named.
+TEST_F(ClusterStateTest, OfRanksFailedTogetherTheOneKilledByASignalIsNamed) {
+  ASSERT_TRUE(state_.SubmitJob(Spec(1, 2)).ok());
+  const std::string node = state_.jobs().Find("1")->allocation[0].node;
+  RankReport killed = Report("1", 1, 1, RankPhase::kExited, 137);
+  killed.signal = 9;
+  HeartbeatAll(node, {Report("1", 1, 0, RankPhase::kExited, 1), killed});
+  const JobRecord* job = state_.jobs().Find("1");
+  EXPECT_EQ(job->state, JobState::kFailed);
+  EXPECT_EQ(job->reason, "rank 1 on node " + node + " was killed by signal 9 (exit code 137)");
+}
+
 TEST_F(ClusterStateTest, RequeuesWhileRestartsRemain) {
   ASSERT_TRUE(state_.SubmitJob(Spec(1, 2, /*max_restarts=*/1)).ok());
   HeartbeatAll("n1", {Report("1", 1, 0, RankPhase::kExited, 1), Report("1", 1, 1, RankPhase::kExited, 0)});

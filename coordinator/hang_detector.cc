@@ -84,34 +84,75 @@ HangVerdict HangDetector::Judge(const JobRecord& job, const AttemptTrack& a, Tim
   for (const auto& [rank, r] : a.ranks) newest = std::max(newest, r.last_change);
   v.stalled_s = ToSeconds(now - newest);
 
-  // The collective the blocked peers wait in: the highest issue number any
-  // rank waits on.
-  uint64_t peer_seq = 0;
-  std::string peer_op;
+  // The collective that cannot complete: the lowest issue number a rank is
+  // blocked in (every collective below it has finished on the ranks waiting
+  // there, so all ranks joined those).
+  uint64_t low = 0;
+  std::string low_op;
   for (const auto& [rank, r] : a.ranks) {
-    if (r.last.waiting_seq > peer_seq) {
-      peer_seq = r.last.waiting_seq;
-      peer_op = r.last.waiting_op;
+    if (r.last.waiting_seq > 0 && (low == 0 || r.last.waiting_seq < low)) {
+      low = r.last.waiting_seq;
+      low_op = r.last.waiting_op;
     }
   }
+  const std::string low_name = absl::StrCat(low_op.empty() ? "collective" : low_op, " #", low);
   const RankTrack* suspect = nullptr;
   std::string why;
   for (const auto& [rank, r] : a.ranks) {  // 1: a stopped process
     if (r.last.stopped) {
       v.suspect = rank;
       suspect = &r;
-      why = "a process of it is stopped";
+      why = low > 0 ? absl::StrCat("a process of it is stopped; peers waiting in ", low_name)
+                    : "a process of it is stopped";
       break;
     }
   }
-  if (suspect == nullptr && peer_seq > 0) {  // 2: not in the collective peers wait in
+  if (suspect == nullptr && low > 0) {  // 2: not in the collective that cannot complete
+    // Ranks in it, ranks that have not entered it (issued fewer), and ranks
+    // past it (issued it, not in it). One that went past without the others
+    // (skipped it) is the suspect, unless most ranks are past it: then they
+    // finished it, which needs every rank's part, and the ones still in it
+    // are stuck there.
+    std::vector<const RankTrack*> in, behind, past;
+    std::vector<int32_t> in_rank, behind_rank, past_rank;
     for (const auto& [rank, r] : a.ranks) {
-      const bool absent = r.last.waiting_seq != peer_seq || r.last.collective_seq < peer_seq;
-      if (!absent) continue;
-      if (suspect == nullptr || r.last.collective_seq < suspect->last.collective_seq) {
-        v.suspect = rank;
-        suspect = &r;
+      if (r.last.waiting_seq == low) {
+        in.push_back(&r);
+        in_rank.push_back(rank);
+      } else if (r.last.collective_seq < low) {
+        behind.push_back(&r);
+        behind_rank.push_back(rank);
+      } else {
+        past.push_back(&r);
+        past_rank.push_back(rank);
       }
+    }
+    auto pick = [&](const std::vector<const RankTrack*>& set, const std::vector<int32_t>& ranks,
+                    bool lowest_seq) {
+      size_t best = 0;
+      for (size_t i = 1; i < set.size(); ++i) {
+        if (lowest_seq && set[i]->last.collective_seq < set[best]->last.collective_seq) best = i;
+      }
+      suspect = set[best];
+      v.suspect = ranks[best];
+    };
+    auto waits = [](const RankTrack& r) {
+      return r.last.waiting_seq > 0
+                 ? absl::StrCat("it waits in ",
+                                r.last.waiting_op.empty() ? "collective" : r.last.waiting_op, " #",
+                                r.last.waiting_seq)
+                 : absl::StrCat("it is in no collective, at step ", r.last.step);
+    };
+    if (!behind.empty()) {
+      pick(behind, behind_rank, /*lowest_seq=*/true);
+      why = absl::StrCat("it has not entered ", low_name, " that its peers wait in; ",
+                         waits(*suspect));
+    } else if (!past.empty() && past.size() <= in.size()) {
+      pick(past, past_rank, /*lowest_seq=*/true);
+      why = absl::StrCat("it skipped ", low_name, " that its peers wait in; ", waits(*suspect));
+    } else if (!past.empty()) {
+      pick(in, in_rank, /*lowest_seq=*/false);
+      why = absl::StrCat("it is still in ", low_name, ", which its peers finished");
     }
   }
   if (suspect == nullptr) {  // 3: whose progress stopped first
@@ -121,19 +162,13 @@ HangVerdict HangDetector::Judge(const JobRecord& job, const AttemptTrack& a, Tim
         suspect = &r;
       }
     }
+    why = low > 0 ? absl::StrCat("every rank waits in ", low_name)
+                  : absl::StrCat("no rank in a collective; step ", suspect->last.step);
   }
-  std::string peers;
-  if (peer_seq > 0) {
-    peers = absl::StrCat("peers waiting in ", peer_op.empty() ? "a collective" : peer_op, " #",
-                         peer_seq);
-  } else {
-    peers = absl::StrCat("no rank in a collective; step ", suspect ? suspect->last.step : -1);
-  }
-  if (!why.empty()) peers = absl::StrCat(why, "; ", peers);
   v.node = suspect != nullptr ? suspect->node : "";
   const double quiet = suspect != nullptr ? ToSeconds(now - suspect->last_change) : v.stalled_s;
   v.reason = absl::StrFormat("hang: rank %d on %s made no progress for %.0f s (%s)", v.suspect,
-                             v.node, quiet, peers);
+                             v.node, quiet, why);
   return v;
 }
 
@@ -167,6 +202,26 @@ std::vector<HangVerdict> HangDetector::Check(const std::vector<const JobRecord*>
 void HangDetector::CloseWindow(AttemptTrack* a) {
   a->window_start = clock_->Now();
   const size_t k = static_cast<size_t>(options_.straggler_windows);
+  // This window alone: each rank's median against the others' samples.
+  std::map<int32_t, std::vector<double>> window;
+  for (auto& [rank, r] : a->ranks) {
+    if (!r.window_compute_ms.empty()) window[rank] = r.window_compute_ms;
+  }
+  for (auto& [rank, r] : a->ranks) {
+    bool slow = false;
+    auto self = window.find(rank);
+    if (self != window.end() && window.size() >= 2) {
+      std::vector<double> others;
+      for (const auto& [other, samples] : window) {
+        if (other != rank) others.insert(others.end(), samples.begin(), samples.end());
+      }
+      const double base = Median(others);
+      slow = base > 0 && Median(self->second) > options_.straggler_ratio * base;
+    }
+    r.slow_windows.push_back(slow);
+    while (r.slow_windows.size() > k) r.slow_windows.pop_front();
+  }
+  // The span of the last k windows, pooled.
   std::map<int32_t, std::vector<double>> pooled;  // ranks with samples in each of the last k windows
   for (auto& [rank, r] : a->ranks) {
     r.recent.push_back(std::move(r.window_compute_ms));
@@ -191,7 +246,13 @@ void HangDetector::CloseWindow(AttemptTrack* a) {
     }
     const double base = Median(others);
     r.ratio = base > 0 ? Median(self->second) / base : 0;
-    r.flagged = r.ratio > options_.straggler_ratio;
+    // Flagged once slow in each of the last k windows (one slow burst of a
+    // noisy machine is not enough) and over their span; it stays flagged
+    // while the span stays slow.
+    const bool every_window_slow =
+        r.slow_windows.size() == k &&
+        std::all_of(r.slow_windows.begin(), r.slow_windows.end(), [](bool b) { return b; });
+    r.flagged = r.ratio > options_.straggler_ratio && (every_window_slow || r.flagged);
   }
 }
 

@@ -15,12 +15,13 @@
 // lower issue number); the rank whose progress stopped first.
 //
 // Stragglers: at the end of every `window`, each rank's median compute time
-// per step (collective waits excluded) over its samples of the last
-// `straggler_windows` windows is compared with the median of the other ranks'
-// over the same span; a rank above `straggler_ratio` x that is flagged, and
-// unflagged once it no longer is. Pooling the span (rather than judging each
-// short window alone) keeps a noisy machine's jitter from flagging a rank and
-// from hiding a real straggler.
+// per step (collective waits excluded) is compared with the median of the
+// other ranks' samples, over that window alone and over the pooled samples of
+// the last `straggler_windows` windows. A rank is flagged once it was above
+// `straggler_ratio` x the others in each of those windows and over their
+// span, and unflagged once the span no longer is. Both together keep a noisy
+// machine from flagging a steady rank: one slow burst (a window of CPU
+// contention) can lift a span's median, but not every window.
 //
 // Not thread-safe: confined to ClusterState's owner. The Clock is not owned.
 #pragma once
@@ -69,6 +70,7 @@ class HangDetector {
     TimePoint last_change{};
     std::vector<double> window_compute_ms;  // samples of this window
     std::deque<std::vector<double>> recent;  // the last straggler_windows windows' samples
+    std::deque<bool> slow_windows;           // ... whether each alone was above the ratio
     bool flagged = false;
     double ratio = 0;
   };

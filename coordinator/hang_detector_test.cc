@@ -67,23 +67,96 @@ TEST_F(HangDetectorTest, StoppedRankIsNamedAfterTheDefaultTimeoutNotBefore) {
   EXPECT_TRUE(det_.Check({&job}).empty());  // judged once
 }
 
-TEST_F(HangDetectorTest, RankMissingFromThePeersCollectiveIsTheSuspect) {
+TEST_F(HangDetectorTest, RankThatHasNotEnteredThePeersCollectiveIsTheSuspect) {
   JobRecord job = Running("7", 2);
   for (int r = 0; r < 4; ++r) det_.Observe(absl::StrCat("n", r), Report("7", 2, r, 5, 5811));
   clock_.Advance(Seconds(1));
   for (int r : {0, 1, 2}) {
     det_.Observe(absl::StrCat("n", r), Report("7", 2, r, 5, 5812, 5812));
   }
-  // Rank 3 skipped #5812 and waits in what it thinks is the next one... no:
-  // it never issued #5812 (issue count 5811) and is blocked elsewhere.
-  det_.Observe("node-d", Report("7", 2, 3, 5, 5811, 5811));
+  // Rank 3 never issued #5812 (issue count 5811) and is in no collective.
+  det_.Observe("node-d", Report("7", 2, 3, 5, 5811));
   clock_.Advance(Seconds(31));
   std::vector<HangVerdict> v = det_.Check({&job});
   ASSERT_EQ(v.size(), 1u);
   EXPECT_EQ(v[0].suspect, 3);
   EXPECT_EQ(v[0].node, "node-d");
   EXPECT_EQ(v[0].reason,
-            "hang: rank 3 on node-d made no progress for 32 s (peers waiting in all-reduce #5812)");
+            "hang: rank 3 on node-d made no progress for 32 s (it has not entered all-reduce #5812 "
+            "that its peers wait in; it is in no collective, at step 5)");
+}
+
+// A rank that went past the all-reduce its peers wait in (it skipped it) and
+// blocks in a later one: the lowest collective any rank waits in is the one
+// that cannot complete, whichever rank is the skipper and however few ranks.
+TEST_F(HangDetectorTest, RankThatSkippedTheCollectiveItsPeersWaitInIsTheSuspect) {
+  for (int skipper : {0, 1}) {
+    SCOPED_TRACE(skipper);
+    JobRecord job = Running(absl::StrCat("s", skipper), 1);
+    const int peer = 1 - skipper;
+    det_.Observe("node-a", Report(job.id, 1, 0, 40, 120));
+    det_.Observe("node-b", Report(job.id, 1, 1, 40, 120));
+    clock_.Advance(Seconds(1));
+    // Both issued #121 (a gradient bucket) and #122 (the loss); the peer
+    // waits in #121, the skipper went past it, finished step 41 and waits in
+    // #123, the first all-reduce of step 42.
+    det_.Observe(peer == 0 ? "node-a" : "node-b", Report(job.id, 1, peer, 41, 122, 121));
+    det_.Observe(skipper == 0 ? "node-a" : "node-b", Report(job.id, 1, skipper, 42, 123, 123));
+    clock_.Advance(Seconds(30));
+    std::vector<HangVerdict> v = det_.Check({&job});
+    ASSERT_EQ(v.size(), 1u);
+    EXPECT_EQ(v[0].suspect, skipper);
+    const std::string node = skipper == 0 ? "node-a" : "node-b";
+    EXPECT_EQ(v[0].node, node);
+    EXPECT_EQ(v[0].reason, absl::StrCat("hang: rank ", skipper, " on ", node,
+                                        " made no progress for 30 s (it skipped all-reduce #121 "
+                                        "that its peers wait in; it waits in all-reduce #123)"));
+  }
+  JobRecord four = Running("f", 3);
+  for (int r = 0; r < 4; ++r) det_.Observe(absl::StrCat("n", r), Report("f", 3, r, 8, 30));
+  clock_.Advance(Seconds(1));
+  for (int r : {0, 1, 3}) det_.Observe(absl::StrCat("n", r), Report("f", 3, r, 8, 31, 31));
+  det_.Observe("n2", Report("f", 3, 2, 8, 32, 32));
+  clock_.Advance(Seconds(30));
+  std::vector<HangVerdict> v = det_.Check({&four});
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].suspect, 2);
+  EXPECT_EQ(v[0].reason,
+            "hang: rank 2 on n2 made no progress for 30 s (it skipped all-reduce #31 that its "
+            "peers wait in; it waits in all-reduce #32)");
+}
+
+// Most ranks are past the lowest collective one waits in: they finished it,
+// which takes every rank's part, so the one still in it is stuck there.
+TEST_F(HangDetectorTest, RankStillInACollectiveItsPeersFinishedIsTheSuspect) {
+  JobRecord job = Running("7", 2);
+  for (int r = 0; r < 4; ++r) det_.Observe(absl::StrCat("n", r), Report("7", 2, r, 5, 5811));
+  clock_.Advance(Seconds(1));
+  for (int r : {0, 1, 2}) det_.Observe(absl::StrCat("n", r), Report("7", 2, r, 5, 5812, 5812));
+  det_.Observe("n3", Report("7", 2, 3, 5, 5811, 5811));
+  clock_.Advance(Seconds(30));
+  std::vector<HangVerdict> v = det_.Check({&job});
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].suspect, 3);
+  EXPECT_EQ(v[0].reason,
+            "hang: rank 3 on n3 made no progress for 31 s (it is still in all-reduce #5811, which "
+            "its peers finished)");
+}
+
+TEST_F(HangDetectorTest, EveryRankInOneCollectiveNamesTheOneThatStoppedMovingFirst) {
+  JobRecord job = Running("9", 1);
+  det_.Observe("a", Report("9", 1, 0, 3, 9));
+  det_.Observe("b", Report("9", 1, 1, 3, 9));
+  clock_.Advance(Seconds(1));
+  det_.Observe("b", Report("9", 1, 1, 3, 10, 10));
+  clock_.Advance(Seconds(1));
+  det_.Observe("a", Report("9", 1, 0, 3, 10, 10));
+  clock_.Advance(Seconds(30));
+  std::vector<HangVerdict> v = det_.Check({&job});
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].suspect, 1);
+  EXPECT_EQ(v[0].reason,
+            "hang: rank 1 on b made no progress for 31 s (every rank waits in all-reduce #10)");
 }
 
 TEST_F(HangDetectorTest, WithoutCollectivesTheRankWhoseStepStoppedFirstIsNamed) {
@@ -178,6 +251,40 @@ TEST_F(HangDetectorTest, StragglerFlaggedOverKWindowsAndClearedWhenTheSpanIsFast
   EXPECT_TRUE(det_.Stragglers("7", 1).empty());
   window(125);
   EXPECT_TRUE(det_.Stragglers("7", 1).empty());
+}
+
+// A steady rank on a noisy machine: a stretch of contention makes it slow for
+// two windows, which lifts the span's median above the ratio, but it was not
+// slow in every window of the span: no flag. Slow in three in a row: flagged.
+TEST_F(HangDetectorTest, StragglerMustBeSlowInEachOfKWindows) {
+  JobRecord job = Running("7", 1);
+  int64_t step = 0;
+  auto window = [&](double slow_ms) {
+    for (int i = 0; i < 5; ++i) {
+      ++step;
+      for (int r = 0; r < 2; ++r) {
+        RankReport rep = Report("7", 1, r, step, step);
+        rep.progress.step_compute_ms = r == 1 ? slow_ms : 100;
+        det_.Observe(absl::StrCat("n", r), rep);
+      }
+      clock_.Advance(Seconds(2));
+      ASSERT_TRUE(det_.Check({&job}).empty());
+    }
+  };
+  window(100);
+  window(140);
+  window(140);  // the span's median is 1.4x, but the first window was 1.0x
+  EXPECT_TRUE(det_.Stragglers("7", 1).empty());
+  window(100);
+  EXPECT_TRUE(det_.Stragglers("7", 1).empty());
+  window(140);
+  window(140);
+  EXPECT_TRUE(det_.Stragglers("7", 1).empty());
+  window(140);
+  std::vector<RankFlag> f = det_.Stragglers("7", 1);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].rank, 1);
+  EXPECT_EQ(f[0].reason, "straggler: compute 1.40x the gang median over 3 windows");
 }
 
 TEST_F(HangDetectorTest, SteadyGangHasNoStraggler) {

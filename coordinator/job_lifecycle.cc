@@ -189,6 +189,7 @@ void JobLifecycle::ApplyReports(const std::vector<RankReport>& reports) {
         ATHANOR_LOG(WARNING) << "job " << job->id << " rank " << r.rank
                              << " failed to start: " << r.message;
       }
+      if (job->stopping && st.signal != 0 && !r.signal_from_agent) BlameSignal(job, st);
     }
     Mark(*job);
     touched.insert(job->seq);
@@ -202,18 +203,19 @@ void JobLifecycle::Evaluate(JobRecord* job) {
     return;
   }
   bool all_started = true, all_ok = true;
+  const RankStatus* failed = nullptr;  // the first killed by a signal, else the first failed
   for (const RankStatus& st : job->ranks) {
     all_started = all_started && st.started;
     all_ok = all_ok && st.exited && st.exit_code == 0;
-    if (st.exited && st.exit_code != 0) {
-      const std::string& node = job->allocation[st.rank].node;  // allocation is by rank
-      std::string how = st.signal != 0 ? absl::StrCat("was killed by signal ", st.signal,
-                                                      " (exit code ", st.exit_code, ")")
-                                       : absl::StrCat("exited with code ", st.exit_code);
-      if (!st.message.empty()) absl::StrAppend(&how, ": ", st.message);  // e.g. "out of memory"
-      FailAttempt(job, absl::StrCat("rank ", st.rank, " on node ", node, " ", how));
-      return;
+    if (st.exited && st.exit_code != 0 &&
+        (failed == nullptr || (failed->signal == 0 && st.signal != 0))) {
+      failed = &st;
     }
+  }
+  if (failed != nullptr) {
+    FailAttempt(job, RankFailure(*job, *failed));
+    if (failed->signal == 0 && job->stopping) blamed_exit_.insert(job->seq);
+    return;
   }
   if (all_ok) {
     Finish(job, JobState::kSucceeded, "");
@@ -221,6 +223,23 @@ void JobLifecycle::Evaluate(JobRecord* job) {
     job->state = JobState::kRunning;
     Mark(*job);
   }
+}
+
+std::string JobLifecycle::RankFailure(const JobRecord& job, const RankStatus& st) {
+  const std::string& node = job.allocation[st.rank].node;  // allocation is by rank
+  std::string how = st.signal != 0 ? absl::StrCat("was killed by signal ", st.signal,
+                                                  " (exit code ", st.exit_code, ")")
+                                   : absl::StrCat("exited with code ", st.exit_code);
+  if (!st.message.empty()) absl::StrAppend(&how, ": ", st.message);  // e.g. "out of memory"
+  return absl::StrCat("rank ", st.rank, " on node ", node, " ", how);
+}
+
+void JobLifecycle::BlameSignal(JobRecord* job, const RankStatus& st) {
+  if (blamed_exit_.erase(job->seq) == 0) return;
+  job->stop_reason = RankFailure(*job, st);
+  ATHANOR_LOG(INFO) << "job " << job->id << " attempt " << job->attempt
+                    << ": the failure is put down to " << job->stop_reason;
+  Mark(*job);
 }
 
 void JobLifecycle::StartAttempt(const std::string& id,
@@ -333,6 +352,7 @@ void JobLifecycle::Finish(JobRecord* job, JobState outcome, const std::string& r
   job->allocated = false;
   active_.erase(job->seq);
   stop_generation_.erase(job->seq);
+  blamed_exit_.erase(job->seq);
   p_.accounts->Forget(job->seq);
   job->stopping = false;
   const bool preempted = job->preempted;

@@ -95,6 +95,13 @@ class JobLifecycle {
   void Mark(const JobRecord& job) { p_.log->MarkJob(job.seq); }
   // Tells the attempt's nodes (new generations) and remembers what they must ack.
   void PublishStop(const JobRecord& job);
+  // "rank R on node N exited with code C" / "... was killed by signal S ...".
+  static std::string RankFailure(const JobRecord& job, const RankStatus& st);
+  // While `job` stops because a rank exited with a code, a rank reported
+  // killed by a signal its agent did not send (a kill, the OOM killer) died
+  // of it on its own: the reason names it instead (the other rank most
+  // likely exited on its dead peer). Once per stop.
+  void BlameSignal(JobRecord* job, const RankStatus& st);
 
   const Parts p_;
   std::map<int64_t, JobRecord> jobs_;  // by seq
@@ -102,6 +109,8 @@ class JobLifecycle {
   // Stopping attempts: per node, the generation that carries the stop; a
   // rank is settled once its node acknowledged it.
   std::map<int64_t, std::map<std::string, uint64_t>> stop_generation_;
+  // Stopping attempts whose reason is a rank's exit with a code (by seq).
+  std::set<int64_t> blamed_exit_;
   std::map<std::pair<std::string, std::string>, int64_t> by_key_;  // (tenant, key) -> seq
   int64_t next_seq_ = 1;
   LifecycleCounters counters_;

@@ -61,6 +61,7 @@ std::vector<RankReport> FromProto(
     c.exit_code = r.exit_code();
     c.signal = r.signal();
     c.message = r.message();
+    c.signal_from_agent = r.signal_from_agent();
     c.cpu_seconds = r.cpu_seconds();
     c.gpu_utilization = r.gpu_measured() ? r.gpu_utilization() : -1;
     if (r.has_progress()) c.progress = ProgressFromProto(r.progress());

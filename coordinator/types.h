@@ -201,6 +201,7 @@ struct RankReport {
   int32_t exit_code = 0;
   int32_t signal = 0;
   std::string message;
+  bool signal_from_agent = false;  // `signal` was the agent's (a stop), not from elsewhere
   double cpu_seconds = -1;  // CPU time of the rank's processes; < 0: unknown
   double gpu_utilization = -1;  // percent (nvidia-smi); < 0: not measured
   RankProgressView progress;

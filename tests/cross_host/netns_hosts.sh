@@ -37,20 +37,7 @@ ip -n "$ns_b" addr add "$addr_b/24" dev "${tag}vb" || skip "could not set up the
 for ns in "$ns_a" "$ns_b"; do ip -n "$ns" link set lo up || skip "could not set up the namespaces"; done
 ip -n "$ns_a" link set "${tag}va" up && ip -n "$ns_b" link set "${tag}vb" up || skip "could not set up the namespaces"
 
-# `ip netns exec` mounts a fresh /sys, without the cgroup hierarchies that an
-# agent's rank sandboxes need: $enter mounts them again as this host has them
-# (v1 controllers by name, the v2 hierarchy), then names the host.
-export NETNS_CGROUPS
-NETNS_CGROUPS=$(awk '$3 == "cgroup2" { print "cgroup2", $2, "-" }
-  $3 == "cgroup" && $4 !~ /name=/ { n = split($4, o, ","); c = "";
-    for (i = 1; i <= n; i++) if (o[i] !~ /^(rw|ro|relatime|nosuid|nodev|noexec)$/) c = c (c ? "," : "") o[i];
-    print "cgroup", $2, c }' /proc/self/mounts)
-enter='if [ -n "$NETNS_CGROUPS" ] && ! [ -e /sys/fs/cgroup/cgroup.procs ] && mount -t tmpfs -o mode=755 cgroups /sys/fs/cgroup; then
-  echo "$NETNS_CGROUPS" | while read -r type path opts; do
-    mkdir -p "$path" && if [ "$type" = cgroup2 ]; then mount -t cgroup2 cgroup2 "$path"; else mount -t cgroup -o "$opts" cgroup "$path"; fi
-  done
-fi
-hostname "$0" && exec "$@"'
+. "$(dirname "${BASH_SOURCE[0]}")/netns_enter.sh"  # $enter: cgroups remounted, host named
 
 # on_host NS HOSTNAME CMD [ARGS...]: CMD in that network namespace, named HOSTNAME.
 on_host() {

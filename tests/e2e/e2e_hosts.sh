@@ -22,19 +22,8 @@ e2e_cleanup() {
 }
 trap e2e_cleanup EXIT
 
-# `ip netns exec` mounts a fresh /sys without the cgroup hierarchies the
-# agents' rank sandboxes need: mount them again as this host has them.
-export NETNS_CGROUPS
-NETNS_CGROUPS=$(awk '$3 == "cgroup2" { print "cgroup2", $2, "-" }
-  $3 == "cgroup" && $4 !~ /name=/ { n = split($4, o, ","); c = "";
-    for (i = 1; i <= n; i++) if (o[i] !~ /^(rw|ro|relatime|nosuid|nodev|noexec)$/) c = c (c ? "," : "") o[i];
-    print "cgroup", $2, c }' /proc/self/mounts)
-enter='if [ -n "$NETNS_CGROUPS" ] && ! [ -e /sys/fs/cgroup/cgroup.procs ] && mount -t tmpfs -o mode=755 cgroups /sys/fs/cgroup; then
-  echo "$NETNS_CGROUPS" | while read -r type path opts; do
-    mkdir -p "$path" && if [ "$type" = cgroup2 ]; then mount -t cgroup2 cgroup2 "$path"; else mount -t cgroup -o "$opts" cgroup "$path"; fi
-  done
-fi
-hostname "$0" && exec "$@"'
+# $enter: cgroups remounted, host named (shared with the cross-host tests).
+. "$(dirname "${BASH_SOURCE[0]}")/../cross_host/netns_enter.sh"
 
 no_netns() {
   if [ -n "${ATHANOR_REQUIRE_NETNS:-}" ]; then

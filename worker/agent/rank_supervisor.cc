@@ -282,6 +282,7 @@ void RankSupervisor::KillAll() {
   for (auto& [key, r] : ranks_) {
     if (r.report.phase != RankPhase::kRunning) continue;
     r.process->Signal(SIGKILL).IgnoreError();
+    r.kill_sent = true;
     ExitInfo e = r.process->Wait();
     kill(-r.process->pid(), SIGKILL);
     EndedLocked(key, r, e);
@@ -293,6 +294,8 @@ void RankSupervisor::EndedLocked(const RankKey& key, Rank& r, const ExitInfo& ex
   r.report.phase = RankPhase::kExited;
   r.report.exit_code = exit.exit_code;
   r.report.signal = exit.signal;
+  r.report.signal_from_agent = (exit.signal == SIGKILL && r.kill_sent) ||
+                               (exit.signal == SIGTERM && r.term_sent);
   if (sandbox_ != nullptr) r.report.message = sandbox_->Ended(key, exit.signal);
 }
 

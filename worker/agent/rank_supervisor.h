@@ -80,6 +80,7 @@ struct RankStatusReport {
   int32_t exit_code = 0;
   int32_t signal = 0;
   std::string message;
+  bool signal_from_agent = false;  // `signal` is one this supervisor sent (SIGTERM, SIGKILL)
   double cpu_seconds = -1;  // CPU time of the rank's process group (measured ranks)
   std::vector<int32_t> gpu_ids;   // measured ranks: their GPUs
   double gpu_utilization = -1;    // filled by the agent from nvidia-smi; < 0: unknown

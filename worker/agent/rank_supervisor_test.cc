@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -87,6 +88,7 @@ TEST_F(RankSupervisorTest, TerminateSendsSigterm) {
   RankStatusReport r = WaitExit(0);
   EXPECT_EQ(r.signal, SIGTERM);
   EXPECT_EQ(r.exit_code, 128 + SIGTERM);
+  EXPECT_TRUE(r.signal_from_agent);
 }
 
 TEST_F(RankSupervisorTest, SigkillAfterDeadlineWhenTermIsIgnored) {
@@ -103,6 +105,30 @@ TEST_F(RankSupervisorTest, SigkillAfterDeadlineWhenTermIsIgnored) {
   RankStatusReport r = WaitExit(0);
   EXPECT_EQ(r.signal, SIGKILL);
   EXPECT_EQ(r.exit_code, 137);
+  EXPECT_TRUE(r.signal_from_agent);
+}
+
+// A SIGKILL from elsewhere (an operator, the OOM killer) is not the agent's,
+// even while the agent is stopping the rank with SIGTERM.
+TEST_F(RankSupervisorTest, SignalFromElsewhereIsReportedAsSuch) {
+  for (bool stopping : {false, true}) {
+    SCOPED_TRACE(stopping);
+    supervisor_->Converge({Target(0, "trap '' TERM; echo ready; sleep 100")});
+    WaitForLog(0, "ready");
+    if (stopping) {
+      RankTarget stop = Target(0, "");
+      stop.terminate = true;
+      supervisor_->Converge({stop});
+    }
+    ASSERT_EQ(supervisor_->Reports().size(), 1u);
+    ASSERT_EQ(kill(supervisor_->Reports()[0].pid, SIGKILL), 0);
+    RankStatusReport r = WaitExit(0);
+    EXPECT_EQ(r.signal, SIGKILL);
+    EXPECT_FALSE(r.signal_from_agent);
+    supervisor_->Converge({});
+    ASSERT_TRUE(supervisor_->Reports().empty());
+    std::filesystem::remove_all(work_dir_ + "/jobs");  // the next round logs afresh
+  }
 }
 
 TEST_F(RankSupervisorTest, UndesiredRankIsKilled) {
@@ -110,6 +136,7 @@ TEST_F(RankSupervisorTest, UndesiredRankIsKilled) {
   supervisor_->Converge({});
   RankStatusReport r = WaitExit(0);
   EXPECT_EQ(r.signal, SIGKILL);
+  EXPECT_TRUE(r.signal_from_agent);
   supervisor_->Converge({});
   EXPECT_TRUE(supervisor_->Reports().empty());
 }

@@ -35,6 +35,7 @@
 #include "common/status.h"
 #include "worker/train/telemetry_client.h"
 #include "worker/train/checkpointing.h"
+#include "worker/train/inject_skip.h"
 #include "worker/train/inject_slow.h"
 #include "worker/train/state_file.h"
 #include "worker/train/train_flags.h"
@@ -167,6 +168,7 @@ absl::Status Run(TrainFlags flags) {
   SetLogTags(absl::StrCat("rank=", env.rank));
   ASSIGN_OR_RETURN(CrashPlan crash, CrashPlanFromEnv());
   ASSIGN_OR_RETURN(SlowPlan slow, ParseSlowPlan(flags.inject_slow));
+  ASSIGN_OR_RETURN(SkipPlan skip, SkipPlanFromEnv(ProcessEnv()));
   StartCrashTimer(crash, env.rank);
   ASSIGN_OR_RETURN(CommunicatorOptions comm_options, CommOptions(flags, env));
   ASSIGN_OR_RETURN(std::unique_ptr<Communicator> comm, CreateCommunicator(comm_options));
@@ -177,14 +179,21 @@ absl::Status Run(TrainFlags flags) {
       flags.inject_overflow_rank < 0 ? env.world_size - 1 : flags.inject_overflow_rank;
   // Under an agent, the training loop's progress goes on the page it names
   // ($ATHANOR_PROGRESS_FILE); the checkpoint barriers stay off it.
+  // The test hook that skips an all-reduce sits under the page, so the
+  // skipped call still takes its issue number there.
+  Communicator* train_comm = comm.get();
+  std::unique_ptr<SkipAllReduceCommunicator> skip_comm;
+  if (skip.AppliesTo(env.rank, env.attempt)) {
+    skip_comm = std::make_unique<SkipAllReduceCommunicator>(train_comm, skip);
+    train_comm = skip_comm.get();
+  }
   std::unique_ptr<ProgressWriter> progress_page = ProgressWriter::FromEnv();
   std::unique_ptr<ProgressCommunicator> progress_comm;
   if (progress_page != nullptr) {
-    progress_comm = std::make_unique<ProgressCommunicator>(comm.get(), progress_page.get());
+    progress_comm = std::make_unique<ProgressCommunicator>(train_comm, progress_page.get());
+    train_comm = progress_comm.get();
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer,
-                   Trainer::Create(options, &data,
-                                   progress_comm ? progress_comm.get() : comm.get()));
+  ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(options, &data, train_comm));
   const std::chrono::milliseconds timeout = std::chrono::seconds(flags.timeout_s);
   if (!flags.resume_from.empty()) {
     std::map<std::string, std::vector<float>> tensors;
@@ -284,6 +293,7 @@ absl::Status Run(TrainFlags flags) {
       slept_ms = (slow.factor - 1) * last_compute_ms;
       usleep(static_cast<useconds_t>(slept_ms * 1000));
     }
+    if (skip_comm != nullptr) skip_comm->SetStep(i);
     absl::StatusOr<StepStats> stats = trainer->Step(g_stop_signal != 0);
     if (!stats.ok()) {
       comm->Abort();
