@@ -97,6 +97,17 @@ struct CheckpointServiceOptions {
   // Caps the upload rate of each shard (0: unlimited), to leave the node's
   // network to training.
   uint64_t upload_bytes_per_second = 0;
+  // When set, the upload totals (UploadTotals, as JSON) are written here after
+  // each upload, replaced atomically, for the agent's /metrics.
+  std::string stats_path;
+};
+
+// What this run of the service uploaded (a restart starts again from zero).
+struct UploadTotals {
+  uint64_t uploaded = 0;  // shards made durable
+  uint64_t failed = 0;    // shards whose upload failed
+  uint64_t bytes = 0;     // bytes of the durable shards
+  double seconds = 0;     // time spent uploading them (store opening to durable)
 };
 
 class CheckpointService {
@@ -110,6 +121,7 @@ class CheckpointService {
   // Blocks until no upload is in flight (tests, orderly shutdown).
   void WaitIdle();
   uint64_t staged_bytes() const;
+  UploadTotals upload_totals() const;
 
  private:
   struct Area;
@@ -122,6 +134,8 @@ class CheckpointService {
   absl::Status HandleHandoff(Connection* conn, const nlohmann::json& msg);
   void UploadArea(Area* area);
   void ReleaseIfUnusedLocked(Area* area) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Adds one upload to the totals and rewrites options_.stats_path.
+  void CountUpload(bool ok, uint64_t bytes, double seconds);
 
   const CheckpointServiceOptions options_;
   DurableReporter* const reporter_;
@@ -136,6 +150,10 @@ class CheckpointService {
   uint64_t next_area_id_ ABSL_GUARDED_BY(mu_) = 1;
   std::map<std::string, std::unique_ptr<Area>> areas_ ABSL_GUARDED_BY(mu_);  // "<job>/<rank>"
   std::vector<std::unique_ptr<Connection>> connections_ ABSL_GUARDED_BY(mu_);
+  // Held across writing the stats file, so that concurrent uploads' writes do
+  // not interleave; never taken under mu_.
+  mutable absl::Mutex stats_mu_;
+  UploadTotals totals_ ABSL_GUARDED_BY(stats_mu_);
 };
 
 }  // namespace athanor::ckptsvc

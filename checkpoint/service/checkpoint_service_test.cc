@@ -83,6 +83,7 @@ class ServiceTest : public ::testing::Test {
     o.socket_path = dir_ + "/svc.sock";
     o.staging_dir = dir_ + "/staging";
     o.budget_bytes = budget;
+    o.stats_path = dir_ + "/stats.json";
     std::string root = root_;
     auto svc = CheckpointService::Start(
         o, &reporter_,
@@ -178,6 +179,21 @@ TEST_F(ServiceTest, ThreeRanksThroughTheServiceWriteWhatTheInRankPathWrites) {
     EXPECT_EQ(d.manifest_crc32c, ManifestCrc(*m));
   }
   EXPECT_EQ(service_->staged_bytes(), 0u);  // every rank has gone
+  // The totals the agent exports, in memory and in the stats file.
+  uint64_t bytes = 0;
+  for (const DurableShard& d : shards) bytes += d.shard_size;
+  const UploadTotals totals = service_->upload_totals();
+  EXPECT_EQ(totals.uploaded, 3u);
+  EXPECT_EQ(totals.failed, 0u);
+  EXPECT_EQ(totals.bytes, bytes);
+  EXPECT_GT(totals.seconds, 0);
+  std::ifstream stats_file(dir_ + "/stats.json");
+  nlohmann::json stats = nlohmann::json::parse(stats_file, nullptr, /*allow_exceptions=*/false);
+  ASSERT_TRUE(stats.is_object());
+  EXPECT_EQ(stats["uploaded"], 3);
+  EXPECT_EQ(stats["failed"], 0);
+  EXPECT_EQ(stats["bytes"], bytes);
+  EXPECT_EQ(stats["pid"], getpid());
 }
 
 TEST_F(ServiceTest, TheUploadOutlivesTheRankAndSkipsWhileItRuns) {

@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 
@@ -164,6 +166,7 @@ void CheckpointService::UploadArea(Area* area) {
     ATHANOR_LOG(WARNING) << "reporting the hand-off of " << m.shard_key << " failed: " << r.ToString();
   }
   absl::Status status;
+  const auto upload_start = std::chrono::steady_clock::now();
   void* base = MAP_FAILED;
   if (m.shard_size > 0) {
     base = ::mmap(nullptr, m.shard_size, PROT_READ, MAP_SHARED, area->fd, 0);
@@ -184,6 +187,8 @@ void CheckpointService::UploadArea(Area* area) {
                                options_.upload_chunk_bytes, &m);
   }
   if (base != MAP_FAILED) ::munmap(base, m.shard_size);
+  CountUpload(status.ok(), m.shard_size,
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - upload_start).count());
   if (status.ok()) {
     DurableShard d{m.job, area->attempt, m.step, m.rank, m.world_size, area->uri, m.shard_key,
                    m.shard_size, m.shard_crc32c, ckpt_layout::ManifestKey(m.job, m.step, m.rank),
@@ -208,6 +213,38 @@ void CheckpointService::UploadArea(Area* area) {
   area->uploading = false;
   cv_.SignalAll();
   ReleaseIfUnusedLocked(area);
+}
+
+UploadTotals CheckpointService::upload_totals() const {
+  absl::MutexLock lock(&stats_mu_);
+  return totals_;
+}
+
+void CheckpointService::CountUpload(bool ok, uint64_t bytes, double seconds) {
+  absl::MutexLock lock(&stats_mu_);
+  if (ok) {
+    ++totals_.uploaded;
+    totals_.bytes += bytes;
+    totals_.seconds += seconds;
+  } else {
+    ++totals_.failed;
+  }
+  if (options_.stats_path.empty()) return;
+  const nlohmann::json j = {{"uploaded", totals_.uploaded}, {"failed", totals_.failed},
+                            {"bytes", totals_.bytes},       {"upload_seconds", totals_.seconds},
+                            {"pid", static_cast<int64_t>(getpid())}};
+  const std::string tmp = options_.stats_path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << j.dump() << "\n";
+    if (!out.flush()) {
+      ATHANOR_LOG(WARNING) << "checkpoint service: cannot write " << tmp;
+      return;
+    }
+  }
+  if (::rename(tmp.c_str(), options_.stats_path.c_str()) != 0) {
+    ATHANOR_LOG(WARNING) << "checkpoint service: cannot rename " << tmp << ": " << strerror(errno);
+  }
 }
 
 }  // namespace athanor::ckptsvc

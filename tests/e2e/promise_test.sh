@@ -154,7 +154,7 @@ h = j.get("last_hang", {})
 flags = ",".join(str(s.get("rank", 0)) for s in j.get("stragglers", [])) or "-"
 print(j.get("state", "?").replace("JOB_", ""), j.get("attempt", 0), j.get("committed_step", -1),
       h.get("attempt", 0), h.get("rank", 0), h.get("node", "-") or "-", flags)' "$j")
-  if [ "$flags" != "-" ]; then echo "$(now) $flags" >> "$work/stragglers"; fi
+  if [ "$flags" != "-" ]; then echo "$(now) $flags" >> "${flag_file:-$work/stragglers}"; fi
   if [ -z "$slow_seen_at" ] && [ "$(last_step "$1" "$attempt")" -ge "$slow_from" ]; then
     slow_seen_at=$(now)
   fi
@@ -193,10 +193,18 @@ t_ref=$(now)
 ref=$(submit --name reference --nodes 2 --gpus-per-node 1 --checkpoint-uri "${store/run/ref}" -- \
       "${train[@]}" --dump-weights "$work/out/reference.safetensors")
 [ -n "$ref" ] || die "submit printed no job id"
-result=$(cli wait "$ref" --timeout 240)
-[ "$result" = "job $ref SUCCEEDED" ] || die "reference: $result"
+# Polled like the interrupted run, so that its straggler flags are seen and
+# printed too (the interrupted run's are checked below).
+flag_file="$work/reference-stragglers"
+: > "$flag_file"
+reference_done() { poll "$ref" && case $state in SUCCEEDED | FAILED | CANCELLED) true ;; *) false ;; esac; }
+wait_for "the reference run to finish" 240 reference_done
+[ "$state" = SUCCEEDED ] || die "reference: $state ($(cli job "$ref" | grep reason))"
 echo "reference run: $(elapsed "$t_ref") s"
-: > "$work/stragglers"  # the reference run's flags do not count
+ref_flagged=$(awk '{print $2}' "$flag_file" | tr ',' '\n' | sort -u | tr '\n' ' ')
+flag_file="$work/stragglers"
+slow_seen_at=""
+: > "$work/stragglers"
 
 echo "== the interrupted run"
 job=$(submit --name promise --nodes 2 --gpus-per-node 1 --preemptible --grace 30s \
@@ -330,6 +338,7 @@ esac
 
 echo "== summary (seed $seed, $([ "$netns_mode" = 1 ] && echo "3 namespace hosts" || echo loopback))"
 for line in "${report[@]}"; do echo "  $line"; done
+echo "  reference run (the same straggler stretch): flagged ${ref_flagged:-none}"
 echo "  straggler: rank $slow_rank 2x from step $slow_from; flagged: ${flagged:-none}${flag_after:+ ($flag_after s after its slow steps began, 3 windows of 3 s)}"
 echo "  final weights vs uninterrupted run: $weights"
 if [ "$failures" -gt 0 ]; then

@@ -196,6 +196,18 @@ void Agent::AddObservations(const std::vector<RankStatusReport>& reports, rpc::H
     }
   }
   if (metrics_ != nullptr) {
+    std::optional<UploadFigures> by_service;
+    if (!options_.checkpoint_stats_path.empty()) {
+      absl::StatusOr<ServiceStats> stats = ReadServiceStats(options_.checkpoint_stats_path);
+      if (stats.ok()) {
+        service_uploads_.Observe(*stats);
+      } else if (!absl::IsNotFound(stats.status())) {
+        ATHANOR_LOG(WARNING) << "checkpoint service stats: " << stats.status().message();
+      }
+      by_service = service_uploads_.total();
+    }
+    metrics_->SetCheckpointUploads(telemetry_ != nullptr ? telemetry_->rank_uploads() : UploadFigures{},
+                                   by_service);
     metrics_->Update(reports, gpus_.utilization.empty() ? nullptr : &gpus_,
                      telemetry_ != nullptr ? telemetry_->Latest()
                                            : std::map<std::pair<std::string, int32_t>, StepSample>{},

@@ -25,6 +25,7 @@
 #include "absl/synchronization/mutex.h"
 #include "proto/athanor.grpc.pb.h"
 #include "security/tls.h"
+#include "worker/agent/checkpoint_counters.h"
 #include "worker/agent/inventory.h"
 #include "worker/agent/metrics_agent.h"
 #include "worker/agent/rank_supervisor.h"
@@ -50,6 +51,9 @@ struct AgentOptions {
   // Mutual TLS to the coordinator with this node's certificate; nullopt:
   // plaintext (--insecure, loopback only).
   std::optional<security::TlsMaterial> tls;
+  // The node checkpoint service's stats file (--stats-file), read for
+  // /metrics; empty: no service on this node.
+  std::string checkpoint_stats_path;
 };
 
 class Agent {
@@ -81,6 +85,7 @@ class Agent {
   AgentMetrics* const metrics_;
   // Heartbeat loop only: the newest nvidia-smi readings (empty: not measured).
   GpuReadings gpus_;
+  ServiceUploadCounter service_uploads_;  // heartbeat loop only
   std::unique_ptr<rpc::NodeAgent::Stub> stub_;
   absl::Mutex mu_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;

@@ -37,6 +37,9 @@ void CheckpointServiceSupervisor::Loop() {
                "--coordinator",        options_.coordinator,
                "--node",               options_.node};
   if (!options_.tls_dir.empty()) opts.argv.insert(opts.argv.end(), {"--tls-dir", options_.tls_dir});
+  if (!options_.stats_path.empty()) {
+    opts.argv.insert(opts.argv.end(), {"--stats-file", options_.stats_path});
+  }
   opts.stdout_path = options_.log_path;
   opts.stderr_path = "=stdout";
   for (;;) {

@@ -29,6 +29,7 @@ struct CheckpointServiceOptions {
   std::string dir;            // holds the socket (bound into sandboxes)
   std::string staging_dir;    // tmpfs for staging areas
   std::string log_path;
+  std::string stats_path;     // the service's upload totals (--stats-file); empty: none
   std::string coordinator;    // HOST:PORT
   std::string node;
   std::string tls_dir;        // the agent's cluster CA folder; empty: plaintext

@@ -307,12 +307,14 @@ int Run(int argc, char** argv) {
       ckpt_service.staging_dir = "/dev/shm/athanor-checkpoint-" + name;
     }
     ckpt_service.log_path = work_dir + "/checkpoint-service.log";
+    ckpt_service.stats_path = work_dir + "/checkpoint-service-stats.json";
     ckpt_service.coordinator = coordinator;
     ckpt_service.node = name;
     ckpt_service.tls_dir = tls_dir;
     checkpoint_service = std::make_unique<CheckpointServiceSupervisor>(ckpt_service, &supervisor);
     supervisor.SetExtraRankEnv({{"ATHANOR_CHECKPOINT_SERVICE", checkpoint_service->socket_path()}});
   }
+  if (checkpoint_service != nullptr) options.checkpoint_stats_path = ckpt_service.stats_path;
   Agent agent(options, &supervisor, telemetry.get(), metrics.get());
   std::thread waiter([&] {
     int sig = 0;

@@ -153,6 +153,25 @@ void AgentMetrics::Update(const std::vector<RankStatusReport>& reports, const Gp
     Add(loss, l, s.loss);
     Add(tps, l, s.tokens_per_s);
   }
+  MetricFamily& uploads = Family(out, "athanor_agent_checkpoint_uploads_total",
+                                 "Checkpoint shards uploaded from this node, by uploader (rank: ranks that "
+                                 "upload their own; service: the node checkpoint service) and result.",
+                                 MetricType::Counter);
+  MetricFamily& up_bytes = Family(out, "athanor_agent_checkpoint_upload_bytes_total",
+                                  "Bytes of the checkpoint shards uploaded from this node, by uploader.",
+                                  MetricType::Counter);
+  MetricFamily& up_seconds = Family(out, "athanor_agent_checkpoint_upload_seconds_total",
+                                    "Time spent uploading those shards, by uploader.", MetricType::Counter);
+  auto add_uploads = [&](const char* uploader, const UploadFigures& f, bool with_failures) {
+    Add(uploads, {{"uploader", uploader}, {"result", "ok"}}, static_cast<double>(f.uploads));
+    if (with_failures) {
+      Add(uploads, {{"uploader", uploader}, {"result", "failed"}}, static_cast<double>(f.failures));
+    }
+    Add(up_bytes, {{"uploader", uploader}}, f.bytes);
+    Add(up_seconds, {{"uploader", uploader}}, f.seconds);
+  };
+  add_uploads("rank", ckpt_by_ranks_, false);
+  if (ckpt_by_service_.has_value()) add_uploads("service", *ckpt_by_service_, true);
   Add(Family(out, "athanor_agent_telemetry_dropped_total",
              "Telemetry messages dropped (malformed or over 4 KiB).", MetricType::Counter),
       {}, static_cast<double>(telemetry_dropped));

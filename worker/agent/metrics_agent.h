@@ -2,7 +2,8 @@
 // ranks running, rank exits by cause, per-device GPU utilisation and memory
 // (only where nvidia-smi answers: absent, not zero, elsewhere), CPU time and
 // resident memory per job (from /proc, over each rank's process group) and
-// the newest training figures per job from the telemetry socket.
+// the newest training figures per job from the telemetry socket, and the
+// checkpoint uploads of the node (ranks' own and its checkpoint service's).
 //
 // Update() runs on the heartbeat loop and builds the whole exposition's
 // families; Scrape() (HTTP threads) only serialises the last one built, so a
@@ -10,6 +11,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -18,6 +20,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "worker/agent/checkpoint_counters.h"
 #include "worker/agent/rank_supervisor.h"
 #include "worker/agent/telemetry_hub.h"
 
@@ -37,6 +40,13 @@ class AgentMetrics {
               const std::map<std::pair<std::string, int32_t>, StepSample>& telemetry,
               uint64_t telemetry_dropped);
   std::string Scrape() const;
+  // The checkpoint upload totals the next Update exports: those ranks
+  // uploaded themselves, and the node service's (nullopt: no service here).
+  // Heartbeat loop only, like Update.
+  void SetCheckpointUploads(const UploadFigures& by_ranks, std::optional<UploadFigures> by_service) {
+    ckpt_by_ranks_ = by_ranks;
+    ckpt_by_service_ = by_service;
+  }
 
   // "success", "error", "signal", "oom" or "failed_to_start".
   static const char* ExitCause(const RankStatusReport& r);
@@ -46,6 +56,8 @@ class AgentMetrics {
   // Heartbeat loop only.
   std::set<RankKey> counted_;
   std::map<std::string, int64_t> exits_;
+  UploadFigures ckpt_by_ranks_;
+  std::optional<UploadFigures> ckpt_by_service_;
   mutable absl::Mutex mu_;
   std::vector<prometheus::MetricFamily> families_ ABSL_GUARDED_BY(mu_);
 };

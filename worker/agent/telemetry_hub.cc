@@ -73,6 +73,7 @@ TelemetryHub::~TelemetryHub() {
 
 bool TelemetryHub::Parse(const char* data, size_t size, int32_t* rank, StepSample* out, bool* skipped,
                          std::string* why) {
+  *out = StepSample{};
   if (size > kMaxMessage) {
     *why = "message over 4 KiB";
     return false;
@@ -101,15 +102,21 @@ bool TelemetryHub::Parse(const char* data, size_t size, int32_t* rank, StepSampl
     *why = "loss: required";
     return false;
   }
-  double comm_wait_ms = -1, skipped_steps = -1, total_steps = 0;
+  double comm_wait_ms = -1, skipped_steps = -1, total_steps = 0, ckpt_step = -1;
   if (!Number(j, "loss", &out->loss) || !Number(j, "tokens_per_s", &out->tokens_per_s) ||
       !Number(j, "step_ms", &out->step_ms) || !Number(j, "comm_wait_ms", &comm_wait_ms) ||
       !Number(j, "comm_wait_share", &out->comm_wait_share) || !Number(j, "loss_scale", &out->loss_scale) ||
       !Number(j, "ckpt_stall_ms", &out->ckpt_stall_ms) || !Number(j, "skipped_steps", &skipped_steps) ||
-      !Number(j, "total_steps", &total_steps)) {
+      !Number(j, "total_steps", &total_steps) || !Number(j, "ckpt_step", &ckpt_step) ||
+      !Number(j, "ckpt_bytes", &out->ckpt_bytes) || !Number(j, "ckpt_upload_ms", &out->ckpt_upload_ms)) {
     *why = "a figure is not a finite number";
     return false;
   }
+  if (ckpt_step > 9e18 || out->ckpt_bytes > 1e18 || out->ckpt_upload_ms > 1e12) {
+    *why = "a checkpoint figure is out of range";
+    return false;
+  }
+  out->ckpt_step = ckpt_step >= 0 ? static_cast<int64_t>(ckpt_step) : -1;
   if (comm_wait_ms >= 0 && out->step_ms > 0) out->comm_wait_share = std::min(1.0, comm_wait_ms / out->step_ms);
   out->total_steps = total_steps > 0 && total_steps < 9e18 ? static_cast<int64_t>(total_steps) : 0;
   out->skipped_steps = skipped_steps >= 0 ? static_cast<int64_t>(skipped_steps) : -1;
@@ -196,6 +203,11 @@ std::map<std::pair<std::string, int32_t>, StepSample> TelemetryHub::Latest() con
   return out;
 }
 
+UploadFigures TelemetryHub::rank_uploads() const {
+  absl::MutexLock lock(&mu_);
+  return rank_uploads_;
+}
+
 void TelemetryHub::Receive(const std::pair<std::string, int32_t>& key, int fd) {
   char buf[kMaxMessage + 1];
   for (;;) {
@@ -218,6 +230,17 @@ void TelemetryHub::Receive(const std::pair<std::string, int32_t>& key, int fd) {
     if (it == channels_.end() || it->second.fd != fd) return;
     Channel& c = it->second;
     c.ranks.insert(rank);
+    if (s.ckpt_step >= 0 && s.ckpt_bytes >= 0 && s.ckpt_upload_ms >= 0) {
+      auto told = c.ckpt_told.find(rank);
+      const bool fresh = told == c.ckpt_told.end() ? c.ckpt_told.size() < kMaxCheckpointRanks
+                                                    : s.ckpt_step > told->second;
+      if (fresh) {
+        c.ckpt_told[rank] = s.ckpt_step;
+        ++rank_uploads_.uploads;
+        rank_uploads_.bytes += s.ckpt_bytes;
+        rank_uploads_.seconds += s.ckpt_upload_ms / 1e3;
+      }
+    }
     if (rank != 0) continue;
     if (skipped) ++c.skipped;
     if (s.skipped_steps < 0) s.skipped_steps = c.skipped;

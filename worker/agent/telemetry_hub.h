@@ -7,6 +7,7 @@
 // Each datagram is one JSON object (docs/observability.md), e.g.
 //   {"rank":0,"step":12,"loss":3.91,"tokens_per_s":5120,"step_ms":80.1,
 //    "comm_wait_ms":9.5,"loss_scale":65536,"skipped":false,"ckpt_stall_ms":0}
+// (plus "ckpt_step", "ckpt_bytes" and "ckpt_upload_ms" once per finished checkpoint)
 // exactly the line athanor-train prints per step; any program may send it.
 // "step" and "loss" are required; a message over 4 KiB, not JSON, or with a
 // field of the wrong type is dropped and counted.
@@ -31,6 +32,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "worker/agent/checkpoint_counters.h"
 
 namespace athanor::agent {
 
@@ -45,6 +47,11 @@ struct StepSample {
   double ckpt_stall_ms = 0;
   int64_t total_steps = 0;     // the run's planned steps (0: not said)
   int64_t unix_ms = 0;         // when the agent received it
+  // A checkpoint the rank is done with, told once (absent: -1): its step, its
+  // shard's bytes, and the upload's time where the rank uploaded it itself.
+  int64_t ckpt_step = -1;
+  double ckpt_bytes = -1;
+  double ckpt_upload_ms = -1;
 };
 
 struct JobSamples {
@@ -73,6 +80,9 @@ class TelemetryHub {
   // The newest rank-0 sample per (job, attempt), for the agent's /metrics.
   std::map<std::pair<std::string, int32_t>, StepSample> Latest() const;
   uint64_t dropped() const { return dropped_.load(); }
+  // Checkpoints that ranks uploaded themselves, as told (each rank's step
+  // counted once per attempt), since the hub started: only grows.
+  UploadFigures rank_uploads() const;
 
   // Parses one message; false (with `why`) when it is not a valid sample.
   static bool Parse(const char* data, size_t size, int32_t* rank, StepSample* out, bool* skipped,
@@ -87,7 +97,9 @@ class TelemetryHub {
     int64_t skipped = 0;
     bool has_latest = false;
     StepSample latest;
+    std::map<int32_t, int64_t> ckpt_told;  // rank -> newest checkpoint step counted
   };
+  static constexpr size_t kMaxCheckpointRanks = 4096;  // per attempt
   void Loop();
   void Receive(const std::pair<std::string, int32_t>& key, int fd);
 
@@ -97,6 +109,7 @@ class TelemetryHub {
   mutable absl::Mutex mu_;
   std::map<std::pair<std::string, int32_t>, Channel> channels_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  UploadFigures rank_uploads_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
 };
 

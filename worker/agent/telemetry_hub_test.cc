@@ -38,6 +38,15 @@ TEST(TelemetryHubTest, ParsesTheStepLine) {
   EXPECT_EQ(s.ckpt_stall_ms, 1.5);
   EXPECT_EQ(s.total_steps, 100);
   EXPECT_TRUE(skipped);
+  EXPECT_EQ(s.ckpt_step, -1);  // no checkpoint told
+  ASSERT_TRUE(Parse(R"({"step":20,"loss":1,"ckpt_step":20,"ckpt_bytes":4096,"ckpt_upload_ms":12.5})",
+                    &rank, &s, &skipped, &why))
+      << why;
+  EXPECT_EQ(s.ckpt_step, 20);
+  EXPECT_EQ(s.ckpt_bytes, 4096);
+  EXPECT_EQ(s.ckpt_upload_ms, 12.5);
+  EXPECT_FALSE(Parse(R"({"step":20,"loss":1,"ckpt_bytes":1e30})", &rank, &s, &skipped, &why));
+  EXPECT_EQ(why, "a checkpoint figure is out of range");
   // The minimum a script sends: step and loss; rank 0 by default.
   ASSERT_TRUE(Parse(R"({"step":0,"loss":1})", &rank, &s, &skipped, &why));
   EXPECT_EQ(rank, 0);
@@ -84,6 +93,13 @@ TEST(TelemetryHubTest, RankZeroSamplesArriveThroughTheSocket) {
     };
     send(R"({"rank":1,"step":0,"loss":9})");
     send("garbage");
+    // Rank 1 tells two checkpoints it uploaded (the first twice: counted once)
+    // and one it handed to the node's service (no upload time: not its own).
+    const std::string told5 = R"({"rank":1,"step":5,"loss":9,"ckpt_step":5,"ckpt_bytes":1000,"ckpt_upload_ms":250})";
+    send(told5);
+    send(told5);
+    send(R"({"rank":1,"step":10,"loss":9,"ckpt_step":10,"ckpt_bytes":3000,"ckpt_upload_ms":750})");
+    send(R"({"rank":1,"step":11,"loss":9,"ckpt_step":11,"ckpt_bytes":3000})");
     for (int step = 0; step < 3; ++step) send(R"({"rank":0,"step":)" + std::to_string(step) + R"(,"loss":2.5,"skipped":true})");
     std::vector<JobSamples> got;
     size_t samples = 0;
@@ -106,6 +122,11 @@ TEST(TelemetryHubTest, RankZeroSamplesArriveThroughTheSocket) {
       EXPECT_EQ(all[step].skipped_steps, step + 1);  // counted by the hub
     }
     EXPECT_EQ(hub.dropped(), 1u);
+    // Sent before rank 0's samples on the same socket, so already counted.
+    const UploadFigures uploads = hub.rank_uploads();
+    EXPECT_EQ(uploads.uploads, 2u);
+    EXPECT_EQ(uploads.bytes, 4000);
+    EXPECT_EQ(uploads.seconds, 1.0);
     hub.Retain({});
     EXPECT_FALSE(std::filesystem::exists(*path));
   }

@@ -53,6 +53,8 @@ int Run(int argc, char** argv) {
       ("tls-dir", po::value(&tls_dir)->default_value(""),
        "cluster CA folder with ca.crt and agent-NODE.crt/.key: mutual TLS to the coordinator "
        "(empty: plaintext, for an --insecure coordinator)")
+      ("stats-file", po::value(&options.stats_path)->default_value(""),
+       "write the upload totals here (JSON, replaced after each upload) for the agent's /metrics")
       ("log-level", po::value(&log_level)->default_value("info"), "debug | info | warning | error");
   ParsedCommandLine cmd;
   absl::Status parsed = ParseOptions(argc, argv, desc,

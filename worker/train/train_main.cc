@@ -115,6 +115,7 @@ struct CheckpointSession {
   std::unique_ptr<CheckpointWriter> checkpointer;
   bool through_service = false;
   int64_t last_saved = -1;  // the newest step staged (or restored)
+  int64_t last_told = -1;   // the newest saved step told to the agent's telemetry
 
   // Stages `step`; returns the training stall in ms.
   absl::StatusOr<double> Save(const Trainer& trainer, int64_t step, const CrashPlan& plan) {
@@ -217,6 +218,7 @@ absl::Status Run(TrainFlags flags) {
                        RestoreTrainer(ckpt->store.get(), flags.job_id, &agreement, trainer.get()));
       if (restored.has_value()) {
         ckpt->last_saved = restored->step;
+        ckpt->last_told = restored->step;  // restored, not saved
         if (env.rank == 0 && !restored->rejected.empty()) {
           RETURN_IF_ERROR(DecommitNewerSteps(ckpt->store.get(), flags.job_id, restored->step));
         }
@@ -330,6 +332,17 @@ absl::Status Run(TrainFlags flags) {
     if (telemetry.enabled()) {
       std::string message = StepJson(*stats, env.rank, true, stall_ms);
       message.insert(message.size() - 1, absl::StrCat(",\"total_steps\":", flags.steps));
+      // A checkpoint this rank uploaded itself is told once, when its upload
+      // is done: its shard's bytes and the upload's time. (The node's
+      // checkpoint service counts the uploads it does.)
+      if (ckpt.has_value() && !ckpt->through_service && ckpt->last_saved > ckpt->last_told &&
+          !ckpt->checkpointer->in_flight()) {
+        const CheckpointStats cs = ckpt->checkpointer->stats();
+        message.insert(message.size() - 1,
+                       absl::StrFormat(",\"ckpt_step\":%d,\"ckpt_bytes\":%d,\"ckpt_upload_ms\":%.3f",
+                                       ckpt->last_saved, cs.shard_bytes, cs.upload_seconds * 1e3));
+        ckpt->last_told = ckpt->last_saved;
+      }
       telemetry.Send(message);
     }
     if (progress) {
