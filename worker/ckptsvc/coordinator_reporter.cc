@@ -10,6 +10,35 @@
 
 namespace athanor::ckptsvc {
 
+namespace {
+
+// Makes `call` (with a fresh context and `deadline` each time) up to
+// `attempts` times, backing off while the coordinator is unreachable (a
+// restart); any other answer ends at once.
+template <typename Call>
+grpc::Status WithRetries(int attempts, std::chrono::seconds deadline, Call call) {
+  grpc::Status s;
+  for (int attempt = 0; attempt < attempts; ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(200 << attempt));
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + deadline);
+    s = call(&ctx);
+    if (s.error_code() != grpc::StatusCode::UNAVAILABLE &&
+        s.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
+      return s;
+    }
+  }
+  return s;
+}
+
+absl::Status ToStatus(const grpc::Status& s, const char* rpc) {
+  if (s.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
+                      absl::StrCat(rpc, ": ", s.error_message()));
+}
+
+}  // namespace
+
 CoordinatorReporter::CoordinatorReporter(const std::string& coordinator, std::string node,
                                          std::shared_ptr<grpc::ChannelCredentials> credentials,
                                          const grpc::ChannelArguments& args)
@@ -30,26 +59,14 @@ absl::Status CoordinatorReporter::ShardDurable(const DurableShard& shard) {
   req.set_manifest_key(shard.manifest_key);
   req.set_manifest_crc32c(shard.manifest_crc32c);
   req.set_keep_last(shard.keep_last);
-  grpc::Status s;
-  for (int attempt = 0; attempt < 5; ++attempt) {
-    if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(200 << attempt));
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
-    rpc::ShardDurableResponse resp;
-    s = stub_->ReportShardDurable(&ctx, req, &resp);
-    if (s.ok()) {
-      if (resp.committed()) {
-        ATHANOR_LOG(INFO) << "job " << shard.job << ": step " << shard.step << " committed";
-      }
-      return absl::OkStatus();
-    }
-    if (s.error_code() != grpc::StatusCode::UNAVAILABLE &&
-        s.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
-      break;
-    }
+  rpc::ShardDurableResponse resp;
+  const grpc::Status s = WithRetries(5, std::chrono::seconds(60), [&](grpc::ClientContext* ctx) {
+    return stub_->ReportShardDurable(ctx, req, &resp);
+  });
+  if (s.ok() && resp.committed()) {
+    ATHANOR_LOG(INFO) << "job " << shard.job << ": step " << shard.step << " committed";
   }
-  return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
-                      absl::StrCat("ReportShardDurable: ", s.error_message()));
+  return ToStatus(s, "ReportShardDurable");
 }
 
 absl::Status CoordinatorReporter::ShardUpload(const ShardUploadEvent& event) {
@@ -62,22 +79,13 @@ absl::Status CoordinatorReporter::ShardUpload(const ShardUploadEvent& event) {
   req.set_world_size(event.world_size);
   req.set_state(event.failed ? rpc::ShardUploadRequest::FAILED : rpc::ShardUploadRequest::HANDED_OFF);
   req.set_error(event.error.substr(0, 4096));
-  grpc::Status s;
-  const int attempts = event.failed ? 5 : 1;
-  for (int attempt = 0; attempt < attempts; ++attempt) {
-    if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(200 << attempt));
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(event.failed ? 30 : 5));
-    rpc::ShardUploadResponse resp;
-    s = stub_->ReportShardUpload(&ctx, req, &resp);
-    if (s.ok()) return absl::OkStatus();
-    if (s.error_code() != grpc::StatusCode::UNAVAILABLE &&
-        s.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
-      break;
-    }
-  }
-  return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
-                      absl::StrCat("ReportShardUpload: ", s.error_message()));
+  // Hand-offs are told once with a short deadline (the report races the
+  // rank's exit); failures retry like durable shards.
+  rpc::ShardUploadResponse resp;
+  const grpc::Status s =
+      WithRetries(event.failed ? 5 : 1, std::chrono::seconds(event.failed ? 30 : 5),
+                  [&](grpc::ClientContext* ctx) { return stub_->ReportShardUpload(ctx, req, &resp); });
+  return ToStatus(s, "ReportShardUpload");
 }
 
 }  // namespace athanor::ckptsvc
