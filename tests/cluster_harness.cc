@@ -12,6 +12,9 @@
 #include <array>
 #include <atomic>
 #include <fstream>
+#include <iostream>
+#include <mutex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -69,7 +72,35 @@ void Stop(std::unique_ptr<Subprocess>& p, int sig) {
   p.reset();
 }
 
+// The last `bytes` of a log file.
+std::string LogTail(const std::string& path, size_t bytes = 3000);
+
+// Whether something accepts TCP connections on 127.0.0.1:port.
+bool PortAccepts(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  close(fd);
+  return ok;
+}
+
 }  // namespace
+
+int PickUnusedPort() {
+  static std::mutex mu;
+  static std::set<int> given;
+  std::lock_guard<std::mutex> lock(mu);
+  for (int tries = 0; tries < 64; ++tries) {
+    int port = PickFreePort().value();
+    if (given.insert(port).second) return port;
+  }
+  ADD_FAILURE() << "no unused free port in 64 tries";
+  return 0;
+}
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
@@ -89,7 +120,7 @@ LocalCluster::LocalCluster(std::vector<std::string> coordinator_flags)
   chmod((dir_ + "/cluster.key").c_str(), 0600);  // root's: ranks share dir_
   const char* bin = getenv("ATHANOR_BIN_DIR");
   bin_dir_ = bin != nullptr ? bin : "";
-  int port = PickFreePort().value();
+  int port = PickUnusedPort();
   address_ = absl::StrCat("127.0.0.1:", port);
   secure_ = std::find(coordinator_flags_.begin(), coordinator_flags_.end(), "--insecure") ==
             coordinator_flags_.end();
@@ -227,20 +258,41 @@ void LocalCluster::StartAgent(const std::string& name, int gpus, const std::stri
   }
   if (!http_address_.empty()) {
     std::string& metrics = agent_metrics_[name];
-    if (metrics.empty()) metrics = absl::StrCat("127.0.0.1:", PickFreePort().value());
+    if (metrics.empty()) metrics = absl::StrCat("127.0.0.1:", PickUnusedPort());
     o.argv.insert(o.argv.end(), {"--metrics-listen", metrics});
   }
   o.argv.insert(o.argv.end(), extra_flags.begin(), extra_flags.end());
   o.stdout_path = dir_ + "/agent-" + name + ".log";
   o.stderr_path = "=stdout";
+  const size_t log_before = ReadFile(o.stdout_path).size();  // the log is appended to
   auto p = Subprocess::Start(o);
   ASSERT_TRUE(p.ok()) << p.status();
   Track(p->get());
   agents_[name] = std::move(*p);
+  if (http_address_.empty()) return;
+  // The metrics port was free when picked, but another process (a daemon's
+  // own loopback listener on port 0) may take it before this agent binds it:
+  // then the agent exits naming --metrics-listen, and starts again on another.
+  const int port = std::stoi(agent_metrics_[name].substr(agent_metrics_[name].rfind(':') + 1));
+  std::optional<ExitInfo> exited;
+  bool listening = WaitFor([&] {
+    exited = agents_[name]->Poll();
+    return exited.has_value() || PortAccepts(port);
+  });
+  ASSERT_TRUE(listening) << "agent " << name << " neither served /metrics nor exited:\n" << LogTail(o.stdout_path);
+  if (!exited) return;
+  const std::string log = ReadFile(o.stdout_path).substr(log_before);
+  ASSERT_NE(log.find("--metrics-listen: "), std::string::npos)
+      << "agent " << name << " exited at start (" << exited->ToString() << "):\n" << LogTail(o.stdout_path);
+  ASSERT_LT(++metrics_port_retries_, 3) << "agent " << name << ": no metrics port could be bound:\n" << log;
+  Untrack(agents_[name]->pid());
+  agents_.erase(name);
+  agent_metrics_.erase(name);
+  StartAgent(name, gpus, host, extra_flags);
 }
 
 void LocalCluster::EnableHttp() {
-  if (http_address_.empty()) http_address_ = absl::StrCat("127.0.0.1:", PickFreePort().value());
+  if (http_address_.empty()) http_address_ = absl::StrCat("127.0.0.1:", PickUnusedPort());
 }
 
 std::string LocalCluster::agent_metrics_address(const std::string& name) const {
@@ -357,17 +409,36 @@ bool LocalCluster::WaitFor(const std::function<bool()>& cond, std::chrono::milli
 }
 
 bool LocalCluster::WaitForNodesUp(int n) {
-  return WaitFor([&] {
+  int up = 0;
+  bool ok = WaitFor([&] {
     grpc::ClientContext c;
     c.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
     rpc::ListNodesResponse r;
     if (!stub_->ListNodes(&c, rpc::ListNodesRequest(), &r).ok()) return false;
-    int up = 0;
+    up = 0;
     for (const rpc::Node& node : r.nodes()) up += node.state() == rpc::NODE_UP;
     return up == n;
   });
+  if (ok) return true;
+  // Say why: which agent exited, and the ends of the logs.
+  std::cerr << "WaitForNodesUp(" << n << "): " << up << " node(s) up after the deadline\n";
+  for (auto& [name, agent] : agents_) {
+    std::optional<ExitInfo> exit = agent ? agent->Poll() : std::nullopt;
+    std::cerr << "--- agent " << name << (exit ? absl::StrCat(" exited: ", exit->ToString()) : " still running")
+              << ", log tail:\n"
+              << LogTail(dir_ + "/agent-" + name + ".log") << "\n";
+  }
+  std::cerr << "--- coordinator log tail:\n" << LogTail(dir_ + "/coordinator.log") << "\n";
+  return false;
 }
 
 std::string LocalCluster::CoordinatorLog() const { return ReadFile(dir_ + "/coordinator.log"); }
+
+namespace {
+std::string LogTail(const std::string& path, size_t bytes) {
+  std::string text = ReadFile(path);
+  return text.size() <= bytes ? text : "..." + text.substr(text.size() - bytes);
+}
+}  // namespace
 
 }  // namespace athanor::testing

@@ -1,6 +1,6 @@
 // A local athanor cluster for integration tests: one coordinator and N agents
 // as real processes on loopback, plus the `athanor` CLI, all found through
-// $ATHANOR_BIN_DIR. Ports are picked with PickFreePort; everything lives in a
+// $ATHANOR_BIN_DIR. Ports are picked with PickUnusedPort; everything lives in a
 // fresh temp dir. Every cluster is secure, as in production: a cluster CA in
 // DIR/tls (coordinator and agent certificates, mutual TLS), and the harness's
 // own calls (stub(), Cli()) carry the bootstrap admin token; CreateToken makes
@@ -133,10 +133,16 @@ class LocalCluster {
   std::map<std::string, std::string> agent_metrics_;  // agent name -> HOST:PORT
   std::unique_ptr<Subprocess> coordinator_;
   std::map<std::string, std::unique_ptr<Subprocess>> agents_;
+  int metrics_port_retries_ = 0;
   std::unique_ptr<rpc::Coordinator::Stub> stub_;
 };
 
 // Reads a whole file ("" when missing).
 std::string ReadFile(const std::string& path);
+
+// A free port that this test process has not handed out before: two ports
+// picked back to back (one agent's metrics port, then the next agent's) are
+// never the same one, even before the first is bound.
+int PickUnusedPort();
 
 }  // namespace athanor::testing

@@ -15,7 +15,7 @@
 namespace athanor::testing {
 
 std::vector<std::string> OwnMasterPort() {
-  const std::string port = std::to_string(PickFreePort().value());
+  const std::string port = std::to_string(PickUnusedPort());
   return {"--master-port-range", port + "-" + port};
 }
 
