@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/logging.h"
 
 namespace athanor::coord {
 namespace {
@@ -185,7 +186,7 @@ std::vector<HangVerdict> HangDetector::Check(const std::vector<const JobRecord*>
       attempts_.erase(it);
       continue;
     }
-    if (now - a.window_start >= options_.straggler_window) CloseWindow(&a);
+    if (now - a.window_start >= options_.straggler_window) CloseWindow(job->id, &a);
     if (a.ranks.empty()) continue;
     TimePoint newest{};
     for (const auto& [rank, r] : a.ranks) newest = std::max(newest, r.last_change);
@@ -199,7 +200,7 @@ std::vector<HangVerdict> HangDetector::Check(const std::vector<const JobRecord*>
   return out;
 }
 
-void HangDetector::CloseWindow(AttemptTrack* a) {
+void HangDetector::CloseWindow(const std::string& job_id, AttemptTrack* a) {
   a->window_start = clock_->Now();
   const size_t k = static_cast<size_t>(options_.straggler_windows);
   // This window alone: each rank's median against the others' samples.
@@ -236,23 +237,39 @@ void HangDetector::CloseWindow(AttemptTrack* a) {
     }
     if (every_window) pooled[rank] = std::move(all);
   }
-  if (pooled.size() < 2) return;  // no gang to compare with over this span
-  for (auto& [rank, r] : a->ranks) {
-    auto self = pooled.find(rank);
-    if (self == pooled.end()) continue;
-    std::vector<double> others;
-    for (const auto& [other, samples] : pooled) {
-      if (other != rank) others.insert(others.end(), samples.begin(), samples.end());
+  // With fewer than two ranks over the span there is no gang to compare with.
+  if (pooled.size() >= 2) {
+    for (auto& [rank, r] : a->ranks) {
+      auto self = pooled.find(rank);
+      if (self == pooled.end()) continue;
+      std::vector<double> others;
+      for (const auto& [other, samples] : pooled) {
+        if (other != rank) others.insert(others.end(), samples.begin(), samples.end());
+      }
+      const double base = Median(others);
+      r.ratio = base > 0 ? Median(self->second) / base : 0;
+      // Flagged once slow in each of the last k windows (one slow burst of a
+      // noisy machine is not enough) and over their span; it stays flagged
+      // while the span stays slow.
+      const bool every_window_slow =
+          r.slow_windows.size() == k &&
+          std::all_of(r.slow_windows.begin(), r.slow_windows.end(), [](bool b) { return b; });
+      r.flagged = r.ratio > options_.straggler_ratio && (every_window_slow || r.flagged);
     }
-    const double base = Median(others);
-    r.ratio = base > 0 ? Median(self->second) / base : 0;
-    // Flagged once slow in each of the last k windows (one slow burst of a
-    // noisy machine is not enough) and over their span; it stays flagged
-    // while the span stays slow.
-    const bool every_window_slow =
-        r.slow_windows.size() == k &&
-        std::all_of(r.slow_windows.begin(), r.slow_windows.end(), [](bool b) { return b; });
-    r.flagged = r.ratio > options_.straggler_ratio && (every_window_slow || r.flagged);
+  }
+  if (ATHANOR_LOG_LEVEL_DEBUG >= MinLogLevel()) {
+    std::string ranks;
+    for (const auto& [rank, r] : a->ranks) {
+      auto self = window.find(rank);
+      absl::StrAppend(&ranks, " rank ", rank, ": ",
+                      self == window.end() ? std::string("no samples")
+                                           : absl::StrFormat("%.2f ms (%d steps)", Median(self->second),
+                                                             self->second.size()),
+                      r.slow_windows.empty() || !r.slow_windows.back() ? "" : " slow",
+                      absl::StrFormat(", span %.2fx", r.ratio), r.flagged ? " FLAGGED" : "", ";");
+    }
+    ATHANOR_LOG(DEBUG) << "straggler window of job " << job_id << " attempt " << a->attempt
+                       << ": compute median per step" << ranks;
   }
 }
 
@@ -264,7 +281,8 @@ std::vector<RankFlag> HangDetector::Stragglers(const std::string& job_id, int32_
     if (!r.flagged) continue;
     out.push_back({rank, r.node,
                    absl::StrFormat("straggler: compute %.2fx the gang median over %d windows",
-                                   r.ratio, options_.straggler_windows)});
+                                   r.ratio, options_.straggler_windows),
+                   r.ratio});
   }
   return out;
 }

@@ -82,7 +82,7 @@ class HangDetector {
   };
   static std::string Key(const std::string& job, int32_t attempt);
   HangVerdict Judge(const JobRecord& job, const AttemptTrack& a, TimePoint now) const;
-  void CloseWindow(AttemptTrack* a);
+  void CloseWindow(const std::string& job_id, AttemptTrack* a);
 
   const HangOptions options_;
   const Clock* const clock_;

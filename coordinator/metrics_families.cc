@@ -82,6 +82,18 @@ void JobFamilies(const rpc::ClusterView& view, Builder& b) {
                                    "Steps skipped this attempt (fp16 overflow).", MetricType::Gauge);
   MetricFamily& stall = b.Family("athanor_job_checkpoint_stall_seconds",
                                  "Training stall of the newest checkpoint save.", MetricType::Gauge);
+  MetricFamily& straggler = b.Family(
+      "athanor_job_straggler_ratio",
+      "A rank flagged as a straggler: its compute per step over the other ranks' median (present while flagged).",
+      MetricType::Gauge);
+  for (const rpc::JobStatus& j : view.jobs()) {
+    if (j.state() != "RUNNING") continue;
+    for (const rpc::RankFlag& f : j.stragglers()) {
+      Builder::Gauge(straggler,
+                     {{"job_id", j.id()}, {"tenant", j.tenant()}, {"rank", std::to_string(f.rank())}, {"node", f.node()}},
+                     f.ratio());
+    }
+  }
   for (const rpc::JobStatus& j : view.jobs()) {
     if (j.last().step() < 0 || (j.state() != "RUNNING" && j.state() != "PREEMPTING")) continue;
     Labels l = {{"job_id", j.id()}, {"tenant", j.tenant()}};

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "coordinator/proto_convert.h"
+#include "coordinator/proto_convert_hangs.h"
 
 namespace athanor::coord {
 namespace {
@@ -27,6 +28,7 @@ void AddJob(const JobRecord& job, const ClusterState& state, const TelemetryStor
   j->set_start_time_unix(job.start_time_unix);
   j->set_committed_step(job.committed_step);
   j->set_priority(job.spec.priority);
+  StragglersToProto(job.stragglers, j->mutable_stragglers());
   if (job.allocated) {
     std::string last;
     for (const RankPlacement& p : job.allocation) {

@@ -115,5 +115,31 @@ TEST(ClusterViewTest, ViewAndMetricsShowAllocationQueueAndTelemetry) {
   EXPECT_EQ(t.find("athanor_node_gpu_utilization_ratio"), std::string::npos) << t;
 }
 
+TEST(ClusterViewTest, FlaggedStragglerIsAGaugeWhileItsJobRuns) {
+  rpc::ClusterView view;
+  rpc::JobStatus* j = view.add_jobs();
+  j->set_id("4");
+  j->set_tenant("alice");
+  j->set_state("RUNNING");
+  j->mutable_last()->set_step(-1);  // no telemetry yet: the flag is shown anyway
+  rpc::RankFlag* f = j->add_stragglers();
+  f->set_rank(1);
+  f->set_node("node-b");
+  f->set_ratio(1.75);
+  rpc::JobStatus* done = view.add_jobs();
+  *done = *j;
+  done->set_id("5");
+  done->set_state("SUCCEEDED");  // a finished job's old flag is not a series
+  std::vector<prometheus::MetricFamily> families;
+  AppendViewFamilies(view, LifecycleCounters{}, &families);
+  std::ostringstream text;
+  prometheus::TextSerializer().Serialize(text, families);
+  const std::string t = text.str();
+  EXPECT_NE(t.find("athanor_job_straggler_ratio{job_id=\"4\",tenant=\"alice\",rank=\"1\",node=\"node-b\"} 1.75\n"),
+            std::string::npos)
+      << t;
+  EXPECT_EQ(t.find("athanor_job_straggler_ratio{job_id=\"5\""), std::string::npos) << t;
+}
+
 }  // namespace
 }  // namespace athanor::coord

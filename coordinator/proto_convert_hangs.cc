@@ -30,13 +30,19 @@ RankProgressView ProgressFromProto(const rpc::RankProgress& p) {
   return v;
 }
 
-void HangsToProto(const JobRecord& job, rpc::Job* out) {
-  for (const RankFlag& f : job.stragglers) {
-    rpc::RankFlag* r = out->add_stragglers();
+void StragglersToProto(const std::vector<RankFlag>& flags,
+                       google::protobuf::RepeatedPtrField<rpc::RankFlag>* out) {
+  for (const RankFlag& f : flags) {
+    rpc::RankFlag* r = out->Add();
     r->set_rank(f.rank);
     r->set_node(f.node);
     r->set_reason(f.reason);
+    r->set_ratio(f.ratio);
   }
+}
+
+void HangsToProto(const JobRecord& job, rpc::Job* out) {
+  StragglersToProto(job.stragglers, out->mutable_stragglers());
   if (job.hang.attempt > 0) {
     rpc::HangReport* h = out->mutable_last_hang();
     h->set_attempt(job.hang.attempt);

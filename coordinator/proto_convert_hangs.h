@@ -12,5 +12,8 @@ namespace athanor::coord {
 RankProgressView ProgressFromProto(const rpc::RankProgress& p);
 // The job's straggler flags and newest hang.
 void HangsToProto(const JobRecord& job, rpc::Job* out);
+// Straggler flags into a Job's or a JobStatus's list.
+void StragglersToProto(const std::vector<RankFlag>& flags,
+                       google::protobuf::RepeatedPtrField<rpc::RankFlag>* out);
 
 }  // namespace athanor::coord

@@ -93,6 +93,7 @@ struct RankFlag {
   int32_t rank = 0;
   std::string node;
   std::string reason;
+  double ratio = 0;  // compute per step / the other ranks' median, over the span
 };
 
 // The newest hang detected for a job.

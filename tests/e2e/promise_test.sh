@@ -81,7 +81,17 @@ for n in node-1 node-2; do
   "$bin_dir/athanor" admin ca agent --dir "$work/tls" --node "$n" > /dev/null || die "ca agent $n"
 done
 export ATHANOR_TOKEN_FILE="$work/tls/admin.token"
-cli() { on_host 0 timeout 330 "$bin_dir/athanor" --coordinator "$coordinator" --ca "$work/tls/ca.crt" "$@"; }
+# The CLI needs host 0's network only (no UTS namespace, no cgroup mounts):
+# it is polled often, and every process this script starts takes CPU from
+# the ranks on a small machine.
+cli() {
+  if [ "$netns_mode" = 1 ]; then
+    ip netns exec "${host_ns[0]}" timeout 330 "$bin_dir/athanor" --coordinator "$coordinator" \
+      --ca "$work/tls/ca.crt" "$@"
+  else
+    timeout 330 "$bin_dir/athanor" --coordinator "$coordinator" --ca "$work/tls/ca.crt" "$@"
+  fi
+}
 
 mkdir -p "$work/s3"
 spawn_on_host 0 "$work/s3rver.log" node --openssl-legacy-provider "$s3rver_js" -d "$work/s3" \
@@ -89,7 +99,7 @@ spawn_on_host 0 "$work/s3rver.log" node --openssl-legacy-provider "$s3rver_js" -
 start_coordinator() {
   spawn_on_host 0 "$work/coordinator.log" "$bin_dir/athanor-coordinator" --listen "$coordinator" \
     --state "$work/state.db" --master-port-range "$port_m-$((port_m + 50))" --min-run-time-s 0 --checkpoint-poll-s 0.2 --heartbeat-timeout-s 4 \
-    --straggler-window-s 3 --straggler-windows 3 \
+    --straggler-window-s 3 --straggler-windows 3 --log-level debug \
     --tls-dir "$work/tls" --allow-store-endpoint "http://${host_addr[0]}:$port_s"
   coordinator_pid=$spawned_pid
 }
@@ -122,9 +132,10 @@ wait_for() {
   t0=$(date +%s)
   until "$@"; do
     [ $(( $(date +%s) - t0 )) -le "$limit" ] || die "timed out after ${limit}s waiting for $what"
-    sleep 0.2
+    sleep "$poll_s"
   done
 }
+poll_s=0.2  # wait_for's interval
 nodes_up() { [ "$(cli nodes 2> /dev/null | grep -c ' UP ')" = 2 ]; }
 wait_for "both agents to register" 60 nodes_up
 # Tenant e2e: its store credentials (s3rver's), and room for the urgent job's priority.
@@ -143,17 +154,30 @@ train=("$bin_dir/athanor-train" --data /usr/share/common-licenses/GPL-3 --contex
 submit() { cli submit --tenant e2e "$@" | head -n 1; }
 
 # State of the job, refreshed by poll: state attempt committed hang_rank
-# hang_node; every straggler flag seen goes to $work/stragglers.
+# hang_node; every straggler flag seen goes to $work/stragglers. One Python
+# process reads every `athanor job --json` (one line each) and answers with
+# one line of fields: a poll starts the CLI and nothing else.
+coproc job_fields {
+  exec python3 -u -c '
+import json, sys
+for line in sys.stdin:
+    try:
+        j = json.loads(line)
+    except ValueError:
+        print("? 0 -1 0 0 - -")
+        continue
+    h = j.get("last_hang", {})
+    flags = ",".join(str(s.get("rank", 0)) for s in j.get("stragglers", [])) or "-"
+    print(j.get("state", "?").replace("JOB_", ""), j.get("attempt", 0), j.get("committed_step", -1),
+          h.get("attempt", 0), h.get("rank", 0), h.get("node", "-") or "-", flags)'
+}
+host_cleanups+=("kill $job_fields_PID 2> /dev/null")
 poll() {  # poll JOB
   local j
   j=$(cli job "$1" --json 2> /dev/null) || return 1
-  read -r state attempt committed hang_attempt hang_rank hang_node flags < <(python3 -c '
-import json, sys
-j = json.loads(sys.argv[1])
-h = j.get("last_hang", {})
-flags = ",".join(str(s.get("rank", 0)) for s in j.get("stragglers", [])) or "-"
-print(j.get("state", "?").replace("JOB_", ""), j.get("attempt", 0), j.get("committed_step", -1),
-      h.get("attempt", 0), h.get("rank", 0), h.get("node", "-") or "-", flags)' "$j")
+  printf '%s\n' "${j//$'\n'/ }" >&"${job_fields[1]}"
+  read -r -t 30 state attempt committed hang_attempt hang_rank hang_node flags <&"${job_fields[0]}" ||
+    die "the JSON reader did not answer"
   if [ "$flags" != "-" ]; then echo "$(now) $flags" >> "${flag_file:-$work/stragglers}"; fi
   if [ -z "$slow_seen_at" ] && [ "$(last_step "$1" "$attempt")" -ge "$slow_from" ]; then
     slow_seen_at=$(now)
@@ -198,10 +222,22 @@ ref=$(submit --name reference --nodes 2 --gpus-per-node 1 --checkpoint-uri "${st
 flag_file="$work/reference-stragglers"
 : > "$flag_file"
 reference_done() { poll "$ref" && case $state in SUCCEEDED | FAILED | CANCELLED) true ;; *) false ;; esac; }
+poll_s=1  # a steady run: nothing to time closely, and the ranks get the CPU
 wait_for "the reference run to finish" 240 reference_done
+poll_s=0.2
 [ "$state" = SUCCEEDED ] || die "reference: $state ($(cli job "$ref" | grep reason))"
 echo "reference run: $(elapsed "$t_ref") s"
 ref_flagged=$(awk '{print $2}' "$flag_file" | tr ',' '\n' | sort -u | tr '\n' ' ')
+# A steady rank is never flagged, in either run: neither in what `athanor
+# job` showed nor in any window the coordinator closed (its debug log).
+steady_flagged_in_log() {  # JOB
+  grep "straggler window of job $1 attempt" "$work/coordinator.log" | grep -q "rank $((1 - slow_rank)): [^;]*FLAGGED"
+}
+case " $ref_flagged " in
+  *" $((1 - slow_rank)) "*) fail "reference run: rank $((1 - slow_rank)) (never slow) was flagged a straggler" ;;
+  *) ! steady_flagged_in_log "$ref" ||
+       fail "reference run: rank $((1 - slow_rank)) (never slow) was flagged in a window (coordinator.log)" ;;
+esac
 flag_file="$work/stragglers"
 slow_seen_at=""
 : > "$work/stragglers"
@@ -323,6 +359,8 @@ fi
 flagged=$(awk '{print $2}' "$work/stragglers" | tr ',' '\n' | sort -u | tr '\n' ' ')
 case " $flagged " in
   *" $((1 - slow_rank)) "*) fail "rank $((1 - slow_rank)) (never slow) was flagged a straggler" ;;
+  *) ! steady_flagged_in_log "$job" ||
+       fail "rank $((1 - slow_rank)) (never slow) was flagged in a window (coordinator.log)" ;;
 esac
 case " $flagged " in
   *" $slow_rank "*)
