@@ -110,6 +110,10 @@ class ClusterState {
   // drains repeat suspects and refreshes straggler flags.
   void ObserveProgress(const std::string& node, const std::vector<RankReport>& ranks);
   void CheckHangs();
+  // A job with move_off_stragglers leaves the node of a newly flagged rank:
+  // stopped as a preemption, requeued avoiding that node (when enough others
+  // could host it).
+  void MoveOffStraggler(JobRecord* job, const RankFlag& flag);
   // Holds pending jobs that must wait for a checkpoint upload in the
   // scheduler, and releases those that need not any more.
   void RefreshUploadHolds();

@@ -1,5 +1,8 @@
 // ClusterState's hang and straggler operations (see hang_detector.h).
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/logging.h"
 #include "coordinator/cluster_state.h"
 
@@ -40,20 +43,53 @@ void ClusterState::CheckHangs() {
       }
     }
   }
+  std::vector<std::pair<std::string, RankFlag>> moves;  // stopped after the walk over active jobs
   for (int64_t seq : jobs_.active()) {
     JobRecord* job = jobs_.Mutable(std::to_string(seq));
     if (job == nullptr || job->state != JobState::kRunning || job->stopping) continue;
     std::vector<RankFlag> flags = hangs_.Stragglers(job->id, job->attempt);
+    const RankFlag* move_off = nullptr;
     for (const RankFlag& f : flags) {
       bool known = false;
       for (const RankFlag& old : job->stragglers) known = known || old.rank == f.rank;
       if (!known) {
         ATHANOR_LOG(WARNING) << "job " << job->id << " attempt " << job->attempt << ": rank "
                              << f.rank << " on " << f.node << " is a " << f.reason;
+        if (job->spec.move_off_stragglers && move_off == nullptr) move_off = &f;
       }
     }
+    if (move_off != nullptr) moves.emplace_back(job->id, *move_off);
     job->stragglers = std::move(flags);
   }
+  for (const auto& [id, flag] : moves) {
+    if (JobRecord* job = jobs_.Mutable(id); job != nullptr) MoveOffStraggler(job, flag);
+  }
+}
+
+void ClusterState::MoveOffStraggler(JobRecord* job, const RankFlag& flag) {
+  std::vector<std::string> avoid = job->avoid_nodes;
+  if (std::find(avoid.begin(), avoid.end(), flag.node) == avoid.end()) avoid.push_back(flag.node);
+  // Only where the job could run without those nodes: a gang that cannot be
+  // placed elsewhere stays where it is (slow beats waiting forever).
+  sched::JobRequest req = jobs_.ToRequest(*job);
+  req.avoid_nodes = avoid;
+  const sched::Membership& members = sched_.membership();
+  int hosts = 0;
+  for (int i = 0; i < members.size(); ++i) hosts += sched::UpAndStaticallyFits(members, i, req);
+  if (hosts < job->spec.nodes) {
+    ATHANOR_LOG(WARNING) << "job " << job->id << " stays on " << flag.node << ": without "
+                         << absl::StrJoin(avoid, ", ") << " only " << hosts << " node(s) could host it, "
+                         << job->spec.nodes << " needed";
+    return;
+  }
+  if (absl::Status s = sched_.SetAvoidNodes(job->id, avoid); !s.ok()) {
+    ATHANOR_LOG(ERROR) << "scheduler: job " << job->id << " avoid " << flag.node << ": " << s;
+    return;
+  }
+  job->avoid_nodes = std::move(avoid);
+  jobs_.BeginPreempt(job, jobs_.Grace(*job),
+                     absl::StrCat(kStragglerMovePrefix, "rank ", flag.rank, " on ", flag.node, " (",
+                                  flag.reason, ")"));
 }
 
 }  // namespace athanor::coord

@@ -420,5 +420,94 @@ TEST_F(ClusterHangTest, HungAttemptIsRequeuedWithStacksAndRepeatSuspectDrained) 
   EXPECT_FALSE(state_->nodes().Get(other)->drain);
 }
 
+// A job that asked to move off stragglers: once a rank is flagged, the
+// attempt stops as a preemption (restarts untouched) and the next attempt is
+// placed without that node; where no other node could host it, it stays.
+class StragglerMoveTest : public ::testing::Test {
+ protected:
+  void Start(std::vector<std::string> nodes) {
+    nodes_ = std::move(nodes);
+    StateOptions o;
+    o.kill_after_ms = 1000;
+    state_ = std::make_unique<ClusterState>(o, &clock_);
+    for (const std::string& name : nodes_) {
+      NodeRecord n;
+      n.name = name;
+      n.host = name;
+      n.inventory.gpus = 1;
+      ASSERT_TRUE(state_->RegisterNode(n, {}).ok());
+    }
+    JobSpec spec;
+    spec.nodes = 2;
+    spec.gpus_per_node = 1;
+    spec.tenant = "t";
+    spec.command = {"train"};
+    spec.max_restarts = 0;  // a move is not a restart
+    spec.move_off_stragglers = true;
+    id_ = state_->SubmitJob(spec)->job_id;
+  }
+  // One heartbeat per node, a second later: every rank finished `step`; the
+  // rank on `slow_node` computes 200 ms a step, the others 100 ms.
+  void Beat(int64_t step, const std::string& slow_node) {
+    clock_.Advance(Seconds(1));
+    for (const std::string& node : nodes_) {
+      std::vector<RankReport> reports;
+      for (const DesiredRank& d : state_->DesiredFor(node)) {
+        RankReport r = Report(d.job_id, d.attempt, d.rank, step, step);
+        r.progress.step_compute_ms = node == slow_node ? 200 : 100;
+        if (d.terminate) r.phase = RankPhase::kExited;
+        reports.push_back(r);
+      }
+      ASSERT_TRUE(state_->Heartbeat(node, state_->generation(), reports));
+    }
+    state_->Tick();
+  }
+  FakeClock clock_;
+  std::vector<std::string> nodes_;
+  std::unique_ptr<ClusterState> state_;
+  std::string id_;
+};
+
+TEST_F(StragglerMoveTest, FlaggedRankMovesTheJobOffItsNode) {
+  Start({"node-a", "node-b", "node-c"});
+  Beat(0, "");
+  const JobRecord* job = state_->jobs().Find(id_);
+  ASSERT_EQ(job->state, JobState::kRunning);
+  const std::string slow = job->allocation[1].node;
+  // Three 10 s windows with rank 1 at 2x: flagged at the end of the third.
+  int64_t step = 0;
+  for (int i = 0; i < 40 && !state_->jobs().Find(id_)->stopping; ++i) Beat(++step, slow);
+  job = state_->jobs().Find(id_);
+  ASSERT_TRUE(job->stopping);
+  EXPECT_EQ(job->state, JobState::kPreempting);
+  EXPECT_EQ(job->stop_reason, "moving off a straggler: rank 1 on " + slow +
+                                  " (straggler: compute 2.00x the gang median over 3 windows)");
+  EXPECT_EQ(job->avoid_nodes, std::vector<std::string>{slow});
+  EXPECT_EQ(state_->jobs().counters().preemptions.at("straggler"), 1);
+  // The ranks exit; the next attempt runs on the two other nodes.
+  Beat(step, "");
+  Beat(0, "");
+  job = state_->jobs().Find(id_);
+  ASSERT_EQ(job->attempt, 2);
+  EXPECT_EQ(job->restarts, 0);
+  ASSERT_EQ(job->allocation.size(), 2u);
+  for (const RankPlacement& p : job->allocation) EXPECT_NE(p.node, slow);
+  EXPECT_EQ(job->avoid_nodes, std::vector<std::string>{slow});  // for every later attempt too
+}
+
+TEST_F(StragglerMoveTest, JobStaysWhereNoOtherNodeCouldHostIt) {
+  Start({"node-a", "node-b"});
+  Beat(0, "");
+  const std::string slow = state_->jobs().Find(id_)->allocation[1].node;
+  int64_t step = 0;
+  for (int i = 0; i < 40; ++i) Beat(++step, slow);
+  const JobRecord* job = state_->jobs().Find(id_);
+  EXPECT_FALSE(job->stopping);
+  EXPECT_EQ(job->state, JobState::kRunning);
+  ASSERT_EQ(job->stragglers.size(), 1u);  // still flagged, where it can be seen
+  EXPECT_EQ(job->stragglers[0].node, slow);
+  EXPECT_TRUE(job->avoid_nodes.empty());
+}
+
 }  // namespace
 }  // namespace athanor::coord

@@ -40,6 +40,7 @@ sched::JobRequest JobLifecycle::ToRequest(const JobRecord& job) const {
   r.time_limit = Seconds(static_cast<double>(job.spec.time_limit_s));
   r.grace = Grace(job);
   r.submit_seq = static_cast<uint64_t>(job.seq);
+  r.avoid_nodes = job.avoid_nodes;
   return r;
 }
 
@@ -257,9 +258,10 @@ void JobLifecycle::StartAttempt(const std::string& id,
 void JobLifecycle::BeginPreempt(JobRecord* job, Duration grace, const std::string& reason) {
   if (job->stopping || !job->allocated) return;
   job->preempted = true;
-  counters_.preemptions[reason == kPriorityPreemption ? "priority"
-                        : reason == kAdminPreemption  ? "admin"
-                                                      : "drain"]++;
+  counters_.preemptions[reason == kPriorityPreemption                ? "priority"
+                        : reason == kAdminPreemption                 ? "admin"
+                        : reason.rfind(kStragglerMovePrefix, 0) == 0 ? "straggler"
+                                                                     : "drain"]++;
   job->stop_kill_after_ms = std::chrono::duration_cast<std::chrono::milliseconds>(grace).count();
   job->preempt_deadline_unix = p_.clock->UnixNow() + ToSeconds(grace);
   job->state = JobState::kPreempting;

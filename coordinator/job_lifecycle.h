@@ -39,6 +39,8 @@ namespace athanor::coord {
 // (anything else is a drain); /metrics counts preemptions by them.
 inline constexpr char kPriorityPreemption[] = "preempted for a higher-priority job";
 inline constexpr char kAdminPreemption[] = "preempted by an admin";
+// A job that asked to move off stragglers (JobSpec::move_off_stragglers).
+inline constexpr char kStragglerMovePrefix[] = "moving off a straggler: ";
 
 class JobLifecycle {
  public:
@@ -86,9 +88,10 @@ class JobLifecycle {
   // Rank 0's newest training figures, persisted with the job (NotFound).
   absl::Status RecordTelemetry(const std::string& id, const TelemetryFigures& figures);
   const LifecycleCounters& counters() const { return counters_; }
+  // The scheduler's view of a job (its shape, policy and avoided nodes).
+  sched::JobRequest ToRequest(const JobRecord& job) const;
 
  private:
-  sched::JobRequest ToRequest(const JobRecord& job) const;
   void Evaluate(JobRecord* job);
   void TrySettle(JobRecord* job);
   void Finish(JobRecord* job, JobState outcome, const std::string& reason);

@@ -104,6 +104,33 @@ namespace {
 // Stored records are trusted no further than their bytes: a number that does
 // not fit its field, or a state past the enum, is DataLoss, not a conversion
 // with undefined behaviour (found by fuzz_record_codec).
+TEST(RecordCodecTest, AvoidedNodesAndTheNewestHangSurviveARoundTrip) {
+  JobRecord job;
+  job.id = "12";
+  job.seq = 12;
+  job.spec.move_off_stragglers = true;
+  job.avoid_nodes = {"node-b", "node-d"};
+  job.hang = {3, 1, "node-c", "hang: rank 1 on node-c made no progress for 31 s", 1764600000, 30.5};
+  absl::StatusOr<JobRecord> back = DecodeJob(EncodeJob(job));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(back->spec.move_off_stragglers);
+  EXPECT_EQ(back->avoid_nodes, (std::vector<std::string>{"node-b", "node-d"}));
+  EXPECT_EQ(back->hang.attempt, 3);
+  EXPECT_EQ(back->hang.rank, 1);
+  EXPECT_EQ(back->hang.node, "node-c");
+  EXPECT_EQ(back->hang.reason, "hang: rank 1 on node-c made no progress for 31 s");
+  EXPECT_EQ(back->hang.detected_unix, 1764600000);
+  EXPECT_DOUBLE_EQ(back->hang.stalled_s, 30.5);
+  // A record from before these fields: none avoided, no hang.
+  absl::StatusOr<JobRecord> old = DecodeJob(R"({"id":"5","seq":5,"state":0})");
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_TRUE(old->avoid_nodes.empty());
+  EXPECT_EQ(old->hang.attempt, 0);
+  // A list of something else is refused, not converted.
+  EXPECT_EQ(DecodeJob(R"({"id":"5","seq":5,"state":0,"avoid_nodes":[1,2]})").status().code(),
+            absl::StatusCode::kDataLoss);
+}
+
 TEST(RecordCodecTest, OutOfRangeNumbersAndStatesAreDataLoss) {
   JobRecord job;
   job.id = "7";

@@ -153,8 +153,8 @@ void TenantFamilies(const rpc::ClusterView& view, Builder& b) {
 
 void CounterFamilies(const LifecycleCounters& c, Builder& b) {
   MetricFamily& pre = b.Family("athanor_preemptions_total",
-                               "Attempts preempted, by reason (priority, admin, drain).", MetricType::Counter);
-  for (const char* r : {"priority", "admin", "drain"}) {
+                               "Attempts preempted, by reason (priority, admin, drain, straggler).", MetricType::Counter);
+  for (const char* r : {"priority", "admin", "drain", "straggler"}) {
     auto it = c.preemptions.find(r);
     Builder::Counter(pre, {{"reason", r}}, it == c.preemptions.end() ? 0 : it->second);
   }

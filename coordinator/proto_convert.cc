@@ -26,6 +26,7 @@ JobSpec FromProto(const rpc::JobSpec& p) {
   s.interactive = p.interactive();
   s.idle_timeout_s = p.idle_timeout_s();
   s.hang_timeout_s = p.hang_timeout_s();
+  s.move_off_stragglers = p.move_off_stragglers();
   return s;
 }
 
@@ -120,6 +121,7 @@ void ToProto(const JobRecord& job, rpc::Job* out) {
   s->set_interactive(job.spec.interactive);
   s->set_idle_timeout_s(job.spec.idle_timeout_s);
   s->set_hang_timeout_s(job.spec.hang_timeout_s);
+  s->set_move_off_stragglers(job.spec.move_off_stragglers);
   out->set_state(ToProto(job.state));
   out->set_attempt(job.attempt);
   for (const RankPlacement& p : job.allocation) {

@@ -43,6 +43,7 @@ void StragglersToProto(const std::vector<RankFlag>& flags,
 
 void HangsToProto(const JobRecord& job, rpc::Job* out) {
   StragglersToProto(job.stragglers, out->mutable_stragglers());
+  for (const std::string& node : job.avoid_nodes) out->add_avoid_nodes(node);
   if (job.hang.attempt > 0) {
     rpc::HangReport* h = out->mutable_last_hang();
     h->set_attempt(job.hang.attempt);

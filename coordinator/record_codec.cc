@@ -78,7 +78,8 @@ json SpecToJson(const JobSpec& s) {
               {"memory_mb_per_node", s.memory_mb_per_node},
               {"interactive", s.interactive},
               {"idle_timeout_s", s.idle_timeout_s},
-              {"hang_timeout_s", s.hang_timeout_s}};
+              {"hang_timeout_s", s.hang_timeout_s},
+              {"move_off_stragglers", s.move_off_stragglers}};
 }
 
 JobSpec SpecFromJson(const json& j) {
@@ -102,6 +103,7 @@ JobSpec SpecFromJson(const json& j) {
   Get(j, "interactive", &s.interactive);
   Get(j, "idle_timeout_s", &s.idle_timeout_s);
   Get(j, "hang_timeout_s", &s.hang_timeout_s);
+  Get(j, "move_off_stragglers", &s.move_off_stragglers);
   return s;
 }
 
@@ -202,7 +204,14 @@ std::string EncodeJob(const JobRecord& job) {
          {"last_active_unix", job.last_active_unix},
          {"idle_warned", job.idle_warned},
          {"telemetry", TelemetryToJson(job.last_telemetry)},
-         {"idempotency_key", job.idempotency_key}};
+         {"idempotency_key", job.idempotency_key},
+         {"avoid_nodes", job.avoid_nodes},
+         {"hang", json{{"attempt", job.hang.attempt},
+                       {"rank", job.hang.rank},
+                       {"node", job.hang.node},
+                       {"reason", job.hang.reason},
+                       {"detected_unix", job.hang.detected_unix},
+                       {"stalled_s", job.hang.stalled_s}}}};
   // Replace invalid UTF-8 rather than throw: user strings are arbitrary bytes.
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
@@ -244,6 +253,16 @@ absl::StatusOr<JobRecord> DecodeJob(const std::string& text) {
     Get(j, "restarts", &job.restarts);
     Get(j, "committed_step", &job.committed_step);
     Get(j, "idempotency_key", &job.idempotency_key);
+    Get(j, "avoid_nodes", &job.avoid_nodes);
+    if (j.contains("hang")) {
+      const json& h = j["hang"];
+      Get(h, "attempt", &job.hang.attempt);
+      Get(h, "rank", &job.hang.rank);
+      Get(h, "node", &job.hang.node);
+      Get(h, "reason", &job.hang.reason);
+      Get(h, "detected_unix", &job.hang.detected_unix);
+      Get(h, "stalled_s", &job.hang.stalled_s);
+    }
     Get(j, "master_addr", &job.master_addr);
     Get(j, "master_port", &job.master_port);
     Get(j, "allocated", &job.allocated);

@@ -40,6 +40,9 @@ struct JobSpec {
   bool interactive = false;
   int64_t idle_timeout_s = 0;
   int64_t hang_timeout_s = 0;  // 0: max(30 s, 10x the median step time)
+  // A rank flagged as a straggler moves the job off its node: the attempt is
+  // stopped as for a preemption (with the job's grace) and requeued to avoid it.
+  bool move_off_stragglers = false;
 };
 
 // One attempt's hold on GPUs, for accounting (Unix seconds, fractional).
@@ -163,10 +166,12 @@ struct JobRecord {
   // and whether the idle warning went out.
   double last_active_unix = 0;
   bool idle_warned = false;
-  // Hangs and stragglers (in memory; hang_detector.h). A stop for a hang
-  // asks the agents to capture stacks of `hang.attempt`'s ranks.
+  // Hangs and stragglers (hang_detector.h). A stop for a hang asks the
+  // agents to capture stacks of `hang.attempt`'s ranks. The newest hang and
+  // the nodes a job moved off are persisted; flags live in memory.
   HangRecord hang;
   std::vector<RankFlag> stragglers;  // of the current attempt
+  std::vector<std::string> avoid_nodes;  // moved off as stragglers (move_off_stragglers)
   TelemetryFigures last_telemetry;  // persisted every so often while it runs
 };
 

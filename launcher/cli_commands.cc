@@ -39,7 +39,7 @@ int RunSubmit(CliContext& ctx, const std::vector<std::string>& args) {
   std::string time_limit, grace, idempotency_key, hang_timeout;
   int32_t nodes = 1, gpus_per_node = 1, priority = 0, max_restarts = 0, cpus_per_node = 0;
   std::vector<std::string> env;
-  bool json = false, preemptible = false;
+  bool json = false, preemptible = false, move_off_stragglers = false;
   po::options_description desc("athanor submit options");
   desc.add_options()
       ("name", po::value(&name), "job name")
@@ -57,6 +57,9 @@ int RunSubmit(CliContext& ctx, const std::vector<std::string>& args) {
       ("max-restarts", po::value(&max_restarts), "requeue a failed attempt this many times")
       ("hang-timeout", po::value(&hang_timeout),
        "no progress this long is a hang (45s, 5m); default max(30s, 10x median step)")
+      ("move-off-stragglers", po::bool_switch(&move_off_stragglers),
+       "when a rank is flagged as a straggler, stop the attempt as a preemption (with --grace) "
+       "and requeue it on other nodes, where enough others could host it")
       ("checkpoint-uri", po::value(&checkpoint_uri), "ATHANOR_CHECKPOINT_URI for the ranks")
       ("env", po::value(&env)->composing(), "K=V set for every rank (repeatable)")
       ("idempotency-key", po::value(&idempotency_key),
@@ -109,6 +112,7 @@ int RunSubmit(CliContext& ctx, const std::vector<std::string>& args) {
   spec->set_gpus_per_node(gpus_per_node);
   spec->set_max_restarts(max_restarts);
   spec->set_hang_timeout_s(*hang_s);
+  spec->set_move_off_stragglers(move_off_stragglers);
   spec->set_checkpoint_uri(checkpoint_uri);
   for (const std::string& a : cmd.after_dashes) spec->add_command(a);
   std::map<std::string, std::string> env_map;

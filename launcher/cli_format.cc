@@ -92,6 +92,12 @@ std::string FormatJob(const rpc::Job& j) {
   for (const rpc::RankFlag& f : j.stragglers()) {
     kv.push_back({"straggler:", absl::StrCat("rank ", f.rank(), " on ", f.node(), ": ", f.reason())});
   }
+  if (j.spec().move_off_stragglers() || j.avoid_nodes_size() > 0) {
+    kv.push_back({"stragglers:", j.avoid_nodes_size() == 0
+                                     ? std::string("moves off a straggler's node")
+                                     : absl::StrCat("moves off a straggler's node; avoids ",
+                                                    absl::StrJoin(j.avoid_nodes(), ", "))});
+  }
   if (j.has_last_hang()) {
     kv.push_back({"last hang:", absl::StrCat("attempt ", j.last_hang().attempt(), ": ",
                                               j.last_hang().reason())});

@@ -51,6 +51,11 @@ TEST(CliFormatTest, JobShowsRanksAndExits) {
   EXPECT_NE(out.find("1     n1    0          1           1     EXITED  3\n"), std::string::npos)
       << out;
   EXPECT_EQ(StateName(rpc::NODE_UNKNOWN), "UNKNOWN");
+  EXPECT_EQ(out.find("stragglers:"), std::string::npos) << out;  // not asked for
+  job.mutable_spec()->set_move_off_stragglers(true);
+  job.add_avoid_nodes("n2");
+  out = FormatJob(job);
+  EXPECT_NE(out.find("stragglers:  moves off a straggler's node; avoids n2\n"), std::string::npos) << out;
 }
 
 }  // namespace

@@ -16,7 +16,8 @@ Resources HoldOf(const NodeHold& hold) {
 
 bool UpAndStaticallyFits(const Membership& members, int index, const JobRequest& job) {
   const NodeRecord& node = members.node(index);
-  return !node.removed && node.state == NodeState::kUp && StaticallyFits(node.spec, job);
+  return !node.removed && node.state == NodeState::kUp && StaticallyFits(node.spec, job) &&
+         !job.Avoids(node.spec.name);
 }
 
 namespace {
@@ -84,7 +85,7 @@ PlacementResult PlaceLive(const Membership& members, const JobRequest& job, cons
         const NodeRecord& node = members.node(index);
         // The bucket is of the right model; check the rest of the inventory.
         if (node.spec.gpu_memory_mb < job.min_gpu_memory_mb || node.spec.cpus < job.cpus_per_node ||
-            node.spec.memory_mb < job.memory_mb_per_node) {
+            node.spec.memory_mb < job.memory_mb_per_node || job.Avoids(node.spec.name)) {
           continue;
         }
         Resources avail = FreeOf(node);

@@ -168,6 +168,17 @@ absl::Status Scheduler::SetHold(const JobId& id, std::string why) {
   return absl::OkStatus();
 }
 
+absl::Status Scheduler::SetAvoidNodes(const JobId& id, std::vector<std::string> nodes) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
+  if (it->second.state == JobState::kPending) {
+    // Its queue entry is keyed by shape, which the avoided nodes are part of.
+    return absl::FailedPreconditionError(absl::StrCat("job ", id, " is pending"));
+  }
+  it->second.req.avoid_nodes = std::move(nodes);
+  return absl::OkStatus();
+}
+
 absl::Status Scheduler::OnCheckpoint(const JobId& id, TimePoint committed_at) {
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id));

@@ -91,6 +91,10 @@ class Scheduler {
   // Why()); an empty `why` lets it start again. Passes skip a held job
   // without making it the head. NotFound for an unknown job.
   absl::Status SetHold(const JobId& job, std::string why);
+  // From now on the job is not placed on `nodes` (it moves off a straggler's
+  // node). Only while it holds resources (its queue entry is made at
+  // OnJobExited); FailedPrecondition for a pending job, NotFound for none.
+  absl::Status SetAvoidNodes(const JobId& job, std::vector<std::string> nodes);
   // Newest committed checkpoint of a running job (for victim choice).
   absl::Status OnCheckpoint(const JobId& job, TimePoint committed_at);
   // Re-creates a job holding its persisted placement (after a restart):

@@ -73,6 +73,28 @@ TEST_F(PolicyTest, HeldJobWaitsWithoutBlockingOthersAndStartsOnceReleased) {
   EXPECT_TRUE(absl::IsNotFound(sched_.SetHold("nope", "x")));
 }
 
+TEST_F(PolicyTest, AvoidedNodesAreLeftOutOfPlacementAndExplained) {
+  Add(MakeNode("a", 1));
+  Add(MakeNode("b", 1));
+  Add(MakeNode("c", 1));
+  StartAlone(MakeJob("j", 2, 1), {"a:0", "b:0"});
+  EXPECT_TRUE(absl::IsNotFound(sched_.SetAvoidNodes("nope", {"a"})));
+  ASSERT_TRUE(sched_.SetAvoidNodes("j", {"b"}).ok());
+  ASSERT_TRUE(sched_.OnJobExited("j", true).ok());
+  auto d = sched_.Schedule();
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(Where(d[0]), (std::vector<std::string>{"a:0", "c:0"}));
+  // With a second node avoided only one is left: it waits, and says why.
+  ASSERT_TRUE(sched_.SetAvoidNodes("j", {"b", "c"}).ok());
+  ASSERT_TRUE(sched_.OnJobExited("j", true).ok());
+  EXPECT_TRUE(sched_.Schedule().empty());
+  EXPECT_EQ(Reasons("j"), (std::vector<std::string>{
+                              "no node fits: needs 2 nodes with 1 free GPU each; only 1 UP node(s) could ever host a share",
+                              "avoids node(s) b, c (moved off a straggler)", "position 1 of 1 in the queue"}));
+  // Its queue entry is keyed by what it avoids: not changed while pending.
+  EXPECT_TRUE(absl::IsFailedPrecondition(sched_.SetAvoidNodes("j", {})));
+}
+
 TEST_F(PolicyTest, FairShareFavoursTheTenantUsingLess) {
   Add(MakeNode("a", 4));
   Add(MakeNode("b", 4));

@@ -8,6 +8,7 @@
 // the trace-replay benchmark.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -60,16 +61,22 @@ struct JobRequest {
   Duration time_limit{0};     // 0: none declared (never ends, for reservations)
   Duration grace{0};          // preemption grace; 0: SchedulerOptions::default_grace
   uint64_t submit_seq = 0;    // FIFO order within a class; kept across requeues
+  // Nodes this job is not placed on (it moved off them as a straggler's);
+  // not part of "can it ever fit" (Submit), only of placement.
+  std::vector<std::string> avoid_nodes;
 
   int total_gpus() const { return nodes * gpus_per_node; }
+  bool Avoids(const std::string& node) const {
+    return std::find(avoid_nodes.begin(), avoid_nodes.end(), node) != avoid_nodes.end();
+  }
 };
 
 // What placement depends on, for caches of "this shape does not fit" and for
 // grouping pending jobs that place alike.
-using ShapeKey = std::tuple<int, int, std::string, int64_t, int, int64_t>;
+using ShapeKey = std::tuple<int, int, std::string, int64_t, int, int64_t, std::vector<std::string>>;
 inline ShapeKey ShapeOf(const JobRequest& job) {
   return {job.nodes, job.gpus_per_node, job.gpu_model, job.min_gpu_memory_mb, job.cpus_per_node,
-          job.memory_mb_per_node};
+          job.memory_mb_per_node, job.avoid_nodes};
 }
 
 // The GPUs (device indices) one node gives a job.

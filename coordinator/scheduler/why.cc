@@ -122,6 +122,10 @@ absl::StatusOr<WhyReport> Scheduler::Why(const JobId& id) const {
           absl::StrCat("waiting behind blocked job ", last_head_, " (backfill is off)"));
       break;
   }
+  if (!job->req.avoid_nodes.empty()) {
+    report.reasons.push_back(absl::StrCat("avoids node(s) ", absl::StrJoin(job->req.avoid_nodes, ", "),
+                                          " (moved off a straggler)"));
+  }
   report.queue_position = queue_.Position(job->req);
   report.reasons.push_back(absl::StrCat("position ", report.queue_position, " of ", queue_.size(),
                                         " in the queue"));

@@ -1,6 +1,8 @@
 // The skipped-all-reduce test hook: its parsing, and that it skips exactly
-// the first all-reduce of its step, once, leaving the buffer unreduced.
+// the first all-reduce of its step, once, leaving the buffer unreduced. The
+// straggler hook's parsing too.
 #include "worker/train/inject_skip.h"
+#include "worker/train/inject_slow.h"
 
 #include <gtest/gtest.h>
 
@@ -34,6 +36,30 @@ TEST(SkipPlanTest, ParsesRankStepAndAttempt) {
     absl::StatusOr<SkipPlan> b = ParseSkipPlan(bad);
     EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument) << bad;
     EXPECT_NE(b.status().message().find("ATHANOR_TEST_SKIP_ALLREDUCE expects RANK:STEP[:ATTEMPT]"),
+              std::string::npos)
+        << b.status();
+  }
+}
+
+TEST(SlowPlanTest, ParsesRankStepsFactorAndAttempt) {
+  absl::StatusOr<SlowPlan> every = ParseSlowPlan("1:20:30:2");
+  ASSERT_TRUE(every.ok()) << every.status();
+  EXPECT_TRUE(every->Applies(1, 20, 1));
+  EXPECT_TRUE(every->Applies(1, 29, 3));
+  EXPECT_FALSE(every->Applies(1, 30, 1));
+  EXPECT_FALSE(every->Applies(0, 25, 1));
+  EXPECT_DOUBLE_EQ(every->factor, 2);
+  absl::StatusOr<SlowPlan> first = ParseSlowPlan("1:20:30:2:1");
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_TRUE(first->Applies(1, 25, 1));
+  EXPECT_TRUE(first->Applies(1, 25, 0));  // no coordinator: the first attempt
+  EXPECT_FALSE(first->Applies(1, 25, 2));
+  EXPECT_FALSE(ParseSlowPlan("")->Applies(0, 0, 1));
+  for (const char* bad : {"1:20:30", "1:20:30:2:0", "1:20:30:2:x", "1:30:20:2", "1:20:30:0.5",
+                          "1:20:30:2:1:1"}) {
+    absl::StatusOr<SlowPlan> b = ParseSlowPlan(bad);
+    EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(b.status().message().find("--inject-slow expects RANK:FROM:TO:FACTOR[:ATTEMPT]"),
               std::string::npos)
         << b.status();
   }

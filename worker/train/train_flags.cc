@@ -72,8 +72,8 @@ absl::Status ParseTrainFlags(int argc, const char* const* argv, TrainFlags* f) {
   add("inject-overflow-rank", po::value(&f->inject_overflow_rank)->default_value(-1),
       "the rank for --inject-overflow-step (-1: the last)");
   add("inject-slow", po::value(&f->inject_slow),
-      "straggler test hook RANK:FROM:TO:FACTOR: that rank's steps FROM..TO-1 take FACTOR x "
-      "their compute time");
+      "straggler test hook RANK:FROM:TO:FACTOR[:ATTEMPT]: that rank's steps FROM..TO-1 take "
+      "FACTOR x their compute time (in attempt ATTEMPT only, when given)");
   add("timeout-s", po::value(&f->timeout_s)->default_value(120), "collective timeout, seconds");
   add("log-level", po::value(&f->log_level)->default_value("info"),
       "debug | info | warning | error");

@@ -291,7 +291,7 @@ absl::Status Run(TrainFlags flags) {
   double smoothed_compute_ms = -1;  // < 0: no step yet
   for (int64_t i = trainer->step(); i < flags.steps; ++i) {
     double slept_ms = 0;
-    if (slow.Applies(env.rank, i) && last_compute_ms > 0) {
+    if (slow.Applies(env.rank, i, env.attempt) && last_compute_ms > 0) {
       slept_ms = (slow.factor - 1) * last_compute_ms;
       usleep(static_cast<useconds_t>(slept_ms * 1000));
     }
