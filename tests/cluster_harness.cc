@@ -75,19 +75,6 @@ void Stop(std::unique_ptr<Subprocess>& p, int sig) {
 // The last `bytes` of a log file.
 std::string LogTail(const std::string& path, size_t bytes = 3000);
 
-// Whether something accepts TCP connections on 127.0.0.1:port.
-bool PortAccepts(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-  close(fd);
-  return ok;
-}
-
 }  // namespace
 
 int PickUnusedPort() {
@@ -273,11 +260,12 @@ void LocalCluster::StartAgent(const std::string& name, int gpus, const std::stri
   // The metrics port was free when picked, but another process (a daemon's
   // own loopback listener on port 0) may take it before this agent binds it:
   // then the agent exits naming --metrics-listen, and starts again on another.
-  const int port = std::stoi(agent_metrics_[name].substr(agent_metrics_[name].rfind(':') + 1));
+  // Its own log says which: "serving /metrics on", or the exit.
   std::optional<ExitInfo> exited;
   bool listening = WaitFor([&] {
     exited = agents_[name]->Poll();
-    return exited.has_value() || PortAccepts(port);
+    return exited.has_value() ||
+           ReadFile(o.stdout_path).find("serving /metrics on", log_before) != std::string::npos;
   });
   ASSERT_TRUE(listening) << "agent " << name << " neither served /metrics nor exited:\n" << LogTail(o.stdout_path);
   if (!exited) return;

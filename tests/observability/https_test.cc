@@ -75,9 +75,16 @@ TEST(ObservabilityHttpsTest, PlainHttpAndGarbageAreRefusedAndServingGoesOn) {
 
   // The daemons are alive and serve as before.
   EXPECT_EQ(kill(cluster.agent_pid("node-a"), 0), 0);
-  HttpResult after = cluster.HttpGet(coordinator, "/metrics");
-  EXPECT_EQ(after.status, 200);
-  EXPECT_NE(after.body.find("athanor_nodes"), std::string::npos) << after.body.substr(0, 400);
+  // The node gauges come from the cluster view, which is published after a
+  // scheduling pass: the first one after the node came up may still be due.
+  HttpResult after;
+  EXPECT_TRUE(LocalCluster::WaitFor(
+      [&] {
+        after = cluster.HttpGet(coordinator, "/metrics");
+        return after.status == 200 && after.body.find("athanor_nodes{") != std::string::npos;
+      },
+      std::chrono::seconds(10)))
+      << after.status << " " << after.body.substr(0, 400);
   HttpResult agent_after = cluster.HttpGet(agent, "/metrics");
   EXPECT_EQ(agent_after.status, 200);
   EXPECT_NE(agent_after.body.find("athanor_agent_ranks_running"), std::string::npos);
