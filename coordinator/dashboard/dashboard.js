@@ -204,7 +204,10 @@ function renderJob(job, record, history) {
   const rows = [["state", job.state], ["tenant", job.tenant], ["GPUs", job.gpus], ["nodes", job.node_names.join(", ")],
                 ["attempt", job.attempt], ["restarts", job.restarts], ["reason", job.reason],
                 ["step", f ? job.last.step : ""], ["loss", f ? job.last.loss : ""],
-                ["steps/s", f ? num(job.steps_per_s, 2) : ""]];
+                ["steps/s", f ? num(job.steps_per_s, 2) : ""],
+                ["stragglers", (job.stragglers || []).map(s => `rank ${s.rank} on ${s.node} (${num(s.ratio, 2)}x)`).join(", ")],
+                ["avoids", (record.avoid_nodes || []).join(", ")],
+                ["last hang", record.last_hang ? `attempt ${record.last_hang.attempt}: ${record.last_hang.reason}` : ""]];
   for (const [k, v] of rows) facts.append(el("dt", {}, k), el("dd", {"data-fact": k, class: k === "state" ? "state state-" + v : ""}, v));
   renderAttempts(job, record, history);
   document.getElementById("checkpoints").textContent =
