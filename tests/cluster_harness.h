@@ -6,8 +6,9 @@
 // own calls (stub(), Cli()) carry the bootstrap admin token; CreateToken makes
 // tenants' tokens. Passing "--insecure" among the coordinator flags runs a
 // plaintext, unauthenticated cluster instead. The destructor stops every child (agents SIGTERM their
-// ranks). A process-wide watchdog (alarm) kills the children and fails the
-// test binary if a test hangs. Not thread-safe: one test thread drives it.
+// ranks). A process-wide watchdog (alarm, 100 s from the
+// newest cluster's construction) kills the children and fails the test binary
+// if a test hangs. Not thread-safe: one test thread drives it.
 #pragma once
 
 #include <sys/types.h>
