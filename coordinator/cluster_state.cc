@@ -121,7 +121,7 @@ size_t ClusterState::Schedule() {
     if (d.kind == sched::Decision::Kind::kStart) {
       jobs_.StartAttempt(d.job, d.placement);
     } else if (JobRecord* job = jobs_.Mutable(d.job)) {
-      jobs_.BeginPreempt(job, d.grace, kPriorityPreemption);
+      jobs_.BeginPreempt(job, d.grace, PreemptCause::kPriority, kPriorityPreemption);
     } else {
       ATHANOR_LOG(ERROR) << "scheduler preempted unknown job " << d.job;
     }

@@ -73,9 +73,7 @@ void ClusterState::MoveOffStraggler(JobRecord* job, const RankFlag& flag) {
   // placed elsewhere stays where it is (slow beats waiting forever).
   sched::JobRequest req = jobs_.ToRequest(*job);
   req.avoid_nodes = avoid;
-  const sched::Membership& members = sched_.membership();
-  int hosts = 0;
-  for (int i = 0; i < members.size(); ++i) hosts += sched::UpAndStaticallyFits(members, i, req);
+  const int hosts = sched::CountUpAndStaticallyFit(sched_.membership(), req);
   if (hosts < job->spec.nodes) {
     ATHANOR_LOG(WARNING) << "job " << job->id << " stays on " << flag.node << ": without "
                          << absl::StrJoin(avoid, ", ") << " only " << hosts << " node(s) could host it, "
@@ -87,8 +85,8 @@ void ClusterState::MoveOffStraggler(JobRecord* job, const RankFlag& flag) {
     return;
   }
   job->avoid_nodes = std::move(avoid);
-  jobs_.BeginPreempt(job, jobs_.Grace(*job),
-                     absl::StrCat(kStragglerMovePrefix, "rank ", flag.rank, " on ", flag.node, " (",
+  jobs_.BeginPreempt(job, jobs_.Grace(*job), PreemptCause::kStraggler,
+                     absl::StrCat("moving off a straggler: rank ", flag.rank, " on ", flag.node, " (",
                                   flag.reason, ")"));
 }
 

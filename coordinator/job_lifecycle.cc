@@ -148,7 +148,7 @@ absl::StatusOr<JobRecord> JobLifecycle::Preempt(const std::string& id, Duration 
     return absl::FailedPreconditionError(
         absl::StrCat("job ", job->id, " is already stopping: ", job->stop_reason));
   }
-  BeginPreempt(job, grace > Duration::zero() ? grace : Grace(*job), kAdminPreemption);
+  BeginPreempt(job, grace > Duration::zero() ? grace : Grace(*job), PreemptCause::kAdmin, kAdminPreemption);
   return *job;
 }
 
@@ -255,13 +255,21 @@ void JobLifecycle::StartAttempt(const std::string& id,
   if (job->attempt == 1) counters_.ObservePending(std::max(0.0, p_.clock->UnixNow() - job->submit_time_unix));
 }
 
-void JobLifecycle::BeginPreempt(JobRecord* job, Duration grace, const std::string& reason) {
+const char* PreemptCauseName(PreemptCause cause) {
+  switch (cause) {
+    case PreemptCause::kPriority: return "priority";
+    case PreemptCause::kAdmin: return "admin";
+    case PreemptCause::kDrain: return "drain";
+    case PreemptCause::kStraggler: return "straggler";
+  }
+  return "drain";
+}
+
+void JobLifecycle::BeginPreempt(JobRecord* job, Duration grace, PreemptCause cause,
+                                const std::string& reason) {
   if (job->stopping || !job->allocated) return;
   job->preempted = true;
-  counters_.preemptions[reason == kPriorityPreemption                ? "priority"
-                        : reason == kAdminPreemption                 ? "admin"
-                        : reason.rfind(kStragglerMovePrefix, 0) == 0 ? "straggler"
-                                                                     : "drain"]++;
+  counters_.preemptions[PreemptCauseName(cause)]++;
   job->stop_kill_after_ms = std::chrono::duration_cast<std::chrono::milliseconds>(grace).count();
   job->preempt_deadline_unix = p_.clock->UnixNow() + ToSeconds(grace);
   job->state = JobState::kPreempting;
@@ -334,7 +342,7 @@ void JobLifecycle::PreemptAttemptsOn(const std::string& node, Duration grace,
     bool here = std::any_of(job.allocation.begin(), job.allocation.end(),
                             [&](const RankPlacement& p) { return p.node == node; });
     if (!here || job.stopping) continue;
-    BeginPreempt(&job, grace > Duration::zero() ? grace : Grace(job), why);
+    BeginPreempt(&job, grace > Duration::zero() ? grace : Grace(job), PreemptCause::kDrain, why);
   }
 }
 

@@ -35,12 +35,13 @@
 
 namespace athanor::coord {
 
-// Reasons BeginPreempt is given by the scheduler and by `athanor preempt`
-// (anything else is a drain); /metrics counts preemptions by them.
+// Reasons BeginPreempt is given by the scheduler and by `athanor preempt`.
 inline constexpr char kPriorityPreemption[] = "preempted for a higher-priority job";
 inline constexpr char kAdminPreemption[] = "preempted by an admin";
-// A job that asked to move off stragglers (JobSpec::move_off_stragglers).
-inline constexpr char kStragglerMovePrefix[] = "moving off a straggler: ";
+// Why an attempt is preempted; /metrics counts preemptions by it
+// (athanor_preemptions_total{reason=PreemptCauseName}).
+enum class PreemptCause { kPriority, kAdmin, kDrain, kStraggler };
+const char* PreemptCauseName(PreemptCause cause);  // "priority", "admin", "drain", "straggler"
 
 class JobLifecycle {
  public:
@@ -70,7 +71,7 @@ class JobLifecycle {
   // Agents' rank reports (running, exited, failed to start).
   void ApplyReports(const std::vector<RankReport>& reports);
   void StartAttempt(const std::string& id, const std::vector<sched::NodeAllocation>& placement);
-  void BeginPreempt(JobRecord* job, Duration grace, const std::string& reason);
+  void BeginPreempt(JobRecord* job, Duration grace, PreemptCause cause, const std::string& reason);
   void BeginStop(JobRecord* job, JobState outcome, const std::string& reason);
   // Stops the attempt: requeued while restarts remain, else FAILED.
   void FailAttempt(JobRecord* job, const std::string& reason);

@@ -20,6 +20,12 @@ bool UpAndStaticallyFits(const Membership& members, int index, const JobRequest&
          !job.Avoids(node.spec.name);
 }
 
+int CountUpAndStaticallyFit(const Membership& members, const JobRequest& job) {
+  int hosts = 0;
+  for (int i = 0; i < members.size(); ++i) hosts += UpAndStaticallyFits(members, i, job);
+  return hosts;
+}
+
 namespace {
 
 // Best group sharing one label value (group ids from Membership), or empty.

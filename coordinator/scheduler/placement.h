@@ -73,5 +73,7 @@ std::vector<int> ChooseNodes(const Membership& members, const JobRequest& job,
 
 // Whether node `index` is UP and its inventory could host one share of `job`.
 bool UpAndStaticallyFits(const Membership& members, int index, const JobRequest& job);
+// How many nodes UpAndStaticallyFits the job.
+int CountUpAndStaticallyFit(const Membership& members, const JobRequest& job);
 
 }  // namespace athanor::sched

@@ -53,8 +53,7 @@ PendingReason Scheduler::ReasonNow(const JobRecord& job) const {
     r.code = PendingReason::Code::kStrictOrder;
     return r;
   }
-  int hosts = 0;
-  for (int i = 0; i < membership_.size(); ++i) hosts += UpAndStaticallyFits(membership_, i, job.req);
+  const int hosts = CountUpAndStaticallyFit(membership_, job.req);
   if (hosts < job.req.nodes) {
     r.code = PendingReason::Code::kNoFitNow;
     r.eligible = hosts;
