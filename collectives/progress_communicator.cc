@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "collectives/blocking_hint.h"
+
 namespace athanor {
 namespace {
 
@@ -28,42 +30,51 @@ class TrackedWork : public Work {
 
 }  // namespace
 
-std::unique_ptr<Work> ProgressCommunicator::Track(ProgressOp op, std::unique_ptr<Work> work) {
-  uint64_t seq = writer_->CollectiveIssued();
+std::unique_ptr<Work> ProgressCommunicator::Track(
+    ProgressOp op, absl::FunctionRef<std::unique_ptr<Work>()> issue) {
+  const uint64_t seq = writer_->CollectiveIssued();
+  // A blocking wrapper's call may finish inside the issue (the ucx backend's
+  // two-rank exchange does): then the issue is the wait, and a rank stuck
+  // there must show as waiting in it.
+  const bool blocking = collectives_internal::InBlockingCall();
+  if (blocking) writer_->WaitBegin(seq, op);
+  std::unique_ptr<Work> work = issue();
+  if (blocking) writer_->WaitEnd();
   return std::make_unique<TrackedWork>(std::move(work), writer_, seq, op);
 }
 
 std::unique_ptr<Work> ProgressCommunicator::AllReduceAsync(const void* send, void* recv,
-                                                           size_t count, DataType type,
-                                                           ReduceOp op,
+                                                           size_t count, DataType type, ReduceOp op,
                                                            const CollectiveOptions& options) {
   return Track(ProgressOp::kAllReduce,
-               inner_->AllReduceAsync(send, recv, count, type, op, options));
+               [&] { return inner_->AllReduceAsync(send, recv, count, type, op, options); });
 }
 
 std::unique_ptr<Work> ProgressCommunicator::ReduceScatterAsync(const void* send, void* recv,
                                                                size_t recv_count, DataType type,
                                                                ReduceOp op,
                                                                const CollectiveOptions& options) {
-  return Track(ProgressOp::kReduceScatter,
-               inner_->ReduceScatterAsync(send, recv, recv_count, type, op, options));
+  return Track(ProgressOp::kReduceScatter, [&] {
+    return inner_->ReduceScatterAsync(send, recv, recv_count, type, op, options);
+  });
 }
 
 std::unique_ptr<Work> ProgressCommunicator::AllGatherAsync(const void* send, void* recv,
                                                            size_t send_count, DataType type,
                                                            const CollectiveOptions& options) {
   return Track(ProgressOp::kAllGather,
-               inner_->AllGatherAsync(send, recv, send_count, type, options));
+               [&] { return inner_->AllGatherAsync(send, recv, send_count, type, options); });
 }
 
 std::unique_ptr<Work> ProgressCommunicator::BroadcastAsync(void* buffer, size_t count,
                                                            DataType type, int root,
                                                            const CollectiveOptions& options) {
-  return Track(ProgressOp::kBroadcast, inner_->BroadcastAsync(buffer, count, type, root, options));
+  return Track(ProgressOp::kBroadcast,
+               [&] { return inner_->BroadcastAsync(buffer, count, type, root, options); });
 }
 
 std::unique_ptr<Work> ProgressCommunicator::BarrierAsync(const CollectiveOptions& options) {
-  return Track(ProgressOp::kBarrier, inner_->BarrierAsync(options));
+  return Track(ProgressOp::kBarrier, [&] { return inner_->BarrierAsync(options); });
 }
 
 }  // namespace athanor

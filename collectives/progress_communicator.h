@@ -2,7 +2,9 @@
 // rank's progress page (common/progress_page.h) and forwards every call to
 // the one it wraps. Each *Async call counts one collective (its issue number
 // is the "collective sequence number" hang reports name); a Wait on the
-// returned Work marks the rank blocked in that collective until it returns.
+// returned Work marks the rank blocked in that collective until it returns,
+// as does the issue itself under a blocking wrapper (AllReduce, ...), which a
+// backend may complete before returning.
 //
 // Threading: as the wrapped Communicator. Neither `inner` nor `writer` is
 // owned; both must outlive this object and every Work it returned.
@@ -11,6 +13,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/functional/function_ref.h"
 #include "collectives/communicator.h"
 #include "common/progress_page.h"
 
@@ -38,7 +41,8 @@ class ProgressCommunicator : public Communicator {
   void Abort() override { inner_->Abort(); }
 
  private:
-  std::unique_ptr<Work> Track(ProgressOp op, std::unique_ptr<Work> work);
+  // Counts the collective, then issues it.
+  std::unique_ptr<Work> Track(ProgressOp op, absl::FunctionRef<std::unique_ptr<Work>()> issue);
 
   Communicator* const inner_;
   ProgressWriter* const writer_;

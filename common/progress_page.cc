@@ -40,6 +40,7 @@ const char* ProgressOpName(ProgressOp op) {
     case ProgressOp::kAllGather: return "all-gather";
     case ProgressOp::kBroadcast: return "broadcast";
     case ProgressOp::kBarrier: return "barrier";
+    case ProgressOp::kCheckpointSave: return "checkpoint save";
   }
   return "";
 }
@@ -126,6 +127,18 @@ void ProgressWriter::WaitEnd() {
   End();
 }
 
+void ProgressWriter::BlockedBegin(ProgressOp op) {
+  Begin();
+  page_->op.store(static_cast<int32_t>(op), kRelaxed);
+  End();
+}
+
+void ProgressWriter::BlockedEnd() {
+  Begin();
+  page_->op.store(0, kRelaxed);
+  End();
+}
+
 absl::StatusOr<ProgressSnapshot> ReadProgressLayout(const ProgressPageLayout& page) {
   if (page.magic.load(std::memory_order_acquire) != kProgressMagic ||
       page.layout_version.load(kRelaxed) != 1) {
@@ -145,7 +158,7 @@ absl::StatusOr<ProgressSnapshot> ReadProgressLayout(const ProgressPageLayout& pa
     std::atomic_thread_fence(std::memory_order_acquire);
     if (page.version.load(kRelaxed) != v0) continue;
     s.waiting = s.waiting_seq != 0;
-    s.op = (op >= 0 && op <= static_cast<int32_t>(ProgressOp::kBarrier)) ? static_cast<ProgressOp>(op)
+    s.op = (op >= 0 && op <= static_cast<int32_t>(ProgressOp::kCheckpointSave)) ? static_cast<ProgressOp>(op)
                                                                           : ProgressOp::kNone;
     return s;
   }

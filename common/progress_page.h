@@ -36,6 +36,10 @@ enum class ProgressOp : int32_t {
   kAllGather = 3,
   kBroadcast = 4,
   kBarrier = 5,
+  // Not a collective: the training thread waits for its checkpoint hand-off
+  // (an earlier save still in flight, or the staging budget). Written with
+  // waiting_seq 0; a rank in it may be waiting on a peer's commit vote.
+  kCheckpointSave = 6,
 };
 const char* ProgressOpName(ProgressOp op);  // "all-reduce", ...; "" for kNone
 
@@ -83,6 +87,10 @@ class ProgressWriter {
   uint64_t CollectiveIssued();
   void WaitBegin(uint64_t seq, ProgressOp op);
   void WaitEnd();
+  // The training thread is blocked in something other than a collective
+  // (op, with waiting_seq 0), until BlockedEnd. Not counted as collective wait.
+  void BlockedBegin(ProgressOp op);
+  void BlockedEnd();
   // Time spent between WaitBegin and WaitEnd since the last call (ms): the
   // training loop subtracts it from a step's wall time to get its compute.
   double TakeWaitMs() { return wait_ns_.exchange(0, std::memory_order_relaxed) / 1e6; }
@@ -95,6 +103,23 @@ class ProgressWriter {
   std::atomic_flag busy_ = ATOMIC_FLAG_INIT;
   std::atomic<int64_t> wait_start_ns_{0};  // process-local, not on the page
   std::atomic<int64_t> wait_ns_{0};
+};
+
+// Marks `writer`'s training thread blocked in `op` for the scope's life; a
+// null writer (no page) is allowed and does nothing.
+class ProgressBlockedScope {
+ public:
+  ProgressBlockedScope(ProgressWriter* writer, ProgressOp op) : writer_(writer) {
+    if (writer_ != nullptr) writer_->BlockedBegin(op);
+  }
+  ~ProgressBlockedScope() {
+    if (writer_ != nullptr) writer_->BlockedEnd();
+  }
+  ProgressBlockedScope(const ProgressBlockedScope&) = delete;
+  ProgressBlockedScope& operator=(const ProgressBlockedScope&) = delete;
+
+ private:
+  ProgressWriter* const writer_;
 };
 
 // Reads the page at `path`: NotFound when it does not exist (yet), DataLoss

@@ -60,6 +60,21 @@ TEST_F(ProgressPageTest, ReaderSeesWhatTheWriterStored) {
   ASSERT_TRUE(s.ok());
   EXPECT_FALSE(s->waiting);
   EXPECT_EQ(s->op, ProgressOp::kNone);
+
+  {
+    ProgressBlockedScope saving(w->get(), ProgressOp::kCheckpointSave);
+    s = ReadProgressPage(path);
+    ASSERT_TRUE(s.ok());
+    EXPECT_FALSE(s->waiting);  // not a collective
+    EXPECT_EQ(s->waiting_seq, 0u);
+    EXPECT_EQ(s->op, ProgressOp::kCheckpointSave);
+    EXPECT_STREQ(ProgressOpName(s->op), "checkpoint save");
+  }
+  EXPECT_EQ((*w)->TakeWaitMs(), 0.0);  // nor counted as collective wait
+  s = ReadProgressPage(path);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->op, ProgressOp::kNone);
+  ProgressBlockedScope no_page(nullptr, ProgressOp::kCheckpointSave);  // allowed, does nothing
 }
 
 TEST_F(ProgressPageTest, BadPagesAreRefusedNamingWhy) {

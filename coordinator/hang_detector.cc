@@ -13,6 +13,7 @@ namespace {
 
 constexpr size_t kStepSamples = 64;      // step times kept per attempt for the median
 constexpr size_t kWindowSamples = 1024;  // compute samples kept per rank per window
+constexpr char kSaveOp[] = "checkpoint save";  // ProgressOpName(kCheckpointSave)
 
 double Median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -97,14 +98,21 @@ HangVerdict HangDetector::Judge(const JobRecord& job, const AttemptTrack& a, Tim
     }
   }
   const std::string low_name = absl::StrCat(low_op.empty() ? "collective" : low_op, " #", low);
+  // Outside collectives, a rank's training thread may wait for its
+  // checkpoint hand-off, whose commit needs every rank's vote.
+  bool peer_saving = false;
+  for (const auto& [rank, r] : a.ranks) {
+    peer_saving |= !r.last.stopped && r.last.waiting_seq == 0 && r.last.waiting_op == kSaveOp;
+  }
   const RankTrack* suspect = nullptr;
   std::string why;
   for (const auto& [rank, r] : a.ranks) {  // 1: a stopped process
     if (r.last.stopped) {
       v.suspect = rank;
       suspect = &r;
-      why = low > 0 ? absl::StrCat("a process of it is stopped; peers waiting in ", low_name)
-                    : "a process of it is stopped";
+      why = low > 0       ? absl::StrCat("a process of it is stopped; peers waiting in ", low_name)
+            : peer_saving ? absl::StrCat("a process of it is stopped; peers waiting in ", kSaveOp)
+                          : "a process of it is stopped";
       break;
     }
   }

@@ -67,6 +67,26 @@ TEST_F(HangDetectorTest, StoppedRankIsNamedAfterTheDefaultTimeoutNotBefore) {
   EXPECT_TRUE(det_.Check({&job}).empty());  // judged once
 }
 
+TEST_F(HangDetectorTest, StoppedRankWhilePeersWaitInTheirCheckpointSaveSaysSo) {
+  JobRecord job = Running("7", 1);
+  det_.Observe("node-a", Report("7", 1, 0, 15, 30));
+  det_.Observe("node-b", Report("7", 1, 1, 15, 30));
+  clock_.Advance(Seconds(1));
+  // Rank 0 waits for its earlier save's commit, which needs rank 1's vote.
+  RankReport saving = Report("7", 1, 0, 16, 32);
+  saving.progress.waiting_op = "checkpoint save";
+  det_.Observe("node-a", saving);
+  det_.Observe("node-b", Report("7", 1, 1, 15, 31, 0, /*stopped=*/true));
+  clock_.Advance(Seconds(30));
+  std::vector<HangVerdict> v = det_.Check({&job});
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].suspect, 1);
+  EXPECT_EQ(v[0].node, "node-b");
+  EXPECT_EQ(v[0].reason,
+            "hang: rank 1 on node-b made no progress for 30 s (a process of it is stopped; "
+            "peers waiting in checkpoint save)");
+}
+
 TEST_F(HangDetectorTest, RankThatHasNotEnteredThePeersCollectiveIsTheSuspect) {
   JobRecord job = Running("7", 2);
   for (int r = 0; r < 4; ++r) det_.Observe(absl::StrCat("n", r), Report("7", 2, r, 5, 5811));

@@ -22,7 +22,7 @@ RankProgressView ProgressFromProto(const rpc::RankProgress& p) {
   v.waiting_seq = p.waiting_seq();
   // Only the names the runtime writes; anything else from a rank is not shown.
   static const char* const kOps[] = {"all-reduce", "reduce-scatter", "all-gather", "broadcast",
-                                     "barrier"};
+                                     "barrier", "checkpoint save"};
   for (const char* op : kOps) {
     if (p.waiting_op() == op) v.waiting_op = op;
   }

@@ -86,7 +86,7 @@ struct RankProgressView {
   double step_ms = 0;
   uint64_t collective_seq = 0;
   uint64_t waiting_seq = 0;  // 0: not blocked in a collective
-  std::string waiting_op;
+  std::string waiting_op;  // the collective waited in, or "checkpoint save" (waiting_seq 0)
   int64_t update_unix_ms = 0;
   bool stopped = false;  // a process of the rank is stopped
 };

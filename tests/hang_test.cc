@@ -129,7 +129,8 @@ TEST(HangTest, StoppedRankIsDetectedNamedStackedAndRequeued) {
   EXPECT_TRUE(std::regex_search(
       hung.last_hang().reason(),
       std::regex("^hang: rank 1 on " + node1 +
-                 " made no progress for [0-9]+ s \\(a process of it is stopped; ")))
+                 " made no progress for [0-9]+ s \\(a process of it is stopped; peers waiting in "
+                 "(all-reduce #[0-9]+|checkpoint save)\\)$")))
       << hung.last_hang().reason();
 
   CliResult wait = cluster.Cli({"wait", id, "--timeout", "120"});
@@ -240,7 +241,8 @@ TEST(HangTest, SeriesOfStoppedAndSkippingRanksIsDetectedAndNamed) {
     EXPECT_TRUE(o.named) << o.what << ": " << o.reason;
     const std::string why =
         skip ? absl::StrCat("\\(it skipped all-reduce #[0-9]+ that its peers wait in; it waits in ")
-             : std::string("\\(a process of it is stopped");
+             : std::string("\\(a process of it is stopped; peers waiting in "
+                           "(all-reduce #[0-9]+|checkpoint save)\\)$");
     EXPECT_TRUE(std::regex_search(o.reason,
                                   std::regex(absl::StrCat("^hang: rank ", rank, " on ", node,
                                                           " made no progress for [0-9]+ s ", why))))

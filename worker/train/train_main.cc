@@ -325,6 +325,9 @@ absl::Status Run(TrainFlags flags) {
                                        kCheckpointSkipTag, timeout));
       }
       if (!skip) {
+        // Blocks while an earlier save is in flight, whose commit may wait
+        // on a peer: shown on the page, so a hang report can say so.
+        ProgressBlockedScope saving(progress_page.get(), ProgressOp::kCheckpointSave);
         ASSIGN_OR_RETURN(stall_ms, ckpt->Save(*trainer, done, crash));
       }
     }
@@ -360,6 +363,7 @@ absl::Status Run(TrainFlags flags) {
   if (ckpt.has_value()) {
     // The last step (or the agreed preemption step) is saved synchronously.
     const int64_t step = trainer->step();
+    ProgressBlockedScope saving(progress_page.get(), ProgressOp::kCheckpointSave);
     RETURN_IF_ERROR(ckpt->SaveAndWait(*trainer, step, crash));
     if (stopped && env.rank == 0 && ckpt->through_service) {
       // The service owns the step now; the coordinator commits it.
