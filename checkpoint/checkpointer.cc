@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "checkpoint/shard_upload.h"
+#include "checkpoint/stream_copy.h"
 #include "common/logging.h"
 #include "common/status.h"
 
@@ -51,7 +52,7 @@ absl::StatusOr<bool> Checkpointer::Save(int64_t step, const TrainingState& state
   staged_specs_.clear();
   for (size_t i = 0; i < state.tensors.size(); ++i) {
     const TensorRef& t = state.tensors[i];
-    if (t.bytes > 0) std::memcpy(staging_.get() + layout.data_start + layout.entries[i].begin, t.data, t.bytes);
+    if (t.bytes > 0) StreamCopy(staging_.get() + layout.data_start + layout.entries[i].begin, t.data, t.bytes);
     staged_specs_.push_back(t.shard);
   }
   staged_layout_ = std::move(layout);

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "checkpoint/service/wire.h"
 #include "checkpoint/shard_upload.h"
+#include "checkpoint/stream_copy.h"
 #include "common/logging.h"
 #include "common/status.h"
 
@@ -101,7 +102,7 @@ absl::StatusOr<bool> ServiceCheckpointer::Save(int64_t step, const TrainingState
   std::vector<ShardSpec> specs;
   for (size_t i = 0; i < state.tensors.size(); ++i) {
     const TensorRef& t = state.tensors[i];
-    if (t.bytes > 0) std::memcpy(map_ + layout.data_start + layout.entries[i].begin, t.data, t.bytes);
+    if (t.bytes > 0) StreamCopy(map_ + layout.data_start + layout.entries[i].begin, t.data, t.bytes);
     specs.push_back(t.shard);
   }
   stats_.copy_seconds =
