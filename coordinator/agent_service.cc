@@ -75,7 +75,7 @@ grpc::ServerUnaryReactor* AgentService::RegisterNode(grpc::CallbackServerContext
   }
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   const int64_t interval_ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(heartbeat_interval_).count();
+      std::chrono::duration_cast<std::chrono::milliseconds>(pace_->Interval()).count();
   core_->RegisterNode(FromProto(*req), FromProto(req->ranks()),
                       [reactor, resp, interval_ms](absl::Status s) {
                         if (s.ok()) resp->set_heartbeat_interval_ms(interval_ms);
@@ -107,7 +107,10 @@ grpc::ServerUnaryReactor* AgentService::Heartbeat(grpc::CallbackServerContext* c
   in.node = req->node();
   in.known_generation = req->known_generation();
   in.ranks = FromProto(req->ranks());
-  in.max_wait = std::min<Duration>(Millis(req->max_wait_ms()), heartbeat_interval_);
+  const Duration interval = pace_->Interval();
+  in.max_wait = std::min<Duration>(Millis(req->max_wait_ms()), interval);
+  // The interval to use from now on (it stretches as the fleet grows).
+  resp->set_heartbeat_interval_ms(std::chrono::duration_cast<std::chrono::milliseconds>(interval).count());
   in.health_ok = req->health_ok() || req->health_message().empty();
   in.health_message = req->health_message();
   auto* reactor = new HeartbeatReactor(core_, secrets_, resp);

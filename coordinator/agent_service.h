@@ -11,6 +11,7 @@
 #include "common/clock.h"
 #include "coordinator/auth_policy.h"
 #include "coordinator/coordinator_core.h"
+#include "coordinator/heartbeat_pace.h"
 #include "coordinator/secret_store.h"
 #include "coordinator/telemetry_store.h"
 #include "proto/athanor.grpc.pb.h"
@@ -19,15 +20,14 @@ namespace athanor::coord {
 
 class AgentService final : public rpc::NodeAgent::CallbackService {
  public:
-  // `heartbeat_interval`: what agents are told to use, and the longest a
-  // heartbeat is held.
+  // `pace` (not owned): the interval agents are told to use, and the longest
+  // a heartbeat is held (heartbeat_pace.h).
   // `secrets` (not owned): tenants' store credentials added to their ranks' env.
   // `telemetry` (not owned; null: metrics off) takes the training figures
   // heartbeats carry.
   AgentService(CoordinatorCore* core, const Authorizer* auth, const SecretStore* secrets,
-               Duration heartbeat_interval, TelemetryStore* telemetry = nullptr)
-      : core_(core), auth_(auth), secrets_(secrets), heartbeat_interval_(heartbeat_interval),
-        telemetry_(telemetry) {}
+               const HeartbeatPace* pace, TelemetryStore* telemetry = nullptr)
+      : core_(core), auth_(auth), secrets_(secrets), pace_(pace), telemetry_(telemetry) {}
 
   grpc::ServerUnaryReactor* RegisterNode(grpc::CallbackServerContext* ctx,
                                          const rpc::RegisterNodeRequest* req,
@@ -47,7 +47,7 @@ class AgentService final : public rpc::NodeAgent::CallbackService {
   CoordinatorCore* const core_;
   const Authorizer* const auth_;
   const SecretStore* const secrets_;
-  const Duration heartbeat_interval_;
+  const HeartbeatPace* const pace_;
   TelemetryStore* const telemetry_;
 };
 

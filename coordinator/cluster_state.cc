@@ -99,7 +99,15 @@ bool ClusterState::Heartbeat(const std::string& node, uint64_t known_generation,
 }
 
 void ClusterState::Tick() {
-  for (const auto& [name, why] : nodes_.Expire(options_.heartbeat_timeout)) {
+  Duration timeout = options_.heartbeat_timeout;
+  if (options_.heartbeat_pace != nullptr) {
+    const sched::Membership& members = sched_.membership();
+    int registered = 0;
+    for (int i = 0; i < members.size(); ++i) registered += !members.node(i).removed;
+    options_.heartbeat_pace->SetNodes(registered);
+    timeout = options_.heartbeat_pace->Timeout();
+  }
+  for (const auto& [name, why] : nodes_.Expire(timeout)) {
     jobs_.FailAttemptsOn(name, absl::StrCat("node ", name, " went DOWN (", why, ")"));
   }
   jobs_.SettleAll();

@@ -46,6 +46,7 @@ int Run(int argc, char** argv) {
   std::string listen, state_path, advertise, port_range, log_level;
   double heartbeat_timeout_s = 10, default_grace_s = 60, min_run_time_s = 300;
   double idle_reclaim_grace_s = 60, checkpoint_poll_s = 30, checkpoint_upload_wait_s = 600;
+  double max_heartbeats_per_s = 2000;
   bool no_backfill = false, no_metrics = false;
   std::string http_listen, chartjs_dir;
   std::vector<std::string> quotas;
@@ -61,6 +62,9 @@ int Run(int argc, char** argv) {
        "a node without a heartbeat for this long is DOWN")
       ("heartbeat-interval-ms", po::value(&heartbeat_interval_ms)->default_value(1000),
        "agents' heartbeat interval (longest long-poll)")
+      ("max-heartbeats-per-s", po::value(&max_heartbeats_per_s)->default_value(2000),
+       "stretch the heartbeat interval to nodes / this rate once the fleet is that large, and the "
+       "DOWN timeout in proportion (0: fixed)")
       ("kill-after-ms", po::value(&kill_after_ms)->default_value(5000),
        "SIGTERM to SIGKILL delay for ranks of a stopped attempt")
       ("master-port-range", po::value(&port_range)->default_value("29500-29999"),
@@ -118,6 +122,11 @@ int Run(int argc, char** argv) {
     std::cerr << "athanor-coordinator: heartbeat and kill delays must be positive\n";
     return 2;
   }
+  if (!(max_heartbeats_per_s >= 0)) {
+    std::cerr << "athanor-coordinator: --max-heartbeats-per-s must be 0 (a fixed interval) or a "
+                 "positive rate\n";
+    return 2;
+  }
   if (default_grace_s < 0 || min_run_time_s < 0 || idle_reclaim_grace_s < 0 || checkpoint_poll_s < 0 ||
       checkpoint_upload_wait_s < 0) {
     std::cerr << "athanor-coordinator: grace, run time and poll periods must be >= 0\n";
@@ -138,6 +147,8 @@ int Run(int argc, char** argv) {
   options.idle_reclaim_grace = Seconds(idle_reclaim_grace_s);
   options.checkpoint_upload_wait = Seconds(checkpoint_upload_wait_s);
   options.heartbeat_timeout = Seconds(heartbeat_timeout_s);
+  HeartbeatPace pace(Millis(heartbeat_interval_ms), options.heartbeat_timeout, max_heartbeats_per_s);
+  options.heartbeat_pace = &pace;
   options.kill_after_ms = kill_after_ms;
   if (absl::Status bad = ApplyHangFlags(hang_flags, &options.hangs); !bad.ok()) {
     std::cerr << "athanor-coordinator: " << bad.message() << "\n";
@@ -197,7 +208,7 @@ int Run(int argc, char** argv) {
   }
   CoordinatorService coordinator_service(core->get(), (*security)->service_security());
   AgentService agent_service(core->get(), (*security)->authorizer(), (*security)->secrets(),
-                             Millis(heartbeat_interval_ms), telemetry.get());
+                             &pace, telemetry.get());
   // The checkpoint poller reads a tenant's store with that tenant's credentials only.
   (*core)->SetStoreUriResolver([secrets = (*security)->secrets()](const std::string& tenant,
                                                                   const std::string& uri) {

@@ -9,12 +9,16 @@
 
 #include "common/clock.h"
 #include "coordinator/hang_options.h"
+#include "coordinator/heartbeat_pace.h"
 #include "coordinator/types.h"
 
 namespace athanor::coord {
 
 struct StateOptions {
   Duration heartbeat_timeout = Seconds(10);
+  // Not owned; when set, its Timeout() replaces heartbeat_timeout and each
+  // tick tells it the fleet's size (heartbeat_pace.h).
+  HeartbeatPace* heartbeat_pace = nullptr;
   int32_t master_port_min = 29500;
   int32_t master_port_max = 29999;
   int64_t kill_after_ms = 5000;        // SIGTERM -> SIGKILL for stopped ranks

@@ -369,5 +369,25 @@ TEST(ClusterAgentRestartTest, RestartedAgentKillsOrphanedRanks) {
   EXPECT_TRUE(std::filesystem::is_empty(cluster.dir() + "/node-a/run"));
 }
 
+TEST(ClusterPaceTest, AgentsFollowTheIntervalTheCoordinatorStretches) {
+  // 2 nodes at most 1 heartbeat a second: every agent heartbeats every 2 s.
+  LocalCluster cluster({"--max-heartbeats-per-s", "1"});
+  cluster.StartCoordinator();
+  cluster.StartAgent("node-a", 1);
+  cluster.StartAgent("node-b", 1);
+  ASSERT_TRUE(cluster.WaitForNodesUp(2));
+  for (const std::string node : {"node-a", "node-b"}) {
+    const std::string log = cluster.dir() + "/agent-" + node + ".log";
+    EXPECT_TRUE(LocalCluster::WaitFor([&] {
+      return ReadFile(log).find("heartbeat interval now 2000 ms (the coordinator's pace)") !=
+             std::string::npos;
+    })) << ReadFile(log);
+  }
+  // The DOWN timeout stretched with the interval: both stay UP.
+  CliResult nodes = cluster.Cli({"nodes"});
+  EXPECT_EQ(nodes.exit_code, 0) << nodes.err;
+  EXPECT_EQ(nodes.out.find("DOWN"), std::string::npos) << nodes.out;
+}
+
 }  // namespace
 }  // namespace athanor::testing

@@ -276,6 +276,9 @@ void SimFleet::OnHeartbeat(Agent* a, std::shared_ptr<Call> call, const grpc::Sta
       if (call->req.max_wait_ms() == 0) rtt_nowait_.Add(rtt);
       Converge(a, call->resp);
       a->known_generation = call->resp.generation();
+      // The coordinator's pace, as the real agent follows it.
+      const int64_t interval = call->resp.heartbeat_interval_ms();
+      if (interval > 0 && interval <= 600000) a->interval_ms = static_cast<int32_t>(interval);
     }
   }
   if (!stopping_) {

@@ -21,6 +21,10 @@
 namespace athanor::agent {
 namespace {
 
+// The coordinator's heartbeat interval when it names a sane one (1 ms to
+// 10 min); `current` otherwise (0: the answer names none).
+int64_t SaneIntervalMs(int64_t ms, int64_t current) { return ms > 0 && ms <= 600000 ? ms : current; }
+
 rpc::RankPhase ToProto(RankPhase p) {
   switch (p) {
     case RankPhase::kRunning: return rpc::RANK_RUNNING;
@@ -272,7 +276,7 @@ bool Agent::Register() {
                          << s.error_message() << " (code " << s.error_code() << "); retrying";
     return false;
   }
-  heartbeat_interval_ms_ = resp.heartbeat_interval_ms() > 0 ? resp.heartbeat_interval_ms() : 1000;
+  heartbeat_interval_ms_ = SaneIntervalMs(resp.heartbeat_interval_ms(), 1000);
   known_generation_ = 0;
   ATHANOR_LOG(INFO) << "registered as " << options_.name << " with " << options_.coordinator
                     << " (" << options_.inventory.gpus << " GPUs)";
@@ -331,6 +335,11 @@ void Agent::Run() {
       ATHANOR_LOG(INFO) << "coordinator asks this node to register again";
       registered = false;
       continue;
+    }
+    if (int64_t ms = SaneIntervalMs(resp.heartbeat_interval_ms(), heartbeat_interval_ms_);
+        ms != heartbeat_interval_ms_) {
+      ATHANOR_LOG(INFO) << "heartbeat interval now " << ms << " ms (the coordinator's pace)";
+      heartbeat_interval_ms_ = ms;
     }
     std::vector<RankTarget> desired;
     for (const rpc::RankSpec& d : resp.desired()) {
