@@ -106,6 +106,7 @@ void ClusterState::Tick() {
     for (int i = 0; i < members.size(); ++i) registered += !members.node(i).removed;
     options_.heartbeat_pace->SetNodes(registered);
     timeout = options_.heartbeat_pace->Timeout();
+    hangs_.SetMinWindow(2 * options_.heartbeat_pace->Interval());  // >= 2 samples a rank
   }
   for (const auto& [name, why] : nodes_.Expire(timeout)) {
     jobs_.FailAttemptsOn(name, absl::StrCat("node ", name, " went DOWN (", why, ")"));

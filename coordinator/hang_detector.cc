@@ -194,7 +194,9 @@ std::vector<HangVerdict> HangDetector::Check(const std::vector<const JobRecord*>
       attempts_.erase(it);
       continue;
     }
-    if (now - a.window_start >= options_.straggler_window) CloseWindow(job->id, &a);
+    if (now - a.window_start >= std::max(options_.straggler_window, min_window_)) {
+      CloseWindow(job->id, &a);
+    }
     if (a.ranks.empty()) continue;
     TimePoint newest{};
     for (const auto& [rank, r] : a.ranks) newest = std::max(newest, r.last_change);

@@ -62,6 +62,10 @@ class HangDetector {
   std::vector<RankFlag> Stragglers(const std::string& job_id, int32_t attempt) const;
   // The timeout `job` gets now.
   Duration Timeout(const JobRecord& job) const;
+  // A straggler window shorter than this is stretched to it. Samples arrive
+  // once per heartbeat, so a window shorter than the heartbeat interval (a
+  // large fleet's paced one) would see none and never find a rank slow.
+  void SetMinWindow(Duration d) { min_window_ = d; }
 
  private:
   struct RankTrack {
@@ -86,6 +90,7 @@ class HangDetector {
 
   const HangOptions options_;
   const Clock* const clock_;
+  Duration min_window_{};
   std::map<std::string, AttemptTrack> attempts_;  // by job id
 };
 

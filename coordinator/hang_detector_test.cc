@@ -307,6 +307,37 @@ TEST_F(HangDetectorTest, StragglerMustBeSlowInEachOfKWindows) {
   EXPECT_EQ(f[0].reason, "straggler: compute 1.40x the gang median over 3 windows");
 }
 
+// A paced fleet: each node heartbeats every 15 s (the two out of phase by
+// 7.5 s) while the coordinator checks every 0.5 s. A 10 s window mostly holds
+// one rank's samples, so the slow rank is never slow in 3 windows running;
+// windows stretched to two intervals hold both ranks' samples, and it is.
+TEST_F(HangDetectorTest, WindowsShorterThanTheHeartbeatIntervalAreStretched) {
+  auto run = [&](HangDetector* det) {
+    JobRecord job = Running("7", 1);
+    int64_t steps[2] = {0, 0};
+    for (int tick = 0; tick < 2 * 120; ++tick) {  // 120 s
+      for (int r = 0; r < 2; ++r) {
+        if (tick % 30 != r * 15) continue;
+        ++steps[r];
+        RankReport rep = Report("7", 1, r, steps[r], steps[r]);
+        rep.progress.step_compute_ms = r == 1 ? 200 : 100;
+        det->Observe(absl::StrCat("n", r), rep);
+      }
+      EXPECT_TRUE(det->Check({&job}).empty());
+      clock_.Advance(Millis(500));
+    }
+    return det->Stragglers("7", 1);
+  };
+  HangDetector unstretched(HangOptions(), &clock_);
+  EXPECT_TRUE(run(&unstretched).empty());
+  HangDetector stretched(HangOptions(), &clock_);
+  stretched.SetMinWindow(Seconds(30));
+  std::vector<RankFlag> f = run(&stretched);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].rank, 1);
+  EXPECT_EQ(f[0].reason, "straggler: compute 2.00x the gang median over 3 windows");
+}
+
 TEST_F(HangDetectorTest, SteadyGangHasNoStraggler) {
   JobRecord job = Running("7", 1);
   for (int step = 1; step <= 200; ++step) {
