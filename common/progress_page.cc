@@ -158,7 +158,7 @@ absl::StatusOr<ProgressSnapshot> ReadProgressLayout(const ProgressPageLayout& pa
     std::atomic_thread_fence(std::memory_order_acquire);
     if (page.version.load(kRelaxed) != v0) continue;
     s.waiting = s.waiting_seq != 0;
-    s.op = (op >= 0 && op <= static_cast<int32_t>(ProgressOp::kCheckpointSave)) ? static_cast<ProgressOp>(op)
+    s.op = (op >= 0 && op <= static_cast<int32_t>(ProgressOp::kLast)) ? static_cast<ProgressOp>(op)
                                                                           : ProgressOp::kNone;
     return s;
   }

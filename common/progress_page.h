@@ -40,6 +40,7 @@ enum class ProgressOp : int32_t {
   // (an earlier save still in flight, or the staging budget). Written with
   // waiting_seq 0; a rank in it may be waiting on a peer's commit vote.
   kCheckpointSave = 6,
+  kLast = kCheckpointSave,
 };
 const char* ProgressOpName(ProgressOp op);  // "all-reduce", ...; "" for kNone
 

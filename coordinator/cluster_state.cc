@@ -101,10 +101,7 @@ bool ClusterState::Heartbeat(const std::string& node, uint64_t known_generation,
 void ClusterState::Tick() {
   Duration timeout = options_.heartbeat_timeout;
   if (options_.heartbeat_pace != nullptr) {
-    const sched::Membership& members = sched_.membership();
-    int registered = 0;
-    for (int i = 0; i < members.size(); ++i) registered += !members.node(i).removed;
-    options_.heartbeat_pace->SetNodes(registered);
+    options_.heartbeat_pace->SetNodes(sched_.membership().registered());
     timeout = options_.heartbeat_pace->Timeout();
     hangs_.SetMinWindow(2 * options_.heartbeat_pace->Interval());  // >= 2 samples a rank
   }

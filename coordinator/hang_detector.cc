@@ -7,13 +7,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/logging.h"
+#include "common/progress_page.h"
 
 namespace athanor::coord {
 namespace {
 
 constexpr size_t kStepSamples = 64;      // step times kept per attempt for the median
 constexpr size_t kWindowSamples = 1024;  // compute samples kept per rank per window
-constexpr char kSaveOp[] = "checkpoint save";  // ProgressOpName(kCheckpointSave)
 
 double Median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -100,9 +100,10 @@ HangVerdict HangDetector::Judge(const JobRecord& job, const AttemptTrack& a, Tim
   const std::string low_name = absl::StrCat(low_op.empty() ? "collective" : low_op, " #", low);
   // Outside collectives, a rank's training thread may wait for its
   // checkpoint hand-off, whose commit needs every rank's vote.
+  const std::string save_op = ProgressOpName(ProgressOp::kCheckpointSave);
   bool peer_saving = false;
   for (const auto& [rank, r] : a.ranks) {
-    peer_saving |= !r.last.stopped && r.last.waiting_seq == 0 && r.last.waiting_op == kSaveOp;
+    peer_saving |= !r.last.stopped && r.last.waiting_seq == 0 && r.last.waiting_op == save_op;
   }
   const RankTrack* suspect = nullptr;
   std::string why;
@@ -111,7 +112,7 @@ HangVerdict HangDetector::Judge(const JobRecord& job, const AttemptTrack& a, Tim
       v.suspect = rank;
       suspect = &r;
       why = low > 0       ? absl::StrCat("a process of it is stopped; peers waiting in ", low_name)
-            : peer_saving ? absl::StrCat("a process of it is stopped; peers waiting in ", kSaveOp)
+            : peer_saving ? absl::StrCat("a process of it is stopped; peers waiting in ", save_op)
                           : "a process of it is stopped";
       break;
     }

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "coordinator/cluster_state.h"
+#include "coordinator/proto_convert_hangs.h"
 
 namespace athanor::coord {
 namespace {
@@ -85,6 +86,19 @@ TEST_F(HangDetectorTest, StoppedRankWhilePeersWaitInTheirCheckpointSaveSaysSo) {
   EXPECT_EQ(v[0].reason,
             "hang: rank 1 on node-b made no progress for 30 s (a process of it is stopped; "
             "peers waiting in checkpoint save)");
+}
+
+TEST(ProgressFromProtoTest, KeepsOnlyTheOpNamesTheRuntimeWrites) {
+  rpc::RankProgress p;
+  p.set_seen(true);
+  for (const char* op : {"all-reduce", "barrier", "checkpoint save"}) {
+    p.set_waiting_op(op);
+    EXPECT_EQ(ProgressFromProto(p).waiting_op, op);
+  }
+  for (const char* op : {"", "checkpoint", "all-reduce\n", "<script>"}) {
+    p.set_waiting_op(op);
+    EXPECT_EQ(ProgressFromProto(p).waiting_op, "") << op;
+  }
 }
 
 TEST_F(HangDetectorTest, RankThatHasNotEnteredThePeersCollectiveIsTheSuspect) {

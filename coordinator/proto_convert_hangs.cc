@@ -3,6 +3,8 @@
 #include <cmath>
 #include <string>
 
+#include "common/progress_page.h"
+
 namespace athanor::coord {
 namespace {
 
@@ -21,10 +23,9 @@ RankProgressView ProgressFromProto(const rpc::RankProgress& p) {
   v.collective_seq = p.collective_seq();
   v.waiting_seq = p.waiting_seq();
   // Only the names the runtime writes; anything else from a rank is not shown.
-  static const char* const kOps[] = {"all-reduce", "reduce-scatter", "all-gather", "broadcast",
-                                     "barrier", "checkpoint save"};
-  for (const char* op : kOps) {
-    if (p.waiting_op() == op) v.waiting_op = op;
+  for (int op = 1; op <= static_cast<int>(ProgressOp::kLast); ++op) {
+    const char* name = ProgressOpName(static_cast<ProgressOp>(op));
+    if (p.waiting_op() == name) v.waiting_op = name;
   }
   v.update_unix_ms = p.update_unix_ms();
   return v;

@@ -370,8 +370,10 @@ TEST(ClusterAgentRestartTest, RestartedAgentKillsOrphanedRanks) {
 }
 
 TEST(ClusterPaceTest, AgentsFollowTheIntervalTheCoordinatorStretches) {
-  // 2 nodes at most 1 heartbeat a second: every agent heartbeats every 2 s.
-  LocalCluster cluster({"--max-heartbeats-per-s", "1"});
+  // 2 nodes at most 1 heartbeat a second: every agent heartbeats every 2 s,
+  // and the 1.5 s DOWN timeout (at the harness's 0.5 s interval) stretches
+  // to 6 s. Unstretched, both nodes would go DOWN between heartbeats.
+  LocalCluster cluster({"--max-heartbeats-per-s", "1", "--heartbeat-timeout-s", "1.5"});
   cluster.StartCoordinator();
   cluster.StartAgent("node-a", 1);
   cluster.StartAgent("node-b", 1);
@@ -383,9 +385,14 @@ TEST(ClusterPaceTest, AgentsFollowTheIntervalTheCoordinatorStretches) {
              std::string::npos;
     })) << ReadFile(log);
   }
-  // The DOWN timeout stretched with the interval: both stay UP.
+  // A 2-node job that runs 5 s, longer than two intervals: it succeeds only
+  // if neither node went DOWN meanwhile.
+  CliResult sub = cluster.Cli({"submit", "--nodes", "2", "--gpus-per-node", "1", "--", "sleep", "5"});
+  ASSERT_EQ(sub.exit_code, 0) << sub.err;
+  const std::string id = sub.out.substr(0, sub.out.find('\n'));
+  CliResult wait = cluster.Cli({"wait", id, "--timeout", "60"});
+  EXPECT_EQ(wait.out, "job " + id + " SUCCEEDED\n") << wait.err << cluster.CoordinatorLog();
   CliResult nodes = cluster.Cli({"nodes"});
-  EXPECT_EQ(nodes.exit_code, 0) << nodes.err;
   EXPECT_EQ(nodes.out.find("DOWN"), std::string::npos) << nodes.out;
 }
 

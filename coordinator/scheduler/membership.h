@@ -78,7 +78,8 @@ class Membership {
   void Release(int index, const JobId& job);
 
   std::optional<int> Find(const std::string& name) const;
-  int size() const { return static_cast<int>(nodes_.size()); }
+  int size() const { return static_cast<int>(nodes_.size()); }  // removed ones included
+  int registered() const { return static_cast<int>(by_name_.size()); }  // not removed
   const NodeRecord& node(int index) const { return nodes_[index]; }
   // UP nodes of `model` with exactly `free` free GPUs, by index; nullptr if none.
   const std::set<int>* Bucket(const std::string& model, int free) const;

@@ -49,8 +49,11 @@ TEST(MembershipTest, ExpiresSilentNodesAndRefusesRemovingBusyOnes) {
   EXPECT_EQ(m.node(1).state, NodeState::kUp);
   m.Allocate(1, "j", 1, 0, 0);
   EXPECT_EQ(m.RemoveNode("b").code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(m.registered(), 2);
   EXPECT_TRUE(m.RemoveNode("a").ok());
   EXPECT_EQ(m.Find("a"), std::nullopt);
+  EXPECT_EQ(m.registered(), 1);  // DOWN counts, removed does not
+  EXPECT_EQ(m.size(), 2);
   EXPECT_EQ(m.Heartbeat("zz", TimePoint{}).code(), absl::StatusCode::kNotFound);
 }
 
