@@ -34,15 +34,15 @@ nlohmann::json ToJson(const ReplayResult& r) {
           {"pass_p99_us", r.pass_p99_us}, {"pass_max_us", r.pass_max_us},
           {"pass_cpu_median_us", r.pass_cpu_median_us}, {"pass_cpu_p99_us", r.pass_cpu_p99_us},
           {"visited_median", r.visited_median}, {"visited_p99", r.visited_p99},
-          {"pending_at_end", r.pending_at_end}};
+          {"pending_at_end", r.pending_at_end}, {"pending_min_timed", r.pending_min_timed}};
 }
 
 void PrintRow(const std::string& name, const ReplayResult& r) {
-  std::printf("%-30s %6d %6d %7d %11.0f %9.0f %9.0f %9.0f %6.3f %6.3f %7d %10.1f %10.1f %9.1f %9.1f %8.0f %8.0f %7d\n",
+  std::printf("%-30s %6d %6d %7d %11.0f %9.0f %9.0f %9.0f %6.3f %6.3f %7d %10.1f %10.1f %9.1f %9.1f %8.0f %8.0f %7d %8d\n",
               name.c_str(), r.jobs, r.unfinished, r.preemptions, r.makespan_s, r.wait_mean_s,
               r.wait_median_s, r.wait_p95_s, r.gpu_utilisation, r.gpu_utilisation_loaded, r.passes,
               r.pass_median_us, r.pass_p99_us, r.pass_cpu_median_us, r.pass_cpu_p99_us,
-              r.visited_median, r.visited_p99, r.pending_at_end);
+              r.visited_median, r.visited_p99, r.pending_at_end, r.pending_min_timed);
 }
 
 }  // namespace
@@ -61,6 +61,8 @@ int main(int argc, char** argv) {
       ("scale-nodes", po::value<int>()->default_value(10000), "nodes of the scaled run (0: skip)")
       ("scale-jobs", po::value<int>()->default_value(30000), "jobs of the scaled run")
       ("scale-passes", po::value<int>()->default_value(1500), "passes timed in the scaled run")
+      ("scale-min-pending", po::value<int>()->default_value(0),
+       "time only the scaled run's passes that start with at least this many jobs waiting")
       ("json", po::bool_switch(), "print one JSON object instead of the table")
       ("metrics-ab", po::value<int>()->default_value(0),
        "instead: time N coordinator passes with metrics off and on (observer_ab.h) on --scale-nodes nodes")
@@ -97,18 +99,20 @@ int main(int argc, char** argv) {
   // (label, json key, result); each workload with backfill, then the baseline.
   std::vector<std::tuple<std::string, std::string, ReplayResult>> rows;
   auto run_pair = [&](const std::string& label, const std::string& key,
-                      const athanor::bench::Workload& w, int passes) {
-    rows.emplace_back(label + " backfill", key, athanor::bench::Replay(w, backfill_on, passes));
-    rows.emplace_back(label + " strict (base)", key, athanor::bench::Replay(w, backfill_off, passes));
+                      const athanor::bench::Workload& w, int passes, int min_pending) {
+    rows.emplace_back(label + " backfill", key, athanor::bench::Replay(w, backfill_on, passes, min_pending));
+    rows.emplace_back(label + " strict (base)", key,
+                      athanor::bench::Replay(w, backfill_off, passes, min_pending));
   };
-  run_pair("trace x1", "trace", *trace, 0);
-  if (compress != 1.0) run_pair(absl::StrCat("trace x", compress), "trace_compressed", compressed, 0);
+  run_pair("trace x1", "trace", *trace, 0, 0);
+  if (compress != 1.0) run_pair(absl::StrCat("trace x", compress), "trace_compressed", compressed, 0, 0);
   const int scale_nodes = vars["scale-nodes"].as<int>();
   athanor::bench::Workload scaled;
   if (scale_nodes > 0) {
     scaled.nodes = athanor::bench::SyntheticNodes(scale_nodes);
     athanor::bench::AddSyntheticJobs(scaled, vars["scale-jobs"].as<int>(), 3000, seed);
-    run_pair(absl::StrCat(scale_nodes, " nodes"), "scaled", scaled, vars["scale-passes"].as<int>());
+    run_pair(absl::StrCat(scale_nodes, " nodes"), "scaled", scaled, vars["scale-passes"].as<int>(),
+             vars["scale-min-pending"].as<int>());
   }
 
   nlohmann::json out;
@@ -134,10 +138,10 @@ int main(int argc, char** argv) {
               "never-scheduled pods; %d fractional pods rounded up to 1 GPU\n",
               trace->nodes.size(), trace->jobs.size(), gangs, trace->skipped_cpu_only,
               trace->skipped_unscheduled, trace->rounded_fractional);
-  std::printf("%-30s %6s %6s %7s %11s %9s %9s %9s %6s %6s %7s %10s %10s %9s %9s %8s %8s %7s\n",
+  std::printf("%-30s %6s %6s %7s %11s %9s %9s %9s %6s %6s %7s %10s %10s %9s %9s %8s %8s %7s %8s\n",
               "run", "jobs", "unstrt", "preempt", "makespan_s", "wait_mean", "wait_p50", "wait_p95",
               "util", "utilL", "passes", "pass_p50us", "pass_p99us", "cpu_p50us", "cpu_p99us",
-              "vis_p50", "vis_p99", "pending");
+              "vis_p50", "vis_p99", "pending", "pend_min");
   for (const auto& [label, key, result] : rows) PrintRow(label, result);
   return 0;
 }

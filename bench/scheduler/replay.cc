@@ -179,7 +179,8 @@ void AddSyntheticJobs(Workload& w, int count, int64_t span_s, uint32_t seed) {
                    [](const TraceJob& a, const TraceJob& b) { return a.arrival_s < b.arrival_s; });
 }
 
-ReplayResult Replay(const Workload& w, const sched::SchedulerOptions& options, int max_passes) {
+ReplayResult Replay(const Workload& w, const sched::SchedulerOptions& options, int max_passes,
+                    int min_pending) {
   FakeClock clock;
   sched::Scheduler scheduler(&clock, options);
   int64_t total_gpus = 0;
@@ -234,12 +235,19 @@ ReplayResult Replay(const Workload& w, const sched::SchedulerOptions& options, i
       run.job = &job;
       run.remaining = job.duration_s;
     }
+    const size_t waiting = scheduler.pending();
+    const bool timed = waiting >= static_cast<size_t>(std::max(min_pending, 0));
     const double cpu_start = ThreadCpuMicros();
     auto start = std::chrono::steady_clock::now();
     std::vector<sched::Decision> decisions = scheduler.Schedule();
-    pass_us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
-    pass_cpu_us.push_back(ThreadCpuMicros() - cpu_start);
-    visited.push_back(static_cast<double>(scheduler.last_pass_visited()));
+    if (timed) {
+      pass_us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
+      pass_cpu_us.push_back(ThreadCpuMicros() - cpu_start);
+      visited.push_back(static_cast<double>(scheduler.last_pass_visited()));
+      if (pass_us.size() == 1 || static_cast<int>(waiting) < result.pending_min_timed) {
+        result.pending_min_timed = static_cast<int>(waiting);
+      }
+    }
     for (const sched::Decision& d : decisions) {
       Run& run = runs[d.job];
       if (d.kind == sched::Decision::Kind::kStart) {

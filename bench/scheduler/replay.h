@@ -64,10 +64,13 @@ struct ReplayResult {
   double pass_cpu_median_us = 0, pass_cpu_p99_us = 0;
   double visited_median = 0, visited_p99 = 0;  // pending jobs a pass looked at
   int pending_at_end = 0;
+  int pending_min_timed = 0;  // fewest jobs waiting before a timed pass
 };
 
-// Replays the workload; stops after `max_passes` passes if > 0.
+// Replays the workload; stops after `max_passes` timed passes if > 0. Only
+// passes that start with at least `min_pending` jobs waiting are timed (the
+// others still run, so the replay reaches that queue the way it would).
 ReplayResult Replay(const Workload& workload, const sched::SchedulerOptions& options,
-                    int max_passes = 0);
+                    int max_passes = 0, int min_pending = 0);
 
 }  // namespace athanor::bench
