@@ -20,7 +20,7 @@ void AttemptLauncher::FillPool() {
   if (pool_filled_) return;
   pool_filled_ = true;
   for (int32_t p = options_->master_port_min; p <= options_->master_port_max; ++p) {
-    if (ports_in_use_.count(p) == 0) free_ports_.insert(free_ports_.end(), p);
+    if (!port_holders_.contains(p)) free_ports_.insert(free_ports_.end(), p);
   }
 }
 
@@ -34,16 +34,16 @@ int32_t AttemptLauncher::ChoosePort() {
 }
 
 void AttemptLauncher::Hold(int32_t port) {
-  ports_in_use_.insert(port);
+  ++port_holders_[port];
   free_ports_.erase(port);
 }
 
 void AttemptLauncher::Release(const JobRecord& job) {
-  auto it = ports_in_use_.find(job.master_port);
-  if (it == ports_in_use_.end()) return;
-  ports_in_use_.erase(it);
-  if (pool_filled_ && ports_in_use_.count(job.master_port) == 0 &&
-      job.master_port >= options_->master_port_min && job.master_port <= options_->master_port_max) {
+  auto it = port_holders_.find(job.master_port);
+  if (it == port_holders_.end()) return;
+  if (--it->second > 0) return;  // still shared
+  port_holders_.erase(it);
+  if (pool_filled_ && job.master_port >= options_->master_port_min && job.master_port <= options_->master_port_max) {
     free_ports_.insert(job.master_port);
   }
 }

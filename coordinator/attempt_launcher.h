@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "coordinator/change_log.h"
 #include "coordinator/node_table.h"
 #include "coordinator/scheduler/types.h"
@@ -46,7 +47,9 @@ class AttemptLauncher {
   const NodeTable* const nodes_;
   ChangeLog* const log_;
   const WallClock* const clock_;
-  std::multiset<int32_t> ports_in_use_;  // a shared port once per holder
+  // Holders per port (several share the range's first port once every one
+  // is taken): O(1) to release, however many share it.
+  absl::flat_hash_map<int32_t, int32_t> port_holders_;
   std::set<int32_t> free_ports_;         // in the range, held by nobody
   bool pool_filled_ = false;
   int32_t port_cursor_ = 0;
