@@ -43,7 +43,8 @@ void AttemptLauncher::Release(const JobRecord& job) {
   if (it == port_holders_.end()) return;
   if (--it->second > 0) return;  // still shared
   port_holders_.erase(it);
-  if (pool_filled_ && job.master_port >= options_->master_port_min && job.master_port <= options_->master_port_max) {
+  if (pool_filled_ && job.master_port >= options_->master_port_min &&
+      job.master_port <= options_->master_port_max) {
     free_ports_.insert(job.master_port);
   }
 }

@@ -102,6 +102,37 @@ TEST_F(ClusterStateTest, MasterPortsAreSharedOnlyWhenEveryPortIsTaken) {
   EXPECT_EQ(state_.jobs().Find("5")->master_port, 30001);
 }
 
+TEST_F(ClusterStateTest, ASharedPortStaysTakenUntilItsLastHolderEnds) {
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(state_.SubmitJob(Spec(1, 1)).ok());
+  // Jobs 1, 3 and 4 share 30000; job 2 holds 30001.
+  auto end = [&](const std::string& ended) {
+    ASSERT_TRUE(state_.CancelJob(ended).ok());
+    const std::string node = state_.jobs().Find(ended)->allocation[0].node;
+    std::vector<RankReport> reports;
+    for (const char* id : {"1", "2", "3", "4", "5"}) {
+      const JobRecord* job = state_.jobs().Find(id);
+      if (job == nullptr || !job->allocated || job->allocation[0].node != node) continue;
+      const bool gone = id == ended;
+      reports.push_back(
+          Report(id, 1, 0, gone ? RankPhase::kExited : RankPhase::kRunning, gone ? 143 : 0));
+    }
+    HeartbeatAll(node, reports);
+    ASSERT_EQ(state_.jobs().Find(ended)->state, JobState::kCancelled);
+  };
+  end("2");  // 30001 is free again
+  end("3");  // 30000 is still held by jobs 1 and 4
+  ASSERT_TRUE(state_.SubmitJob(Spec(1, 1)).ok());
+  EXPECT_EQ(state_.jobs().Find("5")->master_port, 30001);
+  end("4");
+  end("1");  // the last holder of 30000: free again
+  end("5");
+  ASSERT_TRUE(state_.SubmitJob(Spec(1, 1)).ok());
+  ASSERT_TRUE(state_.SubmitJob(Spec(1, 1)).ok());
+  // The cursor moves on from the last port chosen (30001), wrapping round.
+  EXPECT_EQ(state_.jobs().Find("6")->master_port, 30000);
+  EXPECT_EQ(state_.jobs().Find("7")->master_port, 30001);
+}
+
 TEST_F(ClusterStateTest, AllExitZeroSucceeds) {
   ASSERT_TRUE(state_.SubmitJob(Spec(2, 2)).ok());
   HeartbeatAll("n1", {Report("1", 1, 0, RankPhase::kRunning), Report("1", 1, 1, RankPhase::kRunning)});

@@ -241,7 +241,9 @@ ReplayResult Replay(const Workload& w, const sched::SchedulerOptions& options, i
     auto start = std::chrono::steady_clock::now();
     std::vector<sched::Decision> decisions = scheduler.Schedule();
     if (timed) {
-      pass_us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
+      pass_us.push_back(
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+              .count());
       pass_cpu_us.push_back(ThreadCpuMicros() - cpu_start);
       visited.push_back(static_cast<double>(scheduler.last_pass_visited()));
       if (pass_us.size() == 1 || static_cast<int>(waiting) < result.pending_min_timed) {
