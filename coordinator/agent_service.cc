@@ -4,6 +4,7 @@
 #include <atomic>
 
 #include "common/logging.h"
+#include "coordinator/core_reads.h"
 #include "coordinator/grpc_status.h"
 #include "coordinator/telemetry_intake.h"
 #include "coordinator/proto_convert.h"
@@ -122,7 +123,7 @@ grpc::ServerUnaryReactor* AgentService::ReportCheckpoint(grpc::CallbackServerCon
                                                          const rpc::ReportCheckpointRequest* req,
                                                          rpc::ReportCheckpointResponse*) {
   AuthTarget target;
-  if (absl::StatusOr<JobRecord> job = core_->GetJob(req->job_id()); job.ok()) {
+  if (absl::StatusOr<JobRecord> job = CoreReads(core_).GetJob(req->job_id()); job.ok()) {
     for (const RankPlacement& p : job->allocation) target.nodes.push_back(p.node);
   }
   if (absl::Status s = Authorize(*ctx, "NodeAgent.ReportCheckpoint", target); !s.ok()) {

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "checkpoint/layout.h"
 #include "common/status.h"
+#include "coordinator/core_reads.h"
 #include "coordinator/grpc_status.h"
 
 namespace athanor::coord {
@@ -57,7 +58,7 @@ grpc::ServerUnaryReactor* CheckpointCommitService::ReportShardDurable(
     grpc::CallbackServerContext* ctx, const rpc::ShardDurableRequest* req,
     rpc::ShardDurableResponse* resp) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  absl::StatusOr<JobRecord> job = core_->GetJob(req->job_id());
+  absl::StatusOr<JobRecord> job = CoreReads(core_).GetJob(req->job_id());
   absl::Status s = Authorize(ctx, "CheckpointCommit.ReportShardDurable", job, req->node());
   if (s.ok()) s = CheckReport(*req, *job);
   if (!s.ok()) {
@@ -91,7 +92,7 @@ grpc::ServerUnaryReactor* CheckpointCommitService::ReportShardUpload(
     grpc::CallbackServerContext* ctx, const rpc::ShardUploadRequest* req,
     rpc::ShardUploadResponse* /*resp*/) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  absl::StatusOr<JobRecord> job = core_->GetJob(req->job_id());
+  absl::StatusOr<JobRecord> job = CoreReads(core_).GetJob(req->job_id());
   absl::Status s = Authorize(ctx, "CheckpointCommit.ReportShardUpload", job, req->node());
   if (s.ok() && (req->world_size() < 1 || req->world_size() > 99999 || req->rank() < 0 ||
                  req->rank() >= req->world_size())) {

@@ -92,9 +92,9 @@ class ClusterState {
 
   // The ranks `node` should run now. Empty for unknown nodes.
   std::vector<DesiredRank> DesiredFor(const std::string& node) const;
-  // The generation of `node`'s desired set, and the newest of any node.
-  uint64_t NodeGeneration(const std::string& node) const { return log_.NodeGeneration(node); }
-  uint64_t generation() const { return log_.generation(); }
+  // The generations of the nodes' desired sets (ChangeLog::NodeGeneration,
+  // ChangeLog::generation).
+  const ChangeLog& log() const { return log_; }
 
   // Records changed since the last call, and the nodes whose desired set moved.
   Changes TakeChanges(std::set<std::string>* touched_nodes = nullptr);

@@ -71,7 +71,7 @@ void ClusterState::MoveOffStraggler(JobRecord* job, const RankFlag& flag) {
   if (std::find(avoid.begin(), avoid.end(), flag.node) == avoid.end()) avoid.push_back(flag.node);
   // Only where the job could run without those nodes: a gang that cannot be
   // placed elsewhere stays where it is (slow beats waiting forever).
-  sched::JobRequest req = jobs_.ToRequest(*job);
+  sched::JobRequest req = ToSchedRequest(*job, options_);
   req.avoid_nodes = avoid;
   const int hosts = sched::CountUpAndStaticallyFit(sched_.membership(), req);
   if (hosts < job->spec.nodes) {
@@ -85,7 +85,7 @@ void ClusterState::MoveOffStraggler(JobRecord* job, const RankFlag& flag) {
     return;
   }
   job->avoid_nodes = std::move(avoid);
-  jobs_.BeginPreempt(job, jobs_.Grace(*job), PreemptCause::kStraggler,
+  jobs_.BeginPreempt(job, GraceOf(*job, options_), PreemptCause::kStraggler,
                      absl::StrCat("moving off a straggler: rank ", flag.rank, " on ", flag.node, " (",
                                   flag.reason, ")"));
 }

@@ -46,7 +46,7 @@ class ClusterStateTest : public ::testing::Test {
   }
   // Every rank of the job's attempt on `node`, as its agent would report it.
   void HeartbeatAll(const std::string& node, std::vector<RankReport> reports) {
-    EXPECT_TRUE(state_.Heartbeat(node, state_.generation(), reports));
+    EXPECT_TRUE(state_.Heartbeat(node, state_.log().generation(), reports));
   }
 
   FakeClock clock_;
@@ -308,7 +308,7 @@ TEST_F(ClusterStateTest, RestoreKeepsRunningAttemptAndReconcilesOnRegister) {
                                           Report("1", 1, 1, RankPhase::kExited, 0)}).ok());
   EXPECT_EQ(restarted.jobs().Find("1")->state, JobState::kRunning);
   EXPECT_FALSE(restarted.jobs().Find("1")->stopping);
-  EXPECT_TRUE(restarted.Heartbeat("n1", restarted.generation(), {Report("1", 1, 0, RankPhase::kExited, 0)}));
+  EXPECT_TRUE(restarted.Heartbeat("n1", restarted.log().generation(), {Report("1", 1, 0, RankPhase::kExited, 0)}));
   EXPECT_EQ(restarted.jobs().Find("1")->state, JobState::kSucceeded);
   EXPECT_EQ(restarted.jobs().Find("1")->attempt, 1);
 }
@@ -370,15 +370,15 @@ TEST_F(ClusterStateTest, TimeFieldsAreCappedAtValidation) {
 }
 
 TEST_F(ClusterStateTest, NodeTableIsTheSchedulersAndGenerationsArePerNode) {
-  const uint64_t n1_before = state_.NodeGeneration("n1");
-  const uint64_t n2_before = state_.NodeGeneration("n2");
+  const uint64_t n1_before = state_.log().NodeGeneration("n1");
+  const uint64_t n2_before = state_.log().NodeGeneration("n2");
   ASSERT_TRUE(state_.SubmitJob(Spec(1, 2)).ok());  // fills one node
   const JobRecord* job = state_.jobs().Find("1");
   ASSERT_EQ(job->allocation.size(), 2u);
   const std::string used = job->allocation[0].node;
   const std::string idle = used == "n1" ? "n2" : "n1";
-  EXPECT_GT(state_.NodeGeneration(used), used == "n1" ? n1_before : n2_before);
-  EXPECT_EQ(state_.NodeGeneration(idle), idle == "n1" ? n1_before : n2_before);
+  EXPECT_GT(state_.log().NodeGeneration(used), used == "n1" ? n1_before : n2_before);
+  EXPECT_EQ(state_.log().NodeGeneration(idle), idle == "n1" ? n1_before : n2_before);
   std::optional<NodeView> v = state_.nodes().View(used);
   ASSERT_TRUE(v.has_value());
   EXPECT_EQ(v->gpus_allocated, 2);

@@ -30,7 +30,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorCore>> CoordinatorCore::Create(
     absl::MutexLock lock(&c->mu_);
     c->state_.Restore(std::move(contents.jobs), contents.nodes, contents.quotas);
     c->state_.TakeChanges();  // restoring changes nothing on disk
-    c->durable_generation_ = c->state_.generation();
+    c->durable_generation_ = c->state_.log().generation();
   }
   c->committer_ = std::make_unique<GroupCommitter>(
       std::move(store),
@@ -94,7 +94,7 @@ void CoordinatorCore::CommitLocked(GroupCommitter::Done done) {
   Changes changes = state_.TakeChanges(&touched);
   if (!done && changes.empty() && touched.empty()) return;  // nothing to write or to wait for
   if (!done) done = [](absl::Status) {};  // failures are logged and retried by the committer
-  committer_->Commit(std::move(changes), std::move(touched), state_.generation(),
+  committer_->Commit(std::move(changes), std::move(touched), state_.log().generation(),
                      std::move(done));
 }
 
@@ -139,7 +139,7 @@ void CoordinatorCore::SubmitJob(const JobSpec& spec, const std::string& key, Sub
 
 HeartbeatResult CoordinatorCore::ReplyLocked(const LongPolls::Poll& poll) {
   HeartbeatResult r;
-  r.generation = state_.NodeGeneration(poll.node);
+  r.generation = state_.log().NodeGeneration(poll.node);
   r.desired = state_.DesiredFor(poll.node);
   r.held = absl::ToChronoNanoseconds(absl::Now() - poll.received);
   return r;
@@ -159,7 +159,7 @@ void CoordinatorCore::Heartbeat(LongPolls::Id id, HeartbeatRequest req,
       now.reregister = true;
     } else {
       CommitLocked(nullptr);  // reports: durable with the next round
-      const uint64_t gen = state_.NodeGeneration(req.node);
+      const uint64_t gen = state_.log().NodeGeneration(req.node);
       if (gen <= durable_generation_ && (gen != req.known_generation || req.max_wait <= Duration::zero())) {
         now = ReplyLocked(poll);
       } else {
@@ -184,7 +184,7 @@ void CoordinatorCore::Resolve(std::vector<LongPolls::Poll> polls, bool expired) 
   {
     absl::MutexLock lock(&mu_);
     for (LongPolls::Poll& p : polls) {
-      const uint64_t gen = state_.NodeGeneration(p.node);
+      const uint64_t gen = state_.log().NodeGeneration(p.node);
       const bool durable = gen <= durable_generation_;
       if (durable && (expired || gen != p.known_generation)) {
         HeartbeatResult r = ReplyLocked(p);
@@ -288,47 +288,9 @@ absl::StatusOr<std::vector<QuotaRow>> CoordinatorCore::SetQuota(const std::strin
       });
 }
 
-absl::StatusOr<JobRecord> CoordinatorCore::GetJob(const std::string& id) {
+void CoordinatorCore::Read(absl::FunctionRef<void(const ClusterState&)> read) {
   absl::MutexLock lock(&mu_);
-  const JobRecord* job = state_.jobs().Find(id);
-  if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job '", id.substr(0, 64), "'"));
-  return *job;
-}
-
-std::vector<JobRecord> CoordinatorCore::ListJobs(bool include_finished, const std::string& tenant) {
-  absl::MutexLock lock(&mu_);
-  std::vector<JobRecord> out;
-  for (const auto& [seq, job] : state_.jobs().all()) {
-    if (!include_finished && IsTerminal(job.state)) continue;
-    if (tenant.empty() || job.spec.tenant == tenant) out.push_back(job);
-  }
-  return out;
-}
-
-std::vector<NodeView> CoordinatorCore::ListNodes() {
-  absl::MutexLock lock(&mu_);
-  return state_.nodes().Views();
-}
-
-std::vector<QuotaRow> CoordinatorCore::Quotas() {
-  absl::MutexLock lock(&mu_);
-  return state_.accounts().Quotas();
-}
-
-std::vector<UsageRow> CoordinatorCore::Usage(const std::string& tenant, double since_unix) {
-  absl::MutexLock lock(&mu_);
-  return state_.accounts().Usage(state_.jobs().all(), tenant, since_unix);
-}
-
-absl::StatusOr<WhyResult> CoordinatorCore::Why(const std::string& id) {
-  absl::MutexLock lock(&mu_);
-  return state_.Why(id);
-}
-
-absl::StatusOr<std::vector<LogTarget>> CoordinatorCore::LogTargets(const std::string& job_id,
-                                                                    int32_t rank, int32_t attempt) {
-  absl::MutexLock lock(&mu_);
-  return FindLogTargets(state_, job_id, rank, attempt);
+  read(state_);
 }
 
 std::optional<std::string> CoordinatorCore::StoreUriLocked(const JobRecord& job) {

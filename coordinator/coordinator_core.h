@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
 #include "absl/synchronization/mutex.h"
 #include "coordinator/checkpoint_commit.h"
 #include "coordinator/checkpoint_poller.h"
@@ -32,7 +33,6 @@
 #include "coordinator/core_observer.h"
 #include "coordinator/group_commit.h"
 #include "coordinator/job_store.h"
-#include "coordinator/log_targets.h"
 #include "coordinator/long_polls.h"
 
 namespace athanor::coord {
@@ -104,21 +104,12 @@ class CoordinatorCore {
   absl::StatusOr<NodeView> UndrainNode(const std::string& name);
   absl::StatusOr<std::vector<QuotaRow>> SetQuota(const std::string& tenant, int32_t gpus);
 
-  // Reads.
-  absl::StatusOr<JobRecord> GetJob(const std::string& id);
-  std::vector<JobRecord> ListJobs(bool include_finished, const std::string& tenant);
-  std::vector<NodeView> ListNodes();
-  std::vector<QuotaRow> Quotas();
-  std::vector<UsageRow> Usage(const std::string& tenant, double since_unix);
-  absl::StatusOr<WhyResult> Why(const std::string& id);
-  // The ranks of `attempt` (0: the current/last one) to read logs of;
-  // rank < 0 for all. NotFound / InvalidArgument naming the job or rank.
-  absl::StatusOr<std::vector<LogTarget>> LogTargets(const std::string& job_id, int32_t rank,
-                                                    int32_t attempt);
+  // Runs `read` on the state under the state lock: the queries of CoreReads
+  // (core_reads.h). `read` must not block or call back into the core.
+  void Read(absl::FunctionRef<void(const ClusterState&)> read);
 
-  // Heartbeats parked now; and a wait (for tests) until `n` are.
-  size_t parked_polls() const { return polls_->size(); }
-  bool AwaitParkedPolls(size_t n, absl::Duration timeout) const { return polls_->AwaitParked(n, timeout); }
+  // The parked heartbeats (how many; tests wait until `n` are).
+  const LongPolls& polls() const { return *polls_; }
 
   // Answers every parked poll and stops the loops; later heartbeats are
   // answered Unavailable at once.

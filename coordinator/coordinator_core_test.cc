@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "absl/synchronization/notification.h"
+#include "coordinator/core_reads.h"
 
 namespace athanor::coord {
 namespace {
@@ -90,11 +91,11 @@ TEST_F(CoordinatorCoreTest, ReopenKeepsJobsAndAsksNodesToRegisterAgain) {
     ASSERT_EQ(*Submit(core.get(), Spec()), "1");
   }
   auto core = Open();
-  absl::StatusOr<JobRecord> job = core->GetJob("1");
+  absl::StatusOr<JobRecord> job = CoreReads(core.get()).GetJob("1");
   ASSERT_TRUE(job.ok()) << job.status();
   EXPECT_EQ(job->state, JobState::kStarting);
   EXPECT_EQ(job->attempt, 1);
-  std::vector<NodeView> nodes = core->ListNodes();
+  std::vector<NodeView> nodes = CoreReads(core.get()).ListNodes();
   ASSERT_EQ(nodes.size(), 1u);
   EXPECT_EQ(nodes[0].record.state, NodeState::kUnknown);
   EXPECT_EQ(nodes[0].gpus_allocated, 2);
@@ -102,7 +103,7 @@ TEST_F(CoordinatorCoreTest, ReopenKeepsJobsAndAsksNodesToRegisterAgain) {
   ASSERT_TRUE(hb.ok());
   EXPECT_TRUE(hb->reregister);
   EXPECT_EQ(*Submit(core.get(), Spec()), "2");  // ids continue after the restart
-  EXPECT_EQ(core->GetJob("nope").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(CoreReads(core.get()).GetJob("nope").status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST_F(CoordinatorCoreTest, ReopenRebuildsSchedulerWithPreemptingJobQueueOrderAndQuotas) {
@@ -132,28 +133,28 @@ TEST_F(CoordinatorCoreTest, ReopenRebuildsSchedulerWithPreemptingJobQueueOrderAn
     c.gpus_per_node = 1;
     ASSERT_EQ(*Submit(core.get(), c), "3");
     ASSERT_TRUE(Beat(core.get(), "n1", 0, running(1, RankPhase::kRunning), Duration::zero()).ok());
-    ASSERT_EQ(core->GetJob("1")->state, JobState::kRunning);
+    ASSERT_EQ(CoreReads(core.get()).GetJob("1")->state, JobState::kRunning);
     ASSERT_TRUE(core->PreemptJob("1", Duration::zero()).ok());  // the job's own 50 s
   }
   clock_.Advance(Seconds(5));
   auto core = Open();
-  JobRecord a = *core->GetJob("1");
+  JobRecord a = *CoreReads(core.get()).GetJob("1");
   EXPECT_EQ(a.state, JobState::kPreempting);
   EXPECT_DOUBLE_EQ(a.preempt_deadline_unix, clock_.UnixSeconds() - 5 + 50);
-  std::vector<QuotaRow> quotas = core->Quotas();
+  std::vector<QuotaRow> quotas = CoreReads(core.get()).Quotas();
   ASSERT_EQ(quotas.size(), 1u);
   EXPECT_EQ(quotas[0].gpus, 3);
   EXPECT_EQ(quotas[0].gpus_in_use, 2);  // held by the PREEMPTING attempt
   ASSERT_TRUE(RegisterAndWait(core.get(), Node(), running(1, RankPhase::kRunning)).ok());
   auto hb = Beat(core.get(), "n1", 0, running(1, RankPhase::kExited), Duration::zero());
   ASSERT_TRUE(hb.ok());
-  a = *core->GetJob("1");
+  a = *CoreReads(core.get()).GetJob("1");
   // Requeued without a restart, and first again in submission order.
   EXPECT_EQ(a.restarts, 0);
   EXPECT_EQ(a.state, JobState::kStarting);
   EXPECT_EQ(a.attempt, 2);
-  EXPECT_EQ(core->GetJob("2")->state, JobState::kPending);
-  absl::StatusOr<WhyResult> why = core->Why("3");
+  EXPECT_EQ(CoreReads(core.get()).GetJob("2")->state, JobState::kPending);
+  absl::StatusOr<WhyResult> why = CoreReads(core.get()).Why("3");
   ASSERT_TRUE(why.ok());
   EXPECT_EQ(why->reasons.back(), "position 2 of 2 in the queue");
 }
@@ -188,7 +189,7 @@ TEST_F(CoordinatorCoreTest, DeferredSchedulingDeliversPlacementThroughTheLongPol
   ASSERT_TRUE(after.ok());
   EXPECT_EQ(after->job_id, "1");
   EXPECT_TRUE(after->duplicate);
-  EXPECT_EQ(reopened->ListJobs(true, "").size(), 1u);
+  EXPECT_EQ(CoreReads(reopened.get()).ListJobs(true, "").size(), 1u);
 }
 
 TEST_F(CoordinatorCoreTest, CancelledPollIsAnsweredCancelled) {
@@ -223,12 +224,12 @@ TEST_F(CoordinatorCoreTest, ShutdownAnswersParkedPolls) {
   std::thread poller([&] { parked = Beat(core.get(), "n1", first->generation, {}, Seconds(3600)); });
   // Shutdown must answer a poll that is parked (one arriving after it is
   // refused at once, also Unavailable): wait for the park, an event.
-  ASSERT_TRUE(core->AwaitParkedPolls(1, absl::Seconds(30)));
-  EXPECT_EQ(core->parked_polls(), 1u);
+  ASSERT_TRUE(core->polls().AwaitParked(1, absl::Seconds(30)));
+  EXPECT_EQ(core->polls().size(), 1u);
   core->Shutdown();
   poller.join();
   EXPECT_EQ(parked.status().code(), absl::StatusCode::kUnavailable);
-  EXPECT_EQ(core->parked_polls(), 0u);
+  EXPECT_EQ(core->polls().size(), 0u);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
+#include "coordinator/core_reads.h"
 #include "coordinator/grpc_status.h"
 #include "coordinator/proto_convert.h"
 #include "coordinator/validation.h"
@@ -67,7 +68,7 @@ grpc::Status CoordinatorService::AuthorizeJob(const grpc::ServerContextBase& ctx
   absl::StatusOr<Identity> who = Authorize(ctx, method);
   if (!who.ok()) return ToGrpc(who.status());
   if (grpc::Status s = CheckId(job_id); !s.ok()) return s;
-  absl::StatusOr<JobRecord> job = core_->GetJob(job_id);
+  absl::StatusOr<JobRecord> job = CoreReads(core_).GetJob(job_id);
   if (!job.ok()) return ToGrpc(job.status());
   absl::Status owner = security_.auth->CheckOwner(*who, method, AuthTarget{.tenant = job->spec.tenant});
   if (!owner.ok()) {
@@ -132,7 +133,7 @@ grpc::Status CoordinatorService::ListJobs(grpc::ServerContext* ctx, const rpc::L
       !s.ok()) {
     return ToGrpc(s);
   }
-  for (const JobRecord& j : core_->ListJobs(req->all(), tenant)) ToProto(j, resp->add_jobs());
+  for (const JobRecord& j : CoreReads(core_).ListJobs(req->all(), tenant)) ToProto(j, resp->add_jobs());
   return grpc::Status::OK;
 }
 
@@ -152,7 +153,7 @@ grpc::Status CoordinatorService::ListNodes(grpc::ServerContext* ctx, const rpc::
   if (absl::StatusOr<Identity> who = Authorize(*ctx, "Coordinator.ListNodes"); !who.ok()) {
     return ToGrpc(who.status());
   }
-  for (const NodeView& n : core_->ListNodes()) ToProto(n, resp->add_nodes());
+  for (const NodeView& n : CoreReads(core_).ListNodes()) ToProto(n, resp->add_nodes());
   return grpc::Status::OK;
 }
 
@@ -183,10 +184,10 @@ grpc::Status CoordinatorService::GetLogs(grpc::ServerContext* ctx, const rpc::Ge
                         "attempt, page_start and tail_bytes: must be >= 0");
   }
   const int64_t tail = req->tail_bytes() > 0 ? std::min<int64_t>(req->tail_bytes(), kMaxLogBytes) : kMaxLogBytes;
-  absl::StatusOr<JobRecord> job = core_->GetJob(req->job_id());
+  absl::StatusOr<JobRecord> job = CoreReads(core_).GetJob(req->job_id());
   if (!job.ok()) return ToGrpc(job.status());
   absl::StatusOr<std::vector<LogTarget>> targets =
-      core_->LogTargets(req->job_id(), req->rank(), req->attempt());
+      CoreReads(core_).LogTargets(req->job_id(), req->rank(), req->attempt());
   if (!targets.ok()) return ToGrpc(targets.status());
   const size_t start = static_cast<size_t>(req->page_start());
   if (start > 0 && start >= targets->size()) {
@@ -302,7 +303,7 @@ grpc::Status CoordinatorService::Usage(grpc::ServerContext* ctx, const rpc::Usag
       !s.ok()) {
     return ToGrpc(s);
   }
-  for (const UsageRow& r : core_->Usage(tenant, static_cast<double>(req->since_unix()))) {
+  for (const UsageRow& r : CoreReads(core_).Usage(tenant, static_cast<double>(req->since_unix()))) {
     rpc::UsageRow* row = resp->add_rows();
     row->set_tenant(r.tenant);
     row->set_job_id(r.job_id);
@@ -316,7 +317,7 @@ grpc::Status CoordinatorService::WhyPending(grpc::ServerContext* ctx,
                                             const rpc::WhyPendingRequest* req,
                                             rpc::WhyPendingResponse* resp) {
   if (grpc::Status s = AuthorizeJob(*ctx, "Coordinator.WhyPending", req->job_id()); !s.ok()) return s;
-  absl::StatusOr<WhyResult> why = core_->Why(req->job_id());
+  absl::StatusOr<WhyResult> why = CoreReads(core_).Why(req->job_id());
   if (!why.ok()) return ToGrpc(why.status());
   resp->set_job_id(req->job_id());
   resp->set_state(WireState(why->state));
@@ -360,7 +361,7 @@ grpc::Status CoordinatorService::ListQuotas(grpc::ServerContext* ctx, const rpc:
   if (!who.ok()) return ToGrpc(who.status());
   // Users see their own tenant's quota only.
   bool all = who->insecure || who->role == Role::kAdmin;
-  QuotasToProto(core_->Quotas(), resp, all ? "" : who->tenant);
+  QuotasToProto(CoreReads(core_).Quotas(), resp, all ? "" : who->tenant);
   return grpc::Status::OK;
 }
 

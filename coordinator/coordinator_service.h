@@ -20,6 +20,7 @@
 #include "coordinator/auth_policy.h"
 #include "coordinator/auth_submit.h"
 #include "coordinator/coordinator_core.h"
+#include "coordinator/log_targets.h"
 #include "security/tls.h"
 #include "proto/athanor.grpc.pb.h"
 

@@ -409,7 +409,7 @@ class ClusterHangTest : public ::testing::Test {
         if (d.terminate) r.phase = RankPhase::kExited;
         reports.push_back(r);
       }
-      ASSERT_TRUE(state_->Heartbeat(node, state_->generation(), reports));
+      ASSERT_TRUE(state_->Heartbeat(node, state_->log().generation(), reports));
     }
     state_->Tick();
   }
@@ -523,7 +523,7 @@ class StragglerMoveTest : public ::testing::Test {
         if (d.terminate) r.phase = RankPhase::kExited;
         reports.push_back(r);
       }
-      ASSERT_TRUE(state_->Heartbeat(node, state_->generation(), reports));
+      ASSERT_TRUE(state_->Heartbeat(node, state_->log().generation(), reports));
     }
     state_->Tick();
   }

@@ -49,12 +49,12 @@ TEST(HeartbeatPaceTest, SilentNodeGoesDownAfterTheStretchedTimeoutOnly) {
   EXPECT_EQ(pace.Timeout(), Seconds(30));
   for (int s = 0; s < 29; ++s) {
     clock.Advance(Seconds(1));
-    ASSERT_TRUE(state.Heartbeat("n1", state.generation(), {}));
+    ASSERT_TRUE(state.Heartbeat("n1", state.log().generation(), {}));
     state.Tick();
   }
   EXPECT_EQ(state.nodes().Get("n2")->state, NodeState::kUp);  // silent 29 s
   clock.Advance(Seconds(2));
-  ASSERT_TRUE(state.Heartbeat("n1", state.generation(), {}));
+  ASSERT_TRUE(state.Heartbeat("n1", state.log().generation(), {}));
   state.Tick();
   EXPECT_EQ(state.nodes().Get("n2")->state, NodeState::kDown);  // silent 31 s
   EXPECT_EQ(state.nodes().Get("n3")->state, NodeState::kDown);

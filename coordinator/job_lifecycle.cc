@@ -20,30 +20,6 @@ absl::Status NoJob(const std::string& id) {
 
 }  // namespace
 
-Duration JobLifecycle::Grace(const JobRecord& job) const {
-  return job.spec.grace_period_s > 0 ? Seconds(static_cast<double>(job.spec.grace_period_s))
-                                     : p_.options->default_grace;
-}
-
-sched::JobRequest JobLifecycle::ToRequest(const JobRecord& job) const {
-  sched::JobRequest r;
-  r.id = job.id;
-  r.tenant = job.spec.tenant;
-  r.priority = job.spec.priority;
-  r.preemptible = job.spec.preemptible;
-  r.nodes = job.spec.nodes;
-  r.gpus_per_node = job.spec.gpus_per_node;
-  r.gpu_model = job.spec.gpu_model;
-  r.min_gpu_memory_mb = job.spec.min_gpu_memory_mb;
-  r.cpus_per_node = job.spec.cpus_per_node;
-  r.memory_mb_per_node = job.spec.memory_mb_per_node;
-  r.time_limit = Seconds(static_cast<double>(job.spec.time_limit_s));
-  r.grace = Grace(job);
-  r.submit_seq = static_cast<uint64_t>(job.seq);
-  r.avoid_nodes = job.avoid_nodes;
-  return r;
-}
-
 JobRecord* JobLifecycle::Mutable(const std::string& id) {
   int64_t seq = 0;
   if (!absl::SimpleAtoi(id, &seq)) return nullptr;
@@ -75,12 +51,12 @@ void JobLifecycle::Restore(std::vector<JobRecord> jobs) {
       std::optional<TimePoint> ckpt, deadline;
       if (job.last_checkpoint_unix > 0) ckpt = p_.clock->FromUnix(job.last_checkpoint_unix);
       if (job.stopping && job.preempted) deadline = p_.clock->FromUnix(job.preempt_deadline_unix);
-      s = p_.sched->Restore(ToRequest(job), placement,
+      s = p_.sched->Restore(ToSchedRequest(job, *p_.options), placement,
                             p_.clock->FromUnix(static_cast<double>(job.start_time_unix)), ckpt,
                             deadline);
       if (s.ok() && job.stopping) PublishStop(job);
     } else {
-      s = p_.sched->Submit(ToRequest(job));
+      s = p_.sched->Submit(ToSchedRequest(job, *p_.options));
     }
     if (!s.ok()) {
       ATHANOR_LOG(ERROR) << "restore job " << job.id << " into the scheduler: " << s;
@@ -104,7 +80,7 @@ absl::StatusOr<SubmitResult> JobLifecycle::Submit(const JobSpec& spec, const std
   job.state = JobState::kPending;
   job.submit_time_unix = p_.clock->UnixSeconds();
   job.reason = "waiting for placement";
-  if (absl::Status s = p_.sched->Submit(ToRequest(job)); !s.ok()) {
+  if (absl::Status s = p_.sched->Submit(ToSchedRequest(job, *p_.options)); !s.ok()) {
     std::string msg(s.message());
     // "job N can never fit: ..." -> "job can never fit: ..." (no id was given out).
     std::string prefix = absl::StrCat("job ", job.id, " ");
@@ -148,7 +124,8 @@ absl::StatusOr<JobRecord> JobLifecycle::Preempt(const std::string& id, Duration 
     return absl::FailedPreconditionError(
         absl::StrCat("job ", job->id, " is already stopping: ", job->stop_reason));
   }
-  BeginPreempt(job, grace > Duration::zero() ? grace : Grace(*job), PreemptCause::kAdmin, kAdminPreemption);
+  BeginPreempt(job, grace > Duration::zero() ? grace : GraceOf(*job, *p_.options),
+               PreemptCause::kAdmin, kAdminPreemption);
   return *job;
 }
 
@@ -342,7 +319,8 @@ void JobLifecycle::PreemptAttemptsOn(const std::string& node, Duration grace,
     bool here = std::any_of(job.allocation.begin(), job.allocation.end(),
                             [&](const RankPlacement& p) { return p.node == node; });
     if (!here || job.stopping) continue;
-    BeginPreempt(&job, grace > Duration::zero() ? grace : Grace(job), PreemptCause::kDrain, why);
+    BeginPreempt(&job, grace > Duration::zero() ? grace : GraceOf(job, *p_.options),
+                 PreemptCause::kDrain, why);
   }
 }
 
@@ -352,7 +330,9 @@ void JobLifecycle::Finish(JobRecord* job, JobState outcome, const std::string& r
     TouchAttemptNodes(p_.log, *job);  // its ranks leave the desired sets
     if (!job->usage.empty() && job->usage.back().end == 0) job->usage.back().end = p_.clock->UnixNow();
     absl::Status s = p_.sched->OnJobExited(job->id, outcome == JobState::kPending);
-    if (absl::IsNotFound(s) && outcome == JobState::kPending) s = p_.sched->Submit(ToRequest(*job));
+    if (absl::IsNotFound(s) && outcome == JobState::kPending) {
+      s = p_.sched->Submit(ToSchedRequest(*job, *p_.options));
+    }
     if (!s.ok()) ATHANOR_LOG(ERROR) << "scheduler: job " << job->id << " exit: " << s;
     p_.launcher->Release(*job);
     std::vector<std::string> nodes;

@@ -27,6 +27,7 @@
 #include "coordinator/metrics_counters.h"
 #include "coordinator/attempt_launcher.h"
 #include "coordinator/change_log.h"
+#include "coordinator/job_request.h"
 #include "coordinator/node_table.h"
 #include "coordinator/scheduler/scheduler.h"
 #include "coordinator/state_types.h"
@@ -85,12 +86,9 @@ class JobLifecycle {
   const JobRecord* Find(const std::string& id) const;
   const std::map<int64_t, JobRecord>& all() const { return jobs_; }
   const std::set<int64_t>& active() const { return active_; }  // holding an allocation
-  Duration Grace(const JobRecord& job) const;
   // Rank 0's newest training figures, persisted with the job (NotFound).
   absl::Status RecordTelemetry(const std::string& id, const TelemetryFigures& figures);
   const LifecycleCounters& counters() const { return counters_; }
-  // The scheduler's view of a job (its shape, policy and avoided nodes).
-  sched::JobRequest ToRequest(const JobRecord& job) const;
 
  private:
   void Evaluate(JobRecord* job);

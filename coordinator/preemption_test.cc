@@ -57,7 +57,7 @@ class PreemptionTest : public ::testing::Test {
         r.rank = d.rank;
         reports.push_back(r);
       }
-      ASSERT_TRUE(state_->Heartbeat(node, state_->generation(), reports));
+      ASSERT_TRUE(state_->Heartbeat(node, state_->log().generation(), reports));
     }
   }
   const JobRecord& Job(const std::string& id) { return *state_->jobs().Find(id); }
@@ -115,7 +115,7 @@ TEST_F(PreemptionTest, VictimGetsGraceAsKillDelayAndRequeuesWithoutRestart) {
       r.signal = 9;
       reports.push_back(r);
     }
-    ASSERT_TRUE(state_->Heartbeat(node, state_->generation(), reports));
+    ASSERT_TRUE(state_->Heartbeat(node, state_->log().generation(), reports));
   }
   EXPECT_EQ(Job(l).state, JobState::kPending);
   EXPECT_EQ(Job(l).restarts, 0);
@@ -171,7 +171,7 @@ class UploadWaitTest : public PreemptionTest {
     for (int s = 0; s < seconds; ++s) {
       clock_.Advance(Seconds(1));
       for (const char* node : {"n1", "n2"}) {
-        ASSERT_TRUE(state_->Heartbeat(node, state_->generation(), {}));
+        ASSERT_TRUE(state_->Heartbeat(node, state_->log().generation(), {}));
       }
     }
     state_->Tick();
@@ -319,7 +319,7 @@ TEST_F(PreemptionTest, GpuUtilisationDecidesIdlenessWhereMeasured) {
         }
         reports.push_back(r);
       }
-      ASSERT_TRUE(state_->Heartbeat(node, state_->generation(), reports));
+      ASSERT_TRUE(state_->Heartbeat(node, state_->log().generation(), reports));
     }
   };
   for (int s = 0; s < 8; ++s) {

@@ -1,0 +1,14 @@
+// What the scheduler core is told about a job record: its shape, policy and
+// avoided nodes (sched::JobRequest), and the preemption grace it gets.
+#pragma once
+
+#include "coordinator/scheduler/types.h"
+#include "coordinator/state_types.h"
+
+namespace athanor::coord {
+
+// The job's own grace period, else the coordinator's default.
+Duration GraceOf(const JobRecord& job, const StateOptions& options);
+sched::JobRequest ToSchedRequest(const JobRecord& job, const StateOptions& options);
+
+}  // namespace athanor::coord
