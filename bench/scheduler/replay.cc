@@ -245,7 +245,7 @@ ReplayResult Replay(const Workload& w, const sched::SchedulerOptions& options, i
           std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
               .count());
       pass_cpu_us.push_back(ThreadCpuMicros() - cpu_start);
-      visited.push_back(static_cast<double>(scheduler.last_pass_visited()));
+      visited.push_back(static_cast<double>(scheduler.last_pass().visited));
       if (pass_us.size() == 1 || static_cast<int>(waiting) < result.pending_min_timed) {
         result.pending_min_timed = static_cast<int>(waiting);
       }
@@ -282,7 +282,7 @@ ReplayResult Replay(const Workload& w, const sched::SchedulerOptions& options, i
   result.wait_median_s = Percentile(waits, 0.5);
   result.wait_p95_s = Percentile(waits, 0.95);
   double busy = 0;
-  for (const auto& row : scheduler.Usage()) {
+  for (const auto& row : scheduler.accounting().Usage(clock.Now())) {
     if (row.job.empty()) busy += row.gpu_seconds;
   }
   double span = static_cast<double>(now - base);

@@ -118,10 +118,10 @@ std::vector<Decision> Scheduler::Schedule() {
     }
   }
   for (const JobId& id : pass.started) queue_.Remove(jobs_.at(id).req);
-  reservation_ = std::move(pass.reservation);
-  last_head_ = pass.head;
-  last_pass_strict_blocked_ = pass.strict_blocked;
-  last_pass_visited_ = pass.visited;
+  last_pass_.reservation = std::move(pass.reservation);
+  last_pass_.head = pass.head;
+  last_pass_.strict_blocked = pass.strict_blocked;
+  last_pass_.visited = pass.visited;
   return out;
 }
 

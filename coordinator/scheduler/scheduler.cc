@@ -29,10 +29,6 @@ absl::Status Scheduler::Heartbeat(const std::string& name) {
   return membership_.Heartbeat(name, clock_->Now());
 }
 
-std::vector<std::string> Scheduler::ExpireHeartbeats(Duration timeout) {
-  return membership_.ExpireHeartbeats(clock_->Now(), timeout);
-}
-
 void Scheduler::SetQuota(const std::string& tenant, int gpus) {
   if (gpus < 0) {
     quotas_.erase(tenant);

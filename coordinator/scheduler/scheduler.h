@@ -49,6 +49,16 @@ struct WhyReport {
   int queue_position = 0;  // 1-based among pending jobs; 0 if not pending
 };
 
+// What the last scheduling pass found.
+struct PassSummary {
+  std::optional<Reservation> reservation;  // held for the head, if any
+  JobId head;                              // the first job that could not start
+  bool strict_blocked = false;             // strict order stopped the pass at the head
+  // Pending jobs the pass looked at (the rest were of shapes that could not
+  // be placed any more, or behind a strict-order head).
+  size_t visited = 0;
+};
+
 class Scheduler {
  public:
   Scheduler(const Clock* clock, SchedulerOptions options);
@@ -63,9 +73,6 @@ class Scheduler {
   absl::Status SetNodeNote(const std::string& name, bool drain, std::string reason) {
     return membership_.SetNote(name, drain, std::move(reason));
   }
-  // Marks nodes silent for longer than `timeout` DOWN; returns their names.
-  // SetNodeState(name, kDown) on each (idempotent) lists the jobs to end.
-  std::vector<std::string> ExpireHeartbeats(Duration timeout);
 
   // ---- tenants
   void SetQuota(const std::string& tenant, int gpus);  // < 0: no quota
@@ -108,16 +115,11 @@ class Scheduler {
 
   // ---- introspection
   absl::StatusOr<WhyReport> Why(const JobId& job) const;
-  std::vector<UsageRow> Usage() const { return accounting_.Usage(clock_->Now()); }
   const Membership& membership() const { return membership_; }
   const Accounting& accounting() const { return accounting_; }
   const JobRecord* job(const JobId& id) const;
-  // The reservation made by the last pass, if any.
-  const std::optional<Reservation>& reservation() const { return reservation_; }
   size_t pending() const { return queue_.size(); }
-  // Pending jobs the last pass looked at (the rest were of shapes that could
-  // not be placed any more, or behind a strict-order head).
-  size_t last_pass_visited() const { return last_pass_visited_; }
+  const PassSummary& last_pass() const { return last_pass_; }
 
  private:
   struct PassState;
@@ -151,11 +153,8 @@ class Scheduler {
   // Jobs holding resources (RUNNING or PREEMPTING), by id; values point
   // into jobs_ (node-based, so stable).
   std::map<JobId, const JobRecord*> holders_;
-  std::optional<Reservation> reservation_;
-  JobId last_head_;  // the head of the last pass, for Why()
+  PassSummary last_pass_;  // for Why() too
   uint64_t pass_id_ = 0;  // passes so far
-  bool last_pass_strict_blocked_ = false;
-  size_t last_pass_visited_ = 0;
 };
 
 }  // namespace athanor::sched

@@ -49,7 +49,7 @@ PendingReason Scheduler::ReasonNow(const JobRecord& job) const {
     return r;
   }
   if (pass_id_ == 0) return r;  // kNotConsidered
-  if (last_pass_strict_blocked_) {
+  if (last_pass_.strict_blocked) {
     r.code = PendingReason::Code::kStrictOrder;
     return r;
   }
@@ -110,7 +110,7 @@ absl::StatusOr<WhyReport> Scheduler::Why(const JobId& id) const {
                                             absl::StrJoin(r.victims, ", "), " to exit"));
       break;
     case Code::kBehindReservation:
-      report.reasons.push_back(absl::StrCat("waiting behind the reservation for job ", last_head_,
+      report.reasons.push_back(absl::StrCat("waiting behind the reservation for job ", last_pass_.head,
                                             " (starts ", StartText(r.finite, r.when, now), ")"));
       break;
     case Code::kHeld:
@@ -118,7 +118,7 @@ absl::StatusOr<WhyReport> Scheduler::Why(const JobId& id) const {
       break;
     case Code::kStrictOrder:
       report.reasons.push_back(
-          absl::StrCat("waiting behind blocked job ", last_head_, " (backfill is off)"));
+          absl::StrCat("waiting behind blocked job ", last_pass_.head, " (backfill is off)"));
       break;
   }
   if (!job->req.avoid_nodes.empty()) {
