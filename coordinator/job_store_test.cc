@@ -2,6 +2,7 @@
 #include "coordinator/record_codec.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -129,6 +130,86 @@ TEST(RecordCodecTest, AvoidedNodesAndTheNewestHangSurviveARoundTrip) {
   // A list of something else is refused, not converted.
   EXPECT_EQ(DecodeJob(R"({"id":"5","seq":5,"state":0,"avoid_nodes":[1,2]})").status().code(),
             absl::StatusCode::kDataLoss);
+}
+
+// Every field is written and read back; user strings with any bytes stay
+// readable (invalid UTF-8 becomes U+FFFD, nothing else changes).
+TEST(RecordCodecTest, EveryFieldSurvivesARoundTrip) {
+  JobRecord job;
+  job.id = "42";
+  job.seq = 42;
+  job.spec.name = "quote\" back\\slash\nnew line";
+  job.spec.tenant = "t\xC3\xA9";
+  job.spec.priority = -3;
+  job.spec.preemptible = true;
+  job.spec.nodes = 2;
+  job.spec.gpus_per_node = 4;
+  job.spec.command = {"python3", "train.py", "--lr=0.1", std::string("\x01\x1f", 2)};
+  job.spec.env = {{"A", "1"}, {"BAD", "\xFF\xFE"}, {"EMPTY", ""}};
+  job.spec.checkpoint_uri = "s3://bucket/ckpt";
+  job.spec.max_restarts = 5;
+  job.spec.time_limit_s = 86400;
+  job.spec.grace_period_s = 30;
+  job.spec.gpu_model = "H200";
+  job.spec.min_gpu_memory_mb = 141000;
+  job.spec.cpus_per_node = 16;
+  job.spec.memory_mb_per_node = 1 << 20;
+  job.spec.interactive = true;
+  job.spec.idle_timeout_s = 600;
+  job.spec.hang_timeout_s = 45;
+  job.spec.move_off_stragglers = true;
+  job.idempotency_key = "key-1";
+  job.state = JobState::kPreempting;
+  job.attempt = 3;
+  job.allocation = {{0, "n1", 0, 0, {0, 1, 2, 3}}, {1, "n2", 0, 1, {4, 5, 6, 7}}};
+  job.allocated = true;
+  job.ranks = {{0, true, false, 0, 0, ""}, {1, true, true, 137, 9, "out of memory"}};
+  job.reason = "preempted by job 7";
+  job.submit_time_unix = 1764600000;
+  job.start_time_unix = 1764600010;
+  job.end_time_unix = 0;
+  job.restarts = 1;
+  job.committed_step = 1200;
+  job.master_addr = "10.0.0.1";
+  job.master_port = 29500;
+  job.stopping = true;
+  job.stop_outcome = JobState::kPending;
+  job.stop_reason = "preempted";
+  job.preempted = true;
+  job.stop_kill_after_ms = 30000;
+  job.preempt_deadline_unix = 1764600040.125;
+  job.last_checkpoint_unix = 1764600030.5;
+  job.usage = {{1764600010.25, 1764600020.75, 8}, {1764600021, 0, 8}};
+  job.attempt_nodes = {{"n1", "n2"}, {"n3"}, {"n1", "n2"}};
+  job.attempt_spans = {{100.5, 200.25, "preempted", "by job 4"}, {300, 0, "", ""}};
+  job.last_active_unix = 1764600035.0625;
+  job.idle_warned = true;
+  job.hang = {3, 1, "n2", "no progress", 1764600033, 31.5};
+  job.avoid_nodes = {"n9"};
+  job.last_telemetry = {1200, 2.25, 15000.5, 210.75, 0.125, 65536, 2, 1.5, 1764600036000, 3, 5000};
+  const std::string text = EncodeJob(job);
+  absl::StatusOr<JobRecord> back = DecodeJob(text);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->spec.name, job.spec.name);
+  EXPECT_EQ(back->spec.tenant, job.spec.tenant);
+  EXPECT_EQ(back->spec.command[3], job.spec.command[3]);
+  EXPECT_EQ(back->spec.env.at("BAD"), "\xEF\xBF\xBD\xEF\xBF\xBD");
+  EXPECT_EQ(back->ranks[1].message, "out of memory");
+  EXPECT_EQ(back->ranks[1].exit_code, 137);
+  EXPECT_EQ(back->allocation[1].gpu_ids, (std::vector<int32_t>{4, 5, 6, 7}));
+  EXPECT_EQ(back->usage[0].start, 1764600010.25);
+  EXPECT_EQ(back->usage[1].gpus, 8);
+  EXPECT_EQ(back->attempt_nodes, job.attempt_nodes);
+  EXPECT_EQ(back->preempt_deadline_unix, 1764600040.125);
+  EXPECT_EQ(back->last_telemetry.comm_wait_share, 0.125);
+  EXPECT_EQ(back->last_telemetry.unix_ms, 1764600036000);
+  EXPECT_EQ(back->stop_outcome, JobState::kPending);
+  // Every other field: the record read back writes the same text, except for
+  // the one invalid string, now its replacement.
+  JobRecord fixed = job;
+  fixed.spec.env["BAD"] = "\xEF\xBF\xBD\xEF\xBF\xBD";
+  EXPECT_EQ(EncodeJob(*back), EncodeJob(fixed));
+  EXPECT_EQ(nlohmann::json::parse(text).size(), 32u);  // top-level fields
 }
 
 TEST(RecordCodecTest, OutOfRangeNumbersAndStatesAreDataLoss) {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "common/json_writer.h"
 
 namespace athanor::coord {
 namespace {
@@ -59,27 +60,30 @@ Enum GetEnum(const json& j, const char* key, Enum fallback, Enum last) {
   return static_cast<Enum>(value);
 }
 
-json SpecToJson(const JobSpec& s) {
-  return json{{"name", s.name},
-              {"tenant", s.tenant},
-              {"priority", s.priority},
-              {"preemptible", s.preemptible},
-              {"nodes", s.nodes},
-              {"gpus_per_node", s.gpus_per_node},
-              {"command", s.command},
-              {"env", s.env},
-              {"checkpoint_uri", s.checkpoint_uri},
-              {"max_restarts", s.max_restarts},
-              {"time_limit_s", s.time_limit_s},
-              {"grace_period_s", s.grace_period_s},
-              {"gpu_model", s.gpu_model},
-              {"min_gpu_memory_mb", s.min_gpu_memory_mb},
-              {"cpus_per_node", s.cpus_per_node},
-              {"memory_mb_per_node", s.memory_mb_per_node},
-              {"interactive", s.interactive},
-              {"idle_timeout_s", s.idle_timeout_s},
-              {"hang_timeout_s", s.hang_timeout_s},
-              {"move_off_stragglers", s.move_off_stragglers}};
+void WriteSpec(const JobSpec& s, JsonWriter& w) {
+  w.Open('{');
+  w.Key("name").Str(s.name).Key("tenant").Str(s.tenant);
+  w.Key("priority").Int(s.priority).Key("preemptible").Bool(s.preemptible);
+  w.Key("nodes").Int(s.nodes).Key("gpus_per_node").Int(s.gpus_per_node);
+  w.Key("command").Strs(s.command).Key("env").StrMap(s.env);
+  w.Key("checkpoint_uri").Str(s.checkpoint_uri).Key("max_restarts").Int(s.max_restarts);
+  w.Key("time_limit_s").Int(s.time_limit_s).Key("grace_period_s").Int(s.grace_period_s);
+  w.Key("gpu_model").Str(s.gpu_model).Key("min_gpu_memory_mb").Int(s.min_gpu_memory_mb);
+  w.Key("cpus_per_node").Int(s.cpus_per_node).Key("memory_mb_per_node").Int(s.memory_mb_per_node);
+  w.Key("interactive").Bool(s.interactive).Key("idle_timeout_s").Int(s.idle_timeout_s);
+  w.Key("hang_timeout_s").Int(s.hang_timeout_s);
+  w.Key("move_off_stragglers").Bool(s.move_off_stragglers);
+  w.Close('}');
+}
+
+void WriteTelemetry(const TelemetryFigures& t, JsonWriter& w) {
+  w.Open('{');
+  w.Key("step").Int(t.step).Key("loss").Real(t.loss).Key("tokens_per_s").Real(t.tokens_per_s);
+  w.Key("step_ms").Real(t.step_ms).Key("comm_wait_share").Real(t.comm_wait_share);
+  w.Key("loss_scale").Real(t.loss_scale).Key("skipped_steps").Int(t.skipped_steps);
+  w.Key("ckpt_stall_ms").Real(t.ckpt_stall_ms).Key("unix_ms").Int(t.unix_ms);
+  w.Key("attempt").Int(t.attempt).Key("total_steps").Int(t.total_steps);
+  w.Close('}');
 }
 
 JobSpec SpecFromJson(const json& j) {
@@ -107,15 +111,6 @@ JobSpec SpecFromJson(const json& j) {
   return s;
 }
 
-json TelemetryToJson(const TelemetryFigures& t) {
-  return json{{"step", t.step},         {"loss", t.loss},
-              {"tokens_per_s", t.tokens_per_s}, {"step_ms", t.step_ms},
-              {"comm_wait_share", t.comm_wait_share}, {"loss_scale", t.loss_scale},
-              {"skipped_steps", t.skipped_steps}, {"ckpt_stall_ms", t.ckpt_stall_ms},
-              {"unix_ms", t.unix_ms},   {"attempt", t.attempt},
-              {"total_steps", t.total_steps}};
-}
-
 TelemetryFigures TelemetryFromJson(const json& j) {
   TelemetryFigures t;
   Get(j, "step", &t.step);
@@ -130,13 +125,6 @@ TelemetryFigures TelemetryFromJson(const json& j) {
   Get(j, "attempt", &t.attempt);
   Get(j, "total_steps", &t.total_steps);
   return t;
-}
-
-// [[start, end, outcome, reason], ...]
-json SpansToJson(const std::vector<AttemptSpan>& spans) {
-  json out = json::array();
-  for (const AttemptSpan& s : spans) out.push_back({s.start, s.end, s.outcome, s.reason});
-  return out;
 }
 
 absl::Status SpansFromJson(const json& j, std::vector<AttemptSpan>* out) {
@@ -155,65 +143,60 @@ absl::Status SpansFromJson(const json& j, std::vector<AttemptSpan>* out) {
 
 }  // namespace
 
+// Written on every commit of a changed job: straight to text (JsonWriter),
+// read back with nlohmann::json.
 std::string EncodeJob(const JobRecord& job) {
-  json alloc = json::array();
+  std::string out;
+  out.reserve(1024);
+  JsonWriter w(&out);
+  w.Open('{');
+  w.Key("id").Str(job.id).Key("seq").Int(job.seq);
+  w.Key("spec");
+  WriteSpec(job.spec, w);
+  w.Key("state").Int(static_cast<int>(job.state)).Key("attempt").Int(job.attempt);
+  w.Key("allocation").Open('[');
   for (const RankPlacement& p : job.allocation) {
-    alloc.push_back({{"rank", p.rank},
-                     {"node", p.node},
-                     {"local_rank", p.local_rank},
-                     {"node_rank", p.node_rank},
-                     {"gpu_ids", p.gpu_ids}});
+    w.Open('{').Key("rank").Int(p.rank).Key("node").Str(p.node);
+    w.Key("local_rank").Int(p.local_rank).Key("node_rank").Int(p.node_rank);
+    w.Key("gpu_ids").Ints(p.gpu_ids).Close('}');
   }
-  json ranks = json::array();
+  w.Close(']').Key("allocated").Bool(job.allocated);
+  w.Key("ranks").Open('[');
   for (const RankStatus& r : job.ranks) {
-    ranks.push_back({{"rank", r.rank},
-                     {"started", r.started},
-                     {"exited", r.exited},
-                     {"exit_code", r.exit_code},
-                     {"signal", r.signal},
-                     {"message", r.message}});
+    w.Open('{').Key("rank").Int(r.rank).Key("started").Bool(r.started);
+    w.Key("exited").Bool(r.exited).Key("exit_code").Int(r.exit_code);
+    w.Key("signal").Int(r.signal).Key("message").Str(r.message).Close('}');
   }
-  json usage = json::array();
-  for (const UsageInterval& u : job.usage) usage.push_back({u.start, u.end, u.gpus});
-  json j{{"id", job.id},
-         {"seq", job.seq},
-         {"spec", SpecToJson(job.spec)},
-         {"state", static_cast<int>(job.state)},
-         {"attempt", job.attempt},
-         {"allocation", alloc},
-         {"allocated", job.allocated},
-         {"ranks", ranks},
-         {"reason", job.reason},
-         {"submit_time_unix", job.submit_time_unix},
-         {"start_time_unix", job.start_time_unix},
-         {"end_time_unix", job.end_time_unix},
-         {"restarts", job.restarts},
-         {"committed_step", job.committed_step},
-         {"master_addr", job.master_addr},
-         {"master_port", job.master_port},
-         {"stopping", job.stopping},
-         {"stop_outcome", static_cast<int>(job.stop_outcome)},
-         {"stop_reason", job.stop_reason},
-         {"preempted", job.preempted},
-         {"stop_kill_after_ms", job.stop_kill_after_ms},
-         {"preempt_deadline_unix", job.preempt_deadline_unix},
-         {"last_checkpoint_unix", job.last_checkpoint_unix},
-         {"usage", usage},
-         {"attempt_nodes", job.attempt_nodes},
-         {"attempt_spans", SpansToJson(job.attempt_spans)},
-         {"last_active_unix", job.last_active_unix},
-         {"idle_warned", job.idle_warned},
-         {"telemetry", TelemetryToJson(job.last_telemetry)},
-         {"idempotency_key", job.idempotency_key},
-         {"avoid_nodes", job.avoid_nodes},
-         {"hang", json{{"attempt", job.hang.attempt},
-                       {"rank", job.hang.rank},
-                       {"node", job.hang.node},
-                       {"reason", job.hang.reason},
-                       {"detected_unix", job.hang.detected_unix},
-                       {"stalled_s", job.hang.stalled_s}}}};
-  // Replace invalid UTF-8 rather than throw: user strings are arbitrary bytes.
-  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+  w.Close(']').Key("reason").Str(job.reason);
+  w.Key("submit_time_unix").Int(job.submit_time_unix);
+  w.Key("start_time_unix").Int(job.start_time_unix);
+  w.Key("end_time_unix").Int(job.end_time_unix);
+  w.Key("restarts").Int(job.restarts).Key("committed_step").Int(job.committed_step);
+  w.Key("master_addr").Str(job.master_addr).Key("master_port").Int(job.master_port);
+  w.Key("stopping").Bool(job.stopping);
+  w.Key("stop_outcome").Int(static_cast<int>(job.stop_outcome));
+  w.Key("stop_reason").Str(job.stop_reason).Key("preempted").Bool(job.preempted);
+  w.Key("stop_kill_after_ms").Int(job.stop_kill_after_ms);
+  w.Key("preempt_deadline_unix").Real(job.preempt_deadline_unix);
+  w.Key("last_checkpoint_unix").Real(job.last_checkpoint_unix);
+  w.Key("usage").Open('[');  // [[start, end, gpus], ...]
+  for (const UsageInterval& u : job.usage) w.Open('[').Real(u.start).Real(u.end).Int(u.gpus).Close(']');
+  w.Close(']').Key("attempt_nodes").Open('[');
+  for (const std::vector<std::string>& nodes : job.attempt_nodes) w.Strs(nodes);
+  w.Close(']').Key("attempt_spans").Open('[');  // [[start, end, outcome, reason], ...]
+  for (const AttemptSpan& a : job.attempt_spans) {
+    w.Open('[').Real(a.start).Real(a.end).Str(a.outcome).Str(a.reason).Close(']');
+  }
+  w.Close(']').Key("last_active_unix").Real(job.last_active_unix);
+  w.Key("idle_warned").Bool(job.idle_warned);
+  w.Key("telemetry");
+  WriteTelemetry(job.last_telemetry, w);
+  w.Key("idempotency_key").Str(job.idempotency_key).Key("avoid_nodes").Strs(job.avoid_nodes);
+  w.Key("hang").Open('{').Key("attempt").Int(job.hang.attempt).Key("rank").Int(job.hang.rank);
+  w.Key("node").Str(job.hang.node).Key("reason").Str(job.hang.reason);
+  w.Key("detected_unix").Int(job.hang.detected_unix).Key("stalled_s").Real(job.hang.stalled_s);
+  w.Close('}').Close('}');
+  return out;
 }
 
 absl::StatusOr<JobRecord> DecodeJob(const std::string& text) {
@@ -306,21 +289,16 @@ absl::StatusOr<JobRecord> DecodeJob(const std::string& text) {
 }
 
 std::string EncodeNode(const NodeRecord& n) {
-  json j{{"name", n.name},
-         {"agent_address", n.agent_address},
-         {"host", n.host},
-         {"gpus", n.inventory.gpus},
-         {"gpu_model", n.inventory.gpu_model},
-         {"gpu_memory_mb", n.inventory.gpu_memory_mb},
-         {"cpus", n.inventory.cpus},
-         {"memory_mb", n.inventory.memory_mb},
-         {"labels", n.inventory.labels},
-         {"state", static_cast<int>(n.state)},
-         {"last_heartbeat_unix", n.last_heartbeat_unix},
-         {"reason", n.reason},
-         {"drain", n.drain},
-         {"unsandboxed", n.unsandboxed}};
-  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+  std::string out;
+  JsonWriter w(&out);
+  w.Open('{').Key("name").Str(n.name).Key("agent_address").Str(n.agent_address);
+  w.Key("host").Str(n.host).Key("gpus").Int(n.inventory.gpus);
+  w.Key("gpu_model").Str(n.inventory.gpu_model).Key("gpu_memory_mb").Int(n.inventory.gpu_memory_mb);
+  w.Key("cpus").Int(n.inventory.cpus).Key("memory_mb").Int(n.inventory.memory_mb);
+  w.Key("labels").StrMap(n.inventory.labels).Key("state").Int(static_cast<int>(n.state));
+  w.Key("last_heartbeat_unix").Int(n.last_heartbeat_unix).Key("reason").Str(n.reason);
+  w.Key("drain").Bool(n.drain).Key("unsandboxed").Bool(n.unsandboxed).Close('}');
+  return out;
 }
 
 absl::StatusOr<NodeRecord> DecodeNode(const std::string& text) {
