@@ -98,7 +98,6 @@ void GroupCommitter::Loop() {
       carry_touched.clear();
       carry_generation = 0;
       retry_pending = false;
-      on_durable_(touched, generation);
     } else {
       ATHANOR_LOG(ERROR) << "cannot persist state: " << s << " (retrying)";
       carry = std::move(merged);
@@ -112,7 +111,10 @@ void GroupCommitter::Loop() {
         return;  // shutting down: what could not be written is lost with the process
       }
     }
+    // The round's callers first (a submission's answer is one message), then
+    // the long polls its changes answer (a desired set built for each).
     for (Batch& b : round) b.done(s);
+    if (s.ok()) on_durable_(touched, generation);
   }
 }
 

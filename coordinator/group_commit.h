@@ -36,7 +36,7 @@ class GroupCommitter {
  public:
   using Done = std::function<void(absl::Status)>;
   // Called after each durable round with the nodes whose desired sets moved
-  // in it and the newest generation it holds.
+  // in it and the newest generation it holds, after the round's `done` callbacks.
   using OnDurable = std::function<void(const std::set<std::string>& nodes, uint64_t generation)>;
 
   // Called on the committer thread with how long each store write took.
