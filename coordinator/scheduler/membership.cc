@@ -124,20 +124,6 @@ absl::Status Membership::Heartbeat(const std::string& name, TimePoint now) {
   return absl::OkStatus();
 }
 
-std::vector<std::string> Membership::ExpireHeartbeats(TimePoint now, Duration timeout) {
-  std::vector<std::string> expired;
-  for (int i = 0; i < size(); ++i) {
-    NodeRecord& record = nodes_[i];
-    if (record.removed || record.state == NodeState::kDown) continue;
-    if (now - record.last_heartbeat > timeout) {
-      Unindex(i);
-      record.state = NodeState::kDown;
-      expired.push_back(record.spec.name);
-    }
-  }
-  return expired;
-}
-
 NodeAllocation Membership::Allocate(int index, const JobId& job, int gpus, int cpus,
                                     int64_t memory_mb) {
   NodeRecord& record = nodes_[index];

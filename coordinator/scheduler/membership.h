@@ -64,9 +64,6 @@ class Membership {
   absl::Status Heartbeat(const std::string& name, TimePoint now);
   // Sets the node's drain flag and reason (see NodeRecord).
   absl::Status SetNote(const std::string& name, bool drain, std::string reason);
-  // Marks DOWN every UP/DRAINING/DRAINED node whose last heartbeat is older
-  // than `timeout`; returns their names.
-  std::vector<std::string> ExpireHeartbeats(TimePoint now, Duration timeout);
 
   // Takes `gpus` free GPUs (lowest ids first) plus CPU/RAM on node `index`.
   // Programmer error if they are not free.
