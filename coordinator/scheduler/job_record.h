@@ -55,6 +55,9 @@ struct JobRecord {
   // Non-empty: the coordinator holds this pending job from starting (e.g. a
   // newer checkpoint of it is still uploading) and this says why.
   std::string hold;
+  // Its key in the scheduler's EndIndex while it holds resources with an end
+  // estimate (set by the scheduler only).
+  std::optional<TimePoint> indexed_end;
 
   // When the held resources come back, if known: the preemption deadline, or
   // start + declared time limit.

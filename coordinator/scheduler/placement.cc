@@ -122,11 +122,12 @@ PlacementResult PlaceLive(const Membership& members, const JobRequest& job, cons
 }
 
 PlacementResult PlaceProjected(const Membership& members, const JobRequest& job,
-                               const std::vector<Resources>& free) {
+                               const std::vector<Resources>& free, const std::vector<char>* fits) {
   const Resources need = PerNodeNeed(job);
   std::vector<std::pair<int, int>> eligible;
   for (int i = 0; i < members.size(); ++i) {
-    if (!UpAndStaticallyFits(members, i, job) || !free[i].Covers(need)) continue;
+    if (!free[i].Covers(need)) continue;
+    if (fits != nullptr ? !(*fits)[i] : !UpAndStaticallyFits(members, i, job)) continue;
     eligible.emplace_back(free[i].gpus, i);
   }
   PlacementResult result;

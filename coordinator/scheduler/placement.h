@@ -63,8 +63,11 @@ struct PlacementResult {
 PlacementResult PlaceLive(const Membership& members, const JobRequest& job, const NodeCaps* caps);
 
 // On a projected free state (`free[i]` for node i; only UP nodes count).
+// `fits`, when given, is UpAndStaticallyFits for `job` per node, computed once
+// by a caller that places the same job on several projections.
 PlacementResult PlaceProjected(const Membership& members, const JobRequest& job,
-                               const std::vector<Resources>& free);
+                               const std::vector<Resources>& free,
+                               const std::vector<char>* fits = nullptr);
 
 // Picks job.nodes of `eligible` (pairs of free GPUs, node index) by topology
 // and best fit; empty if there are too few.

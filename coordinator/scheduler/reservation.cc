@@ -22,35 +22,29 @@ Resources HoldOn(const Membership& members, int node, const JobId& job) {
 }  // namespace
 
 std::optional<Reservation> ComputeReservation(const Membership& members, const JobRecord& head,
-                                              const std::vector<const JobRecord*>& holders,
+                                              const EndIndex& ends, const std::vector<char>& fits,
                                               TimePoint now) {
   const JobRequest& job = head.req;
   const Resources need = PerNodeNeed(job);
   const int n = members.size();
+  const std::vector<char>& fits_static = fits;
   std::vector<Resources> proj(n);
-  std::vector<char> fits_static(n, 0);
   int count = 0;
   for (int i = 0; i < n; ++i) {
     proj[i] = FreeOf(members.node(i));
-    fits_static[i] = UpAndStaticallyFits(members, i, job);
     if (fits_static[i] && proj[i].Covers(need)) ++count;
   }
-  std::vector<std::pair<TimePoint, const JobRecord*>> ends;
-  for (const JobRecord* holder : holders) {
-    if (auto end = holder->EndEstimate()) ends.emplace_back(std::max(*end, now), holder);
-  }
-  std::sort(ends.begin(), ends.end(), [](const auto& a, const auto& b) {
-    return a.first != b.first ? a.first < b.first : a.second->req.id < b.second->req.id;
-  });
 
   Reservation reservation;
   reservation.job = job.id;
   reservation.priority = job.priority;
-  size_t next = 0;
+  auto next = ends.begin();
+  // Ends already past count as now: they are one instant.
+  auto end_of = [now](EndIndex::const_iterator it) { return std::max(it->first, now); };
   TimePoint at = now;
   while (true) {
     if (count >= job.nodes) {
-      PlacementResult placed = PlaceProjected(members, job, proj);
+      PlacementResult placed = PlaceProjected(members, job, proj, &fits_static);
       if (placed.ok()) {
         reservation.finite = true;
         reservation.start = at;
@@ -58,10 +52,10 @@ std::optional<Reservation> ComputeReservation(const Membership& members, const J
         break;
       }
     }
-    if (next == ends.size()) break;
-    at = ends[next].first;
-    for (; next < ends.size() && ends[next].first == at; ++next) {
-      const JobRecord* holder = ends[next].second;
+    if (next == ends.end()) break;
+    at = end_of(next);
+    for (; next != ends.end() && end_of(next) == at; ++next) {
+      const JobRecord* holder = next->second;
       for (int node : holder->nodes) {
         bool was = fits_static[node] && proj[node].Covers(need);
         proj[node] += HoldOn(members, node, holder->req.id);
@@ -75,7 +69,7 @@ std::optional<Reservation> ComputeReservation(const Membership& members, const J
       const NodeSpec& spec = members.node(i).spec;
       capacity[i] = Resources{spec.gpus, spec.cpus, spec.memory_mb};
     }
-    PlacementResult placed = PlaceProjected(members, job, capacity);
+    PlacementResult placed = PlaceProjected(members, job, capacity, &fits_static);
     if (!placed.ok()) return std::nullopt;
     reservation.nodes = placed.nodes;
   }

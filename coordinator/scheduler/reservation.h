@@ -14,6 +14,8 @@
 // preemptible, in which case it borrows and is preempted for the gang.
 #pragma once
 
+#include <set>
+#include <utility>
 #include <vector>
 
 #include "coordinator/scheduler/job_record.h"
@@ -36,10 +38,16 @@ struct Reservation {
   }
 };
 
-// `holders`: every job holding resources. The caller has checked that the
-// gang fits the UP inventory; returns nothing otherwise.
+// Every job holding resources that has an EndEstimate(), soonest end first,
+// kept up to date as jobs start, get preempted and end (Scheduler), so that a
+// pass walks only the ends it needs. Ties are in no useful order: the
+// reservation takes all ends of one instant at once.
+using EndIndex = std::set<std::pair<TimePoint, const JobRecord*>>;
+
+// `fits`: for each node index, UpAndStaticallyFits for the head. The caller
+// has checked that the gang fits the UP inventory; returns nothing otherwise.
 std::optional<Reservation> ComputeReservation(const Membership& members, const JobRecord& head,
-                                              const std::vector<const JobRecord*>& holders,
+                                              const EndIndex& ends, const std::vector<char>& fits,
                                               TimePoint now);
 
 // Takes `used` on `node` out of the reservation's slack (floored at 0).

@@ -139,6 +139,7 @@ void Scheduler::StartJob(JobRecord& job, const std::vector<int>& nodes, PassStat
   job.nodes = nodes;
   holders_[job.req.id] = &job;
   job.started = pass.now;
+  IndexEnd(job);
   job.borrower = false;
   job.reason.Set(PendingReason::Code::kNotConsidered);
   accounting_.Start(job.req.id, job.req.tenant, job.req.total_gpus(), pass.now);
@@ -152,10 +153,12 @@ void Scheduler::HandleHead(JobRecord& job, int eligible_free, PassState& pass,
   const Resources need = PerNodeNeed(req);
   int hosts = 0;
   std::vector<Resources> base(membership_.size());
+  std::vector<char> fits(membership_.size());  // UpAndStaticallyFits, per node
   int base_fits = 0;
   for (int i = 0; i < membership_.size(); ++i) {
     base[i] = FreeOf(membership_.node(i));
-    if (UpAndStaticallyFits(membership_, i, req)) ++hosts;
+    fits[i] = UpAndStaticallyFits(membership_, i, req);
+    hosts += fits[i];
   }
   job.reason.Set(PendingReason::Code::kNotConsidered);
   if (hosts < req.nodes) {  // not even an empty cluster of UP nodes would do
@@ -177,12 +180,12 @@ void Scheduler::HandleHead(JobRecord& job, int eligible_free, PassState& pass,
     bool useful = false;
     for (int node : holder->nodes) {
       base[node] += HoldOf(membership_.node(node).holds.at(holder->req.id));
-      useful = useful || UpAndStaticallyFits(membership_, node, req);
+      useful = useful || fits[node];
     }
     if (useful) preempting.push_back(holder->req.id);
   }
   for (int i = 0; i < membership_.size(); ++i) {
-    if (UpAndStaticallyFits(membership_, i, req) && base[i].Covers(need)) ++base_fits;
+    if (fits[i] && base[i].Covers(need)) ++base_fits;
   }
   std::vector<JobId> victims;
   if (base_fits < req.nodes) {
@@ -210,6 +213,7 @@ void Scheduler::HandleHead(JobRecord& job, int eligible_free, PassState& pass,
         JobRecord& victim = jobs_.at(id);
         victim.state = JobState::kPreempting;
         victim.preempt_deadline = pass.now + victim.req.grace;
+        IndexEnd(victim);
         Decision decision;
         decision.kind = Decision::Kind::kPreempt;
         decision.job = id;
@@ -222,7 +226,7 @@ void Scheduler::HandleHead(JobRecord& job, int eligible_free, PassState& pass,
     victims = preempting;
   }
   // Victims changed state in place: `holders` still lists every holder.
-  pass.reservation = ComputeReservation(membership_, job, holders, pass.now);
+  pass.reservation = ComputeReservation(membership_, job, ends_, fits, pass.now);
   if (!victims.empty() && (base_fits >= req.nodes || pass.reservation)) {
     std::sort(victims.begin(), victims.end());
     job.reason.code = PendingReason::Code::kWaitingPreemption;

@@ -132,6 +132,7 @@ absl::Status Scheduler::OnJobExited(const JobId& id, bool requeue) {
   for (int node : job.nodes) membership_.Release(node, id);
   accounting_.Stop(id, now);
   holders_.erase(id);
+  IndexEnd(job, false);
   if (!requeue) {
     jobs_.erase(it);
     return absl::OkStatus();
@@ -154,6 +155,7 @@ absl::Status Scheduler::MarkPreempting(const JobId& id, TimePoint deadline) {
   if (job.state == JobState::kPreempting) return absl::OkStatus();
   job.state = JobState::kPreempting;
   job.preempt_deadline = deadline;
+  IndexEnd(job);
   return absl::OkStatus();
 }
 
@@ -228,8 +230,15 @@ absl::Status Scheduler::Restore(JobRequest req, const std::vector<NodeAllocation
   job.started = started_at;
   job.last_checkpoint = last_checkpoint;
   holders_[job.req.id] = &job;
+  IndexEnd(job);
   accounting_.Start(job.req.id, job.req.tenant, job.req.total_gpus(), started_at);
   return absl::OkStatus();
+}
+
+void Scheduler::IndexEnd(JobRecord& job, bool hold) {
+  if (job.indexed_end) ends_.erase({*job.indexed_end, &job});
+  job.indexed_end = hold ? job.EndEstimate() : std::nullopt;
+  if (job.indexed_end) ends_.emplace(*job.indexed_end, &job);
 }
 
 }  // namespace athanor::sched

@@ -30,6 +30,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/clock.h"
@@ -136,6 +137,9 @@ class Scheduler {
   // The reason of a pending job the last pass skipped (its shape could not
   // be placed, or strict order stopped the pass), worked out now.
   PendingReason ReasonNow(const JobRecord& job) const;
+  // Puts a holder in ends_ under its current EndEstimate() (after it starts or
+  // is preempted), or takes it out (hold = false: it released everything).
+  void IndexEnd(JobRecord& job, bool hold = true);
 
   const Clock* const clock_;
   const SchedulerOptions options_;
@@ -152,7 +156,10 @@ class Scheduler {
   uint64_t hosts_cache_version_ = 0;
   // Jobs holding resources (RUNNING or PREEMPTING), by id; values point
   // into jobs_ (node-based, so stable).
-  std::map<JobId, const JobRecord*> holders_;
+  // Every job holding resources. Unordered: what a pass derives from it is
+  // sorted by job id where order matters (preemption plans, victims).
+  absl::flat_hash_map<JobId, const JobRecord*> holders_;
+  EndIndex ends_;  // the holders with an end estimate, soonest first
   PassSummary last_pass_;  // for Why() too
   uint64_t pass_id_ = 0;  // passes so far
 };
