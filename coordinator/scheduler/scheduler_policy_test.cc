@@ -189,6 +189,29 @@ TEST_F(BackfillTest, JobEndingBeforeTheReservationBackfills) {
   EXPECT_EQ(Reasons("G")[1], "holds the reservation; starts in 200 s");
 }
 
+// The reservation follows the holders' ends as they change: a preemption
+// deadline sooner than a time limit, a holder that exits, and an end already
+// past (counted as now).
+TEST_F(BackfillTest, TheReservationFollowsTheHoldersEnds) {
+  auto start = [&] {
+    sched_.Schedule();
+    const auto& r = sched_.last_pass().reservation;
+    EXPECT_TRUE(r.has_value() && r->job == "G" && r->finite);
+    return r.has_value() ? r->start - TimePoint{} : Duration::zero();
+  };
+  EXPECT_EQ(start(), seconds(200));  // R2's limit
+  ASSERT_TRUE(sched_.MarkPreempting("R2", TimePoint{} + seconds(50)).ok());
+  EXPECT_EQ(start(), seconds(100));  // now R1's limit
+  ASSERT_TRUE(sched_.OnJobExited("R1", false).ok());
+  EXPECT_EQ(start(), seconds(50));  // R2's deadline
+  clock_.Advance(seconds(80));
+  EXPECT_EQ(start(), seconds(80));  // R2 is late: it may end any moment
+  ASSERT_TRUE(sched_.OnJobExited("R2", false).ok());
+  auto d = sched_.Schedule();
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].job, "G");
+}
+
 TEST_F(BackfillTest, LongJobWaitsBehindTheReservation) {
   Submit(Small("S2", 300, false));
   EXPECT_TRUE(sched_.Schedule().empty());
