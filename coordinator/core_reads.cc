@@ -1,16 +1,18 @@
 #include "coordinator/core_reads.h"
 
+#include <optional>
+
 #include "absl/strings/str_cat.h"
 
 namespace athanor::coord {
 
 absl::StatusOr<JobRecord> CoreReads::GetJob(const std::string& id) const {
-  absl::StatusOr<JobRecord> out =
-      absl::NotFoundError(absl::StrCat("no job '", id.substr(0, 64), "'"));
+  std::optional<JobRecord> found;
   core_->Read([&](const ClusterState& s) {
-    if (const JobRecord* job = s.jobs().Find(id)) out = *job;
+    if (const JobRecord* job = s.jobs().Find(id)) found = *job;
   });
-  return out;
+  if (!found) return absl::NotFoundError(absl::StrCat("no job '", id.substr(0, 64), "'"));
+  return *std::move(found);
 }
 
 std::vector<JobRecord> CoreReads::ListJobs(bool include_finished, const std::string& tenant) const {
