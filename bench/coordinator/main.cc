@@ -21,9 +21,9 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/numbers.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
 #include "bench/coordinator/bench_run.h"
 #include "bench/coordinator/coordinator_process.h"
 #include "common/options.h"

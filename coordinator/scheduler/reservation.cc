@@ -27,12 +27,11 @@ std::optional<Reservation> ComputeReservation(const Membership& members, const J
   const JobRequest& job = head.req;
   const Resources need = PerNodeNeed(job);
   const int n = members.size();
-  const std::vector<char>& fits_static = fits;
   std::vector<Resources> proj(n);
   int count = 0;
   for (int i = 0; i < n; ++i) {
     proj[i] = FreeOf(members.node(i));
-    if (fits_static[i] && proj[i].Covers(need)) ++count;
+    if (fits[i] && proj[i].Covers(need)) ++count;
   }
 
   Reservation reservation;
@@ -44,7 +43,7 @@ std::optional<Reservation> ComputeReservation(const Membership& members, const J
   TimePoint at = now;
   while (true) {
     if (count >= job.nodes) {
-      PlacementResult placed = PlaceProjected(members, job, proj, &fits_static);
+      PlacementResult placed = PlaceProjected(members, job, proj, &fits);
       if (placed.ok()) {
         reservation.finite = true;
         reservation.start = at;
@@ -57,9 +56,9 @@ std::optional<Reservation> ComputeReservation(const Membership& members, const J
     for (; next != ends.end() && end_of(next) == at; ++next) {
       const JobRecord* holder = next->second;
       for (int node : holder->nodes) {
-        bool was = fits_static[node] && proj[node].Covers(need);
+        bool was = fits[node] && proj[node].Covers(need);
         proj[node] += HoldOn(members, node, holder->req.id);
-        if (!was && fits_static[node] && proj[node].Covers(need)) ++count;
+        if (!was && fits[node] && proj[node].Covers(need)) ++count;
       }
     }
   }
@@ -69,7 +68,7 @@ std::optional<Reservation> ComputeReservation(const Membership& members, const J
       const NodeSpec& spec = members.node(i).spec;
       capacity[i] = Resources{spec.gpus, spec.cpus, spec.memory_mb};
     }
-    PlacementResult placed = PlaceProjected(members, job, capacity, &fits_static);
+    PlacementResult placed = PlaceProjected(members, job, capacity, &fits);
     if (!placed.ok()) return std::nullopt;
     reservation.nodes = placed.nodes;
   }

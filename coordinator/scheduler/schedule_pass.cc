@@ -225,7 +225,7 @@ void Scheduler::HandleHead(JobRecord& job, int eligible_free, PassState& pass,
   } else {
     victims = preempting;
   }
-  // Victims changed state in place: `holders` still lists every holder.
+  // Victims were re-indexed above: their ends are now their deadlines.
   pass.reservation = ComputeReservation(membership_, job, ends_, fits, pass.now);
   if (!victims.empty() && (base_fits >= req.nodes || pass.reservation)) {
     std::sort(victims.begin(), victims.end());

@@ -155,9 +155,8 @@ class Scheduler {
   std::map<ShapeKey, int> hosts_cache_;
   uint64_t hosts_cache_version_ = 0;
   // Jobs holding resources (RUNNING or PREEMPTING), by id; values point
-  // into jobs_ (node-based, so stable).
-  // Every job holding resources. Unordered: what a pass derives from it is
-  // sorted by job id where order matters (preemption plans, victims).
+  // into jobs_ (node-based, so stable). Unordered: what a pass derives from
+  // it is sorted by job id where order matters (preemption plans, victims).
   absl::flat_hash_map<JobId, const JobRecord*> holders_;
   EndIndex ends_;  // the holders with an end estimate, soonest first
   PassSummary last_pass_;  // for Why() too
