@@ -11,17 +11,9 @@
 #include "coordinator/grpc_status.h"
 #include "coordinator/proto_convert.h"
 #include "coordinator/validation.h"
-#include "security/cluster_ca.h"
 
 namespace athanor::coord {
 namespace {
-
-constexpr int64_t kMaxLogBytes = 1 << 20;  // per rank: its log's tail
-// Per GetLogs reply, under gRPC's 4 MiB default message limit: a page takes
-// another rank only while that rank's largest possible entry (its log, node
-// name and error) still fits.
-constexpr int64_t kMaxLogPageBytes = 3 << 20;
-constexpr int64_t kMaxRankLogEntryBytes = kMaxLogBytes + 3 * static_cast<int64_t>(kMaxStringBytes);
 
 grpc::Status CheckId(const std::string& id) {
   return ToGrpc(ValidateName("job_id", id));
@@ -157,25 +149,6 @@ grpc::Status CoordinatorService::ListNodes(grpc::ServerContext* ctx, const rpc::
   return grpc::Status::OK;
 }
 
-std::shared_ptr<rpc::AgentControl::Stub> CoordinatorService::AgentStub(const std::string& node,
-                                                                       const std::string& address) {
-  absl::MutexLock lock(&mu_);
-  auto& stub = stubs_[node + "@" + address];
-  if (!stub) {
-    grpc::ChannelArguments args;  // a restarted agent is reachable again quickly
-    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
-    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-    args.SetInt(GRPC_ARG_DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS, 500);
-    std::shared_ptr<grpc::ChannelCredentials> creds =
-        security_.agent_tls == nullptr
-            ? grpc::InsecureChannelCredentials()
-            : security::ClientCredentials(*security_.agent_tls, security::AgentName(node), "", &args);
-    stub = rpc::AgentControl::NewStub(grpc::CreateCustomChannel(address, creds, args));
-  }
-  return stub;
-}
-
 grpc::Status CoordinatorService::GetLogs(grpc::ServerContext* ctx, const rpc::GetLogsRequest* req,
                                          rpc::GetLogsResponse* resp) {
   if (grpc::Status s = AuthorizeJob(*ctx, "Coordinator.GetLogs", req->job_id()); !s.ok()) return s;
@@ -183,7 +156,8 @@ grpc::Status CoordinatorService::GetLogs(grpc::ServerContext* ctx, const rpc::Ge
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         "attempt, page_start and tail_bytes: must be >= 0");
   }
-  const int64_t tail = req->tail_bytes() > 0 ? std::min<int64_t>(req->tail_bytes(), kMaxLogBytes) : kMaxLogBytes;
+  const int64_t max = AgentLogReader::kMaxLogBytes;
+  const int64_t tail = req->tail_bytes() > 0 ? std::min<int64_t>(req->tail_bytes(), max) : max;
   absl::StatusOr<JobRecord> job = CoreReads(core_).GetJob(req->job_id());
   if (!job.ok()) return ToGrpc(job.status());
   absl::StatusOr<std::vector<LogTarget>> targets =
@@ -195,49 +169,8 @@ grpc::Status CoordinatorService::GetLogs(grpc::ServerContext* ctx, const rpc::Ge
                         absl::StrCat("page_start: ", start, " is past the ", targets->size(),
                                      " rank(s) selected"));
   }
-  if (!targets->empty()) resp->set_attempt(targets->front().attempt);
-  int64_t page_bytes = 0;
-  for (size_t i = start; i < targets->size(); ++i) {
-    if (i > start && page_bytes + kMaxRankLogEntryBytes > kMaxLogPageBytes) {
-      resp->set_next_page_start(static_cast<int32_t>(i));
-      break;
-    }
-    ReadRankLog(job->id, (*targets)[i], tail, resp->add_logs());
-    const rpc::RankLog& log = resp->logs(resp->logs_size() - 1);
-    page_bytes += static_cast<int64_t>(log.data().size() + log.node().size() + log.error().size());
-  }
+  logs_.ReadPage(job->id, *targets, start, tail, resp);
   return grpc::Status::OK;
-}
-
-void CoordinatorService::ReadRankLog(const std::string& job_id, const LogTarget& t, int64_t max_bytes,
-                                     rpc::RankLog* log) {
-  log->set_rank(t.rank);
-  log->set_node(t.node.substr(0, kMaxStringBytes));
-  if (t.agent_address.empty()) {
-    log->set_error(absl::StrCat("node '", t.node.substr(0, 256), "' is not known"));
-    return;
-  }
-  rpc::ReadLogRequest read;
-  read.set_job_id(job_id);
-  read.set_attempt(t.attempt);
-  read.set_rank(t.rank);
-  read.set_max_bytes(max_bytes);
-  rpc::ReadLogResponse data;
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  grpc::Status s = AgentStub(t.node, t.agent_address)->ReadLog(&ctx, read, &data);
-  if (!s.ok()) {
-    log->set_error(absl::StrCat("agent ", t.agent_address.substr(0, 256), " (node ",
-                                t.node.substr(0, 256), "): ",
-                                s.error_message().substr(0, 1024)));
-    return;
-  }
-  // An agent sends at most what was asked; keep the tail should one send more.
-  std::string* bytes = data.mutable_data();
-  if (bytes->size() > static_cast<size_t>(max_bytes)) {
-    bytes->erase(0, bytes->size() - static_cast<size_t>(max_bytes));
-  }
-  log->set_data(std::move(*bytes));
 }
 
 grpc::Status CoordinatorService::PreemptJob(grpc::ServerContext* ctx,

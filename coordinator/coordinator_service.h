@@ -1,26 +1,21 @@
 // The Coordinator gRPC service (CLI and admin API): a thin edge that checks
 // request fields, converts to plain records and calls CoordinatorCore.
-// GetLogs fans out to the agents' AgentControl.ReadLog (5 s deadline each)
-// and pages its replies to stay under gRPC's 4 MiB message limit.
+// GetLogs reads the ranks' logs from their agents (agent_logs.h).
 // Every handler first asks the Authorizer (auth_policy.h) whether the
 // caller's identity may make the call, and about the job's tenant where one is
 // involved; submissions also pass the SubmissionGuard (auth_submit.h). The
 // `x-athanor-user` metadata is only logged (and, --insecure, the default
-// tenant). Calls to agents use mutual TLS, expecting the node's certificate.
+// tenant).
 // Thread-safe (gRPC calls it from many threads). The core and everything in
 // ServiceSecurity are not owned and outlive the service.
 #pragma once
 
-#include <map>
-#include <memory>
 #include <string>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include "coordinator/agent_logs.h"
 #include "coordinator/auth_policy.h"
 #include "coordinator/auth_submit.h"
 #include "coordinator/coordinator_core.h"
-#include "coordinator/log_targets.h"
 #include "security/tls.h"
 #include "proto/athanor.grpc.pb.h"
 
@@ -38,7 +33,7 @@ class CoordinatorService final
     : public rpc::Coordinator::WithCallbackMethod_SubmitJob<rpc::Coordinator::Service> {
  public:
   CoordinatorService(CoordinatorCore* core, ServiceSecurity security)
-      : core_(core), security_(security) {}
+      : core_(core), security_(security), logs_(security.agent_tls) {}
 
   grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* ctx,
                                       const rpc::SubmitJobRequest* req,
@@ -68,20 +63,14 @@ class CoordinatorService final
                           rpc::ListQuotasResponse* resp) override;
 
  private:
-  // The agent of `node` at `address`, over mutual TLS expecting its certificate.
-  std::shared_ptr<rpc::AgentControl::Stub> AgentStub(const std::string& node,
-                                                     const std::string& address);
   // Authorizer::Check, and for a job, CheckOwner against its tenant.
   absl::StatusOr<Identity> Authorize(const grpc::ServerContextBase& ctx, absl::string_view method);
   grpc::Status AuthorizeJob(const grpc::ServerContextBase& ctx, absl::string_view method,
                             const std::string& job_id, JobRecord* job = nullptr);
-  // GetLogs: one rank's log tail (at most 1 MiB) from its agent, or the error.
-  void ReadRankLog(const std::string& job_id, const LogTarget& target, int64_t max_bytes, rpc::RankLog* log);
 
   CoordinatorCore* const core_;
   const ServiceSecurity security_;
-  absl::Mutex mu_;
-  std::map<std::string, std::shared_ptr<rpc::AgentControl::Stub>> stubs_ ABSL_GUARDED_BY(mu_);
+  AgentLogReader logs_;
 };
 
 }  // namespace athanor::coord

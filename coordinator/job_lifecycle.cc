@@ -7,6 +7,7 @@
 #include "common/logging.h"
 #include "common/status.h"
 #include "coordinator/attempt_spans.h"
+#include "coordinator/rank_reports.h"
 #include "coordinator/validation.h"
 
 namespace athanor::coord {
@@ -43,15 +44,10 @@ void JobLifecycle::Restore(std::vector<JobRecord> jobs) {
     if (job.allocated) {
       active_.insert(seq);
       p_.launcher->Restore(job);
-      std::vector<sched::NodeAllocation> placement;
-      for (const RankPlacement& p : job.allocation) {
-        if (placement.empty() || placement.back().node != p.node) placement.push_back({p.node, {}});
-        for (int32_t g : p.gpu_ids) placement.back().gpu_ids.push_back(g);
-      }
       std::optional<TimePoint> ckpt, deadline;
       if (job.last_checkpoint_unix > 0) ckpt = p_.clock->FromUnix(job.last_checkpoint_unix);
       if (job.stopping && job.preempted) deadline = p_.clock->FromUnix(job.preempt_deadline_unix);
-      s = p_.sched->Restore(ToSchedRequest(job, *p_.options), placement,
+      s = p_.sched->Restore(ToSchedRequest(job, *p_.options), ToSchedPlacement(job),
                             p_.clock->FromUnix(static_cast<double>(job.start_time_unix)), ckpt,
                             deadline);
       if (s.ok() && job.stopping) PublishStop(job);
@@ -154,21 +150,12 @@ void JobLifecycle::ApplyReports(const std::vector<RankReport>& reports) {
     RankStatus& st = job->ranks[r.rank];
     if (st.exited) continue;
     if (job->spec.interactive) p_.accounts->TrackUse(job, r);
-    if (r.phase == RankPhase::kRunning) {
-      if (st.started) continue;
-      st.started = true;
-    } else {
-      st.started = st.started || r.phase == RankPhase::kExited;
-      st.exited = true;
-      st.exit_code = r.phase == RankPhase::kFailedToStart && r.exit_code == 0 ? 127 : r.exit_code;
-      st.signal = r.signal;
-      st.message = r.message.substr(0, 256);
-      if (r.phase == RankPhase::kFailedToStart) {
-        ATHANOR_LOG(WARNING) << "job " << job->id << " rank " << r.rank
-                             << " failed to start: " << r.message;
-      }
-      if (job->stopping && st.signal != 0 && !r.signal_from_agent) BlameSignal(job, st);
+    if (!ApplyRankReport(r, &st)) continue;
+    if (r.phase == RankPhase::kFailedToStart) {
+      ATHANOR_LOG(WARNING) << "job " << job->id << " rank " << r.rank
+                           << " failed to start: " << r.message;
     }
+    if (job->stopping && st.signal != 0 && !r.signal_from_agent) BlameSignal(job, st);
     Mark(*job);
     touched.insert(job->seq);
   }
@@ -180,41 +167,28 @@ void JobLifecycle::Evaluate(JobRecord* job) {
     TrySettle(job);
     return;
   }
-  bool all_started = true, all_ok = true;
-  const RankStatus* failed = nullptr;  // the first killed by a signal, else the first failed
-  for (const RankStatus& st : job->ranks) {
-    all_started = all_started && st.started;
-    all_ok = all_ok && st.exited && st.exit_code == 0;
-    if (st.exited && st.exit_code != 0 &&
-        (failed == nullptr || (failed->signal == 0 && st.signal != 0))) {
-      failed = &st;
-    }
+  const AttemptVerdict verdict = JudgeAttempt(job->ranks);
+  switch (verdict.kind) {
+    case AttemptVerdict::Kind::kFailed:
+      FailAttempt(job, RankFailure(job->allocation, *verdict.failed));
+      if (verdict.failed->signal == 0 && job->stopping) blamed_exit_.insert(job->seq);
+      break;
+    case AttemptVerdict::Kind::kSucceeded:
+      Finish(job, JobState::kSucceeded, "");
+      break;
+    case AttemptVerdict::Kind::kAllStarted:
+      if (job->state != JobState::kStarting) break;
+      job->state = JobState::kRunning;
+      Mark(*job);
+      break;
+    case AttemptVerdict::Kind::kUnchanged:
+      break;
   }
-  if (failed != nullptr) {
-    FailAttempt(job, RankFailure(*job, *failed));
-    if (failed->signal == 0 && job->stopping) blamed_exit_.insert(job->seq);
-    return;
-  }
-  if (all_ok) {
-    Finish(job, JobState::kSucceeded, "");
-  } else if (all_started && job->state == JobState::kStarting) {
-    job->state = JobState::kRunning;
-    Mark(*job);
-  }
-}
-
-std::string JobLifecycle::RankFailure(const JobRecord& job, const RankStatus& st) {
-  const std::string& node = job.allocation[st.rank].node;  // allocation is by rank
-  std::string how = st.signal != 0 ? absl::StrCat("was killed by signal ", st.signal,
-                                                  " (exit code ", st.exit_code, ")")
-                                   : absl::StrCat("exited with code ", st.exit_code);
-  if (!st.message.empty()) absl::StrAppend(&how, ": ", st.message);  // e.g. "out of memory"
-  return absl::StrCat("rank ", st.rank, " on node ", node, " ", how);
 }
 
 void JobLifecycle::BlameSignal(JobRecord* job, const RankStatus& st) {
   if (blamed_exit_.erase(job->seq) == 0) return;
-  job->stop_reason = RankFailure(*job, st);
+  job->stop_reason = RankFailure(job->allocation, st);
   ATHANOR_LOG(INFO) << "job " << job->id << " attempt " << job->attempt
                     << ": the failure is put down to " << job->stop_reason;
   Mark(*job);
@@ -230,16 +204,6 @@ void JobLifecycle::StartAttempt(const std::string& id,
   p_.launcher->Start(job, placement);
   active_.insert(job->seq);
   if (job->attempt == 1) counters_.ObservePending(std::max(0.0, p_.clock->UnixNow() - job->submit_time_unix));
-}
-
-const char* PreemptCauseName(PreemptCause cause) {
-  switch (cause) {
-    case PreemptCause::kPriority: return "priority";
-    case PreemptCause::kAdmin: return "admin";
-    case PreemptCause::kDrain: return "drain";
-    case PreemptCause::kStraggler: return "straggler";
-  }
-  return "drain";
 }
 
 void JobLifecycle::BeginPreempt(JobRecord* job, Duration grace, PreemptCause cause,
@@ -300,26 +264,26 @@ void JobLifecycle::SettleAll() {
   for (int64_t seq : stopping) TrySettle(&jobs_[seq]);
 }
 
-void JobLifecycle::FailAttemptsOn(const std::string& node, const std::string& why) {
-  for (int64_t seq : std::set<int64_t>(active_)) {
+std::vector<JobRecord*> JobLifecycle::RunningOn(const std::string& node) {
+  std::vector<JobRecord*> out;
+  for (int64_t seq : active_) {
     JobRecord& job = jobs_[seq];
-    if (job.stopping) continue;
-    for (const RankPlacement& p : job.allocation) {
-      if (p.node != node) continue;
-      FailAttempt(&job, why);
-      break;
+    if (!job.stopping && std::any_of(job.allocation.begin(), job.allocation.end(),
+                                     [&](const RankPlacement& p) { return p.node == node; })) {
+      out.push_back(&job);
     }
   }
+  return out;
+}
+
+void JobLifecycle::FailAttemptsOn(const std::string& node, const std::string& why) {
+  for (JobRecord* job : RunningOn(node)) FailAttempt(job, why);
 }
 
 void JobLifecycle::PreemptAttemptsOn(const std::string& node, Duration grace,
                                      const std::string& why) {
-  for (int64_t seq : std::set<int64_t>(active_)) {
-    JobRecord& job = jobs_[seq];
-    bool here = std::any_of(job.allocation.begin(), job.allocation.end(),
-                            [&](const RankPlacement& p) { return p.node == node; });
-    if (!here || job.stopping) continue;
-    BeginPreempt(&job, grace > Duration::zero() ? grace : GraceOf(job, *p_.options),
+  for (JobRecord* job : RunningOn(node)) {
+    BeginPreempt(job, grace > Duration::zero() ? grace : GraceOf(*job, *p_.options),
                  PreemptCause::kDrain, why);
   }
 }
@@ -367,7 +331,7 @@ void JobLifecycle::Finish(JobRecord* job, JobState outcome, const std::string& r
 
 absl::Status JobLifecycle::RecordTelemetry(const std::string& id, const TelemetryFigures& figures) {
   JobRecord* job = Mutable(id);
-  if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job '", id.substr(0, 64), "'"));
+  if (job == nullptr) return NoJob(id);
   job->last_telemetry = figures;
   Mark(*job);
   return absl::OkStatus();

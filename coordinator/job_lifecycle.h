@@ -39,10 +39,6 @@ namespace athanor::coord {
 // Reasons BeginPreempt is given by the scheduler and by `athanor preempt`.
 inline constexpr char kPriorityPreemption[] = "preempted for a higher-priority job";
 inline constexpr char kAdminPreemption[] = "preempted by an admin";
-// Why an attempt is preempted; /metrics counts preemptions by it
-// (athanor_preemptions_total{reason=PreemptCauseName}).
-enum class PreemptCause { kPriority, kAdmin, kDrain, kStraggler };
-const char* PreemptCauseName(PreemptCause cause);  // "priority", "admin", "drain", "straggler"
 
 class JobLifecycle {
  public:
@@ -92,13 +88,13 @@ class JobLifecycle {
 
  private:
   void Evaluate(JobRecord* job);
+  // Attempts with a rank on `node` that are not stopping yet.
+  std::vector<JobRecord*> RunningOn(const std::string& node);
   void TrySettle(JobRecord* job);
   void Finish(JobRecord* job, JobState outcome, const std::string& reason);
   void Mark(const JobRecord& job) { p_.log->MarkJob(job.seq); }
   // Tells the attempt's nodes (new generations) and remembers what they must ack.
   void PublishStop(const JobRecord& job);
-  // "rank R on node N exited with code C" / "... was killed by signal S ...".
-  static std::string RankFailure(const JobRecord& job, const RankStatus& st);
   // While `job` stops because a rank exited with a code, a rank reported
   // killed by a signal its agent did not send (a kill, the OOM killer) died
   // of it on its own: the reason names it instead (the other rank most

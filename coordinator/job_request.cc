@@ -26,4 +26,13 @@ sched::JobRequest ToSchedRequest(const JobRecord& job, const StateOptions& optio
   return r;
 }
 
+std::vector<sched::NodeAllocation> ToSchedPlacement(const JobRecord& job) {
+  std::vector<sched::NodeAllocation> placement;
+  for (const RankPlacement& p : job.allocation) {
+    if (placement.empty() || placement.back().node != p.node) placement.push_back({p.node, {}});
+    for (int32_t g : p.gpu_ids) placement.back().gpu_ids.push_back(g);
+  }
+  return placement;
+}
+
 }  // namespace athanor::coord

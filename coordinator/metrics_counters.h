@@ -12,11 +12,25 @@
 
 namespace athanor::coord {
 
+// Why an attempt is preempted; /metrics counts preemptions by it
+// (athanor_preemptions_total{reason=PreemptCauseName}).
+enum class PreemptCause { kPriority, kAdmin, kDrain, kStraggler };
+
+inline const char* PreemptCauseName(PreemptCause cause) {
+  switch (cause) {
+    case PreemptCause::kPriority: return "priority";
+    case PreemptCause::kAdmin: return "admin";
+    case PreemptCause::kDrain: return "drain";
+    case PreemptCause::kStraggler: return "straggler";
+  }
+  return "drain";
+}
+
 struct LifecycleCounters {
   // Upper bounds (seconds) of the pending-time histogram's buckets; +Inf last.
   static constexpr std::array<double, 10> kPendingBuckets = {0.1, 0.5, 1,    5,    15,
                                                              60,  300, 1800, 7200, 86400};
-  std::map<std::string, int64_t> preemptions;  // reason: priority | admin | drain
+  std::map<std::string, int64_t> preemptions;  // by PreemptCauseName
   std::map<std::string, int64_t> requeues;     // cause: preemption | failure
   std::array<uint64_t, kPendingBuckets.size() + 1> pending_buckets{};  // not cumulative
   uint64_t pending_count = 0;

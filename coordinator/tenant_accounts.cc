@@ -23,7 +23,7 @@ std::string FormatUnix(double unix) {
 TenantAccounts::TenantAccounts(const StateOptions* options, sched::Scheduler* sched,
                                ChangeLog* log, const WallClock* clock)
     : options_(options), sched_(sched), log_(log), clock_(clock), quotas_(options->quotas) {
-  for (const auto& [tenant, gpus] : quotas_) sched_->SetQuota(tenant, gpus);
+  for (const auto& [tenant, gpus] : quotas_) sched_->SetTenant(tenant, gpus);
 }
 
 void TenantAccounts::RestoreQuotas(const std::map<std::string, int32_t>& stored) {
@@ -33,7 +33,7 @@ void TenantAccounts::RestoreQuotas(const std::map<std::string, int32_t>& stored)
     } else {
       quotas_[tenant] = gpus;
     }
-    sched_->SetQuota(tenant, gpus < 0 ? -1 : gpus);
+    sched_->SetTenant(tenant, gpus < 0 ? -1 : gpus);
   }
 }
 
@@ -44,7 +44,7 @@ absl::Status TenantAccounts::SetQuota(const std::string& tenant, int32_t gpus) {
   } else {
     quotas_[tenant] = gpus;
   }
-  sched_->SetQuota(tenant, gpus < 0 ? -1 : gpus);
+  sched_->SetTenant(tenant, gpus < 0 ? -1 : gpus);
   log_->MarkQuota(tenant, gpus < 0 ? -1 : gpus);
   ATHANOR_LOG(INFO) << "quota of tenant " << tenant << ": "
                     << (gpus < 0 ? std::string("none") : absl::StrCat(gpus, " GPUs"));

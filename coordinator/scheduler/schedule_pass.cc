@@ -1,5 +1,3 @@
-// One scheduling pass: order, quota, placement, head preemption/reservation,
-// backfill. See scheduler.h for the policy.
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -7,7 +5,7 @@
 
 #include "coordinator/scheduler/placement.h"
 #include "coordinator/scheduler/preemption.h"
-#include "coordinator/scheduler/scheduler.h"
+#include "coordinator/scheduler/schedule_pass.h"
 
 namespace athanor::sched {
 
@@ -19,41 +17,23 @@ int64_t Micros(Duration d) {
 
 }  // namespace
 
-// Free resources only shrink during a pass (starts take, preemptions free
-// nothing until exit), so a shape that failed stays failed: cache it.
-struct Scheduler::PassState {
-  TimePoint now;
-  bool head_found = false;
-  JobId head;
-  bool strict_blocked = false;
-  std::optional<Reservation> reservation;
-  std::vector<JobId> started;
-  size_t visited = 0;  // pending jobs looked at
-  std::map<ShapeKey, int> failed_uncapped;  // -> eligible node count
-  std::map<ShapeKey, int> failed_capped;
+PlacementResult SchedulePass::Place(const JobRequest& job, const NodeCaps* caps) {
+  auto& cache = caps == nullptr ? failed_uncapped_ : failed_capped_;
+  ShapeKey key = ShapeOf(job);
+  auto it = cache.find(key);
+  if (it != cache.end()) return PlacementResult{{}, it->second};
+  PlacementResult result = PlaceLive(s_.membership, job, caps);
+  if (!result.ok()) cache[key] = result.eligible;
+  return result;
+}
 
-  // Places with the failure cache; nullopt when the shape is known to fail.
-  PlacementResult Place(const Membership& members, const JobRequest& job, const NodeCaps* caps) {
-    auto& cache = caps == nullptr ? failed_uncapped : failed_capped;
-    ShapeKey key = ShapeOf(job);
-    auto it = cache.find(key);
-    if (it != cache.end()) return PlacementResult{{}, it->second};
-    PlacementResult result = PlaceLive(members, job, caps);
-    if (!result.ok()) cache[key] = result.eligible;
-    return result;
-  }
-};
-
-std::vector<Decision> Scheduler::Schedule() {
-  PassState pass;
-  pass.now = clock_->Now();
-  ++pass_id_;
-  std::vector<Decision> out;
+std::vector<Decision> SchedulePass::Run() {
+  ++s_.pass_id;
   // A shape that failed without caps cannot start any job this pass (free
   // resources only shrink): its jobs are skipped unvisited, and Why() works
   // their reason out when asked. Strict order stops the pass at the head.
-  auto dead = [&pass](const ShapeKey& shape) { return pass.failed_uncapped.count(shape) > 0; };
-  for (const auto& [priority, tenants] : queue_.classes()) {
+  auto dead = [this](const ShapeKey& shape) { return failed_uncapped_.count(shape) > 0; };
+  for (const auto& [priority, tenants] : s_.queue.classes()) {
     struct ShapeCursor {
       const ShapeKey* shape;
       JobQueue::ShapeQueue::const_iterator it, end;
@@ -66,11 +46,11 @@ std::vector<Decision> Scheduler::Schedule() {
     };
     std::vector<Cursor> cursors;
     for (const auto& [tenant, shapes] : tenants) {
-      Cursor c{&tenant, {}, TenantShare(tenant)};
+      Cursor c{&tenant, {}, s_.TenantShare(tenant)};
       for (const auto& [shape, queue] : shapes) c.shapes.push_back({&shape, queue.begin(), queue.end()});
       cursors.push_back(std::move(c));
     }
-    while (!pass.strict_blocked) {
+    while (!strict_blocked_) {
       // The tenant furthest below its share goes next; FIFO breaks ties.
       Cursor* next = nullptr;
       double next_ratio = 0;
@@ -81,83 +61,81 @@ std::vector<Decision> Scheduler::Schedule() {
           if (c.front == nullptr || sc.it->first < c.front->it->first) c.front = &sc;
         }
         if (c.front == nullptr) continue;
-        double ratio = accounting_.GpusInUse(*c.tenant) / c.share;
+        double ratio = s_.accounting.GpusInUse(*c.tenant) / c.share;
         if (next == nullptr || ratio < next_ratio ||
             (ratio == next_ratio && c.front->it->first < next->front->it->first)) {
           next = &c, next_ratio = ratio;
         }
       }
       if (next == nullptr) break;
-      JobRecord& job = jobs_.at(next->front->it->second);
+      JobRecord& job = s_.jobs.at(next->front->it->second);
       ++next->front->it;
-      job.reason.pass = pass_id_;
-      ++pass.visited;
+      job.reason.pass = s_.pass_id;
+      ++visited_;
 
       if (!job.hold.empty()) {
         job.reason.Set(PendingReason::Code::kHeld);
         continue;
       }
-      const int quota = TenantQuota(job.req.tenant);
-      const int in_use = accounting_.GpusInUse(job.req.tenant);
+      const int quota = s_.TenantQuota(job.req.tenant);
+      const int in_use = s_.accounting.GpusInUse(job.req.tenant);
       if (quota >= 0 && in_use + job.req.total_gpus() > quota) {
         job.reason.Set(PendingReason::Code::kQuota);
         job.reason.gpus_in_use = in_use;
         job.reason.quota = quota;
         continue;
       }
-      if (pass.head_found) {
-        TryBackfill(job, pass, out);
+      if (head_found_) {
+        TryBackfill(job);
         continue;
       }
-      PlacementResult placed = pass.Place(membership_, job.req, nullptr);
+      PlacementResult placed = Place(job.req, nullptr);
       if (placed.ok()) {
-        StartJob(job, placed.nodes, pass, out);
+        StartJob(job, placed.nodes);
       } else {
-        HandleHead(job, placed.eligible, pass, out);
+        HandleHead(job, placed.eligible);
       }
     }
   }
-  for (const JobId& id : pass.started) queue_.Remove(jobs_.at(id).req);
-  last_pass_.reservation = std::move(pass.reservation);
-  last_pass_.head = pass.head;
-  last_pass_.strict_blocked = pass.strict_blocked;
-  last_pass_.visited = pass.visited;
-  return out;
+  for (const JobId& id : started_) s_.queue.Remove(s_.jobs.at(id).req);
+  s_.last_pass.reservation = std::move(reservation_);
+  s_.last_pass.head = head_;
+  s_.last_pass.strict_blocked = strict_blocked_;
+  s_.last_pass.visited = visited_;
+  return std::move(out_);
 }
 
-void Scheduler::StartJob(JobRecord& job, const std::vector<int>& nodes, PassState& pass,
-                         std::vector<Decision>& out) {
+void SchedulePass::StartJob(JobRecord& job, const std::vector<int>& nodes) {
   Decision decision;
   decision.kind = Decision::Kind::kStart;
   decision.job = job.req.id;
   for (int node : nodes) {
-    decision.placement.push_back(membership_.Allocate(node, job.req.id, job.req.gpus_per_node,
-                                                      job.req.cpus_per_node,
-                                                      job.req.memory_mb_per_node));
+    decision.placement.push_back(s_.membership.Allocate(node, job.req.id, job.req.gpus_per_node,
+                                                        job.req.cpus_per_node,
+                                                        job.req.memory_mb_per_node));
   }
   job.state = JobState::kRunning;
   job.nodes = nodes;
-  holders_[job.req.id] = &job;
-  job.started = pass.now;
-  IndexEnd(job);
+  s_.holders[job.req.id] = &job;
+  job.started = now_;
+  s_.IndexEnd(job);
   job.borrower = false;
   job.reason.Set(PendingReason::Code::kNotConsidered);
-  accounting_.Start(job.req.id, job.req.tenant, job.req.total_gpus(), pass.now);
-  pass.started.push_back(job.req.id);
-  out.push_back(std::move(decision));
+  s_.accounting.Start(job.req.id, job.req.tenant, job.req.total_gpus(), now_);
+  started_.push_back(job.req.id);
+  out_.push_back(std::move(decision));
 }
 
-void Scheduler::HandleHead(JobRecord& job, int eligible_free, PassState& pass,
-                           std::vector<Decision>& out) {
+void SchedulePass::HandleHead(JobRecord& job, int eligible_free) {
   const JobRequest& req = job.req;
   const Resources need = PerNodeNeed(req);
   int hosts = 0;
-  std::vector<Resources> base(membership_.size());
-  std::vector<char> fits(membership_.size());  // UpAndStaticallyFits, per node
+  std::vector<Resources> base(s_.membership.size());
+  std::vector<char> fits(s_.membership.size());  // UpAndStaticallyFits, per node
   int base_fits = 0;
-  for (int i = 0; i < membership_.size(); ++i) {
-    base[i] = FreeOf(membership_.node(i));
-    fits[i] = UpAndStaticallyFits(membership_, i, req);
+  for (int i = 0; i < s_.membership.size(); ++i) {
+    base[i] = FreeOf(s_.membership.node(i));
+    fits[i] = UpAndStaticallyFits(s_.membership, i, req);
     hosts += fits[i];
   }
   job.reason.Set(PendingReason::Code::kNotConsidered);
@@ -166,25 +144,25 @@ void Scheduler::HandleHead(JobRecord& job, int eligible_free, PassState& pass,
     job.reason.eligible = hosts;
     return;
   }
-  pass.head_found = true;
-  pass.head = req.id;
-  pass.strict_blocked = !options_.backfill;
+  head_found_ = true;
+  head_ = req.id;
+  strict_blocked_ = !options_.backfill;
 
   // GPUs of PREEMPTING jobs are as good as free for deciding what to preempt.
   std::vector<const JobRecord*> holders;
-  holders.reserve(holders_.size());
-  for (const auto& [id, holder] : holders_) holders.push_back(holder);
+  holders.reserve(s_.holders.size());
+  for (const auto& [id, holder] : s_.holders) holders.push_back(holder);
   std::vector<JobId> preempting;
   for (const JobRecord* holder : holders) {
     if (holder->state != JobState::kPreempting) continue;
     bool useful = false;
     for (int node : holder->nodes) {
-      base[node] += HoldOf(membership_.node(node).holds.at(holder->req.id));
+      base[node] += HoldOf(s_.membership.node(node).holds.at(holder->req.id));
       useful = useful || fits[node];
     }
     if (useful) preempting.push_back(holder->req.id);
   }
-  for (int i = 0; i < membership_.size(); ++i) {
+  for (int i = 0; i < s_.membership.size(); ++i) {
     if (fits[i] && base[i].Covers(need)) ++base_fits;
   }
   std::vector<JobId> victims;
@@ -193,7 +171,7 @@ void Scheduler::HandleHead(JobRecord& job, int eligible_free, PassState& pass,
     for (const JobRecord* holder : holders) {
       const JobRecord& h = *holder;
       if (h.state != JobState::kRunning || !h.req.preemptible) continue;
-      bool lower = h.req.priority < req.priority && pass.now - h.started >= options_.min_run_time;
+      bool lower = h.req.priority < req.priority && now_ - h.started >= options_.min_run_time;
       bool borrowed = h.borrower && h.req.priority <= req.priority;
       if (!lower && !borrowed) continue;
       PreemptionCandidate c;
@@ -201,24 +179,24 @@ void Scheduler::HandleHead(JobRecord& job, int eligible_free, PassState& pass,
       c.gpus = h.req.total_gpus();
       TimePoint since = h.started;
       if (h.last_checkpoint && *h.last_checkpoint > since) since = *h.last_checkpoint;
-      c.lost_gpu_us = std::max<int64_t>(0, Micros(pass.now - since)) * c.gpus;
+      c.lost_gpu_us = std::max<int64_t>(0, Micros(now_ - since)) * c.gpus;
       for (int node : h.nodes) {
-        c.holds.emplace_back(node, HoldOf(membership_.node(node).holds.at(h.req.id)));
+        c.holds.emplace_back(node, HoldOf(s_.membership.node(node).holds.at(h.req.id)));
       }
       candidates.push_back(std::move(c));
     }
-    if (auto plan = PlanPreemption(membership_, req, base, std::move(candidates),
+    if (auto plan = PlanPreemption(s_.membership, req, base, std::move(candidates),
                                    options_.exact_preemption_limit)) {
       for (const JobId& id : plan->victims) {
-        JobRecord& victim = jobs_.at(id);
+        JobRecord& victim = s_.jobs.at(id);
         victim.state = JobState::kPreempting;
-        victim.preempt_deadline = pass.now + victim.req.grace;
-        IndexEnd(victim);
+        victim.preempt_deadline = now_ + victim.req.grace;
+        s_.IndexEnd(victim);
         Decision decision;
         decision.kind = Decision::Kind::kPreempt;
         decision.job = id;
         decision.grace = victim.req.grace;
-        out.push_back(std::move(decision));
+        out_.push_back(std::move(decision));
         victims.push_back(id);
       }
     }
@@ -226,8 +204,8 @@ void Scheduler::HandleHead(JobRecord& job, int eligible_free, PassState& pass,
     victims = preempting;
   }
   // Victims were re-indexed above: their ends are now their deadlines.
-  pass.reservation = ComputeReservation(membership_, job, ends_, fits, pass.now);
-  if (!victims.empty() && (base_fits >= req.nodes || pass.reservation)) {
+  reservation_ = ComputeReservation(s_.membership, job, s_.ends, fits, now_);
+  if (!victims.empty() && (base_fits >= req.nodes || reservation_)) {
     std::sort(victims.begin(), victims.end());
     job.reason.code = PendingReason::Code::kWaitingPreemption;
     job.reason.victims = victims;
@@ -235,41 +213,41 @@ void Scheduler::HandleHead(JobRecord& job, int eligible_free, PassState& pass,
     job.reason.code = PendingReason::Code::kHoldsReservation;
     job.reason.eligible = eligible_free;
   }
-  if (pass.reservation) {
-    job.reason.finite = pass.reservation->finite;
-    job.reason.when = pass.reservation->start;
+  if (reservation_) {
+    job.reason.finite = reservation_->finite;
+    job.reason.when = reservation_->start;
   }
 }
 
-void Scheduler::TryBackfill(JobRecord& job, PassState& pass, std::vector<Decision>& out) {
+void SchedulePass::TryBackfill(JobRecord& job) {
   const JobRequest& req = job.req;
   job.reason.Set(PendingReason::Code::kNotConsidered);
-  if (!pass.reservation) {  // defensive: the head had no reservation
-    PlacementResult placed = pass.Place(membership_, req, nullptr);
-    if (placed.ok()) return StartJob(job, placed.nodes, pass, out);
+  if (!reservation_) {  // defensive: the head had no reservation
+    PlacementResult placed = Place(req, nullptr);
+    if (placed.ok()) return StartJob(job, placed.nodes);
     job.reason.code = PendingReason::Code::kNoFree;
     job.reason.eligible = placed.eligible;
     return;
   }
-  Reservation& reservation = *pass.reservation;
+  Reservation& reservation = *reservation_;
   job.reason.finite = reservation.finite;
   job.reason.when = reservation.start;
-  const bool ends_before = reservation.EndsBefore(pass.now, req.time_limit);
-  PlacementResult placed = pass.Place(membership_, req, ends_before ? nullptr : &reservation.slack);
+  const bool ends_before = reservation.EndsBefore(now_, req.time_limit);
+  PlacementResult placed = Place(req, ends_before ? nullptr : &reservation.slack);
   bool borrow = false;
   if (!placed.ok() && !ends_before && req.preemptible && req.priority <= reservation.priority) {
-    placed = pass.Place(membership_, req, nullptr);
+    placed = Place(req, nullptr);
     borrow = placed.ok();
   }
   if (placed.ok()) {
     if (!ends_before) {
       for (int node : placed.nodes) ConsumeSlack(reservation, node, PerNodeNeed(req));
     }
-    StartJob(job, placed.nodes, pass, out);
+    StartJob(job, placed.nodes);
     job.borrower = borrow;
     return;
   }
-  PlacementResult uncapped = ends_before ? placed : pass.Place(membership_, req, nullptr);
+  PlacementResult uncapped = ends_before ? placed : Place(req, nullptr);
   if (uncapped.ok()) {
     // It would fit, but only on GPUs the head needs: do not start it. The
     // placement above did not allocate anything.

@@ -1,11 +1,10 @@
-// Scheduler state changes outside a pass: nodes, tenants, submit, exits,
-// restore. The pass itself is in schedule_pass.cc, explanations in why.cc.
 #include "coordinator/scheduler/scheduler.h"
 
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "coordinator/scheduler/schedule_pass.h"
 
 namespace athanor::sched {
 
@@ -13,47 +12,35 @@ Scheduler::Scheduler(const Clock* clock, SchedulerOptions options)
     : clock_(clock), options_(options) {}
 
 absl::Status Scheduler::AddNode(const NodeSpec& spec) {
-  return membership_.AddNode(spec, clock_->Now());
-}
-
-absl::Status Scheduler::RemoveNode(const std::string& name) {
-  return membership_.RemoveNode(name);
+  return s_.membership.AddNode(spec, clock_->Now());
 }
 
 absl::StatusOr<std::vector<JobId>> Scheduler::SetNodeState(const std::string& name,
                                                            NodeState state) {
-  return membership_.SetState(name, state);
+  return s_.membership.SetState(name, state);
 }
 
 absl::Status Scheduler::Heartbeat(const std::string& name) {
-  return membership_.Heartbeat(name, clock_->Now());
+  return s_.membership.Heartbeat(name, clock_->Now());
 }
 
-void Scheduler::SetQuota(const std::string& tenant, int gpus) {
-  if (gpus < 0) {
-    quotas_.erase(tenant);
+void Scheduler::SetTenant(const std::string& tenant, int quota_gpus, double share) {
+  if (quota_gpus < 0) {
+    s_.quotas.erase(tenant);
   } else {
-    quotas_[tenant] = gpus;
+    s_.quotas[tenant] = quota_gpus;
   }
+  s_.shares[tenant] = share > 0 ? share : 1.0;
 }
 
-void Scheduler::SetShare(const std::string& tenant, double weight) {
-  shares_[tenant] = weight > 0 ? weight : 1.0;
+std::vector<Decision> Scheduler::Schedule() {
+  return SchedulePass(&s_, options_, clock_->Now()).Run();
 }
 
-int Scheduler::TenantQuota(const std::string& tenant) const {
-  auto it = quotas_.find(tenant);
-  return it == quotas_.end() ? -1 : it->second;
-}
-
-double Scheduler::TenantShare(const std::string& tenant) const {
-  auto it = shares_.find(tenant);
-  return it == shares_.end() ? 1.0 : it->second;
-}
-
-const JobRecord* Scheduler::job(const JobId& id) const {
-  auto it = jobs_.find(id);
-  return it == jobs_.end() ? nullptr : &it->second;
+absl::StatusOr<WhyReport> Scheduler::Why(const JobId& id) const {
+  const JobRecord* job = s_.Find(id);
+  if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", id));
+  return Explain(s_, *job, clock_->Now());
 }
 
 namespace {
@@ -76,21 +63,21 @@ absl::Status ValidateShape(const JobRequest& job) {
 
 absl::Status Scheduler::Submit(JobRequest job) {
   RETURN_IF_ERROR(ValidateShape(job));
-  if (jobs_.count(job.id)) return absl::AlreadyExistsError(absl::StrCat("job ", job.id, " exists"));
-  int quota = TenantQuota(job.tenant);
+  if (s_.jobs.count(job.id)) return absl::AlreadyExistsError(absl::StrCat("job ", job.id, " exists"));
+  int quota = s_.TenantQuota(job.tenant);
   if (quota >= 0 && job.total_gpus() > quota) {
     return absl::InvalidArgumentError(absl::StrCat("job ", job.id, " needs ", job.total_gpus(),
                                                    " GPUs but tenant ", job.tenant,
                                                    " has a quota of ", quota));
   }
-  if (hosts_cache_version_ != membership_.inventory_version()) {
+  if (hosts_cache_version_ != s_.membership.inventory_version()) {
     hosts_cache_.clear();
-    hosts_cache_version_ = membership_.inventory_version();
+    hosts_cache_version_ = s_.membership.inventory_version();
   }
   auto [cached, fresh] = hosts_cache_.emplace(ShapeOf(job), 0);
   if (fresh) {
-    for (int i = 0; i < membership_.size(); ++i) {
-      const NodeRecord& node = membership_.node(i);
+    for (int i = 0; i < s_.membership.size(); ++i) {
+      const NodeRecord& node = s_.membership.node(i);
       if (!node.removed && StaticallyFits(node.spec, job)) ++cached->second;
     }
   }
@@ -103,51 +90,51 @@ absl::Status Scheduler::Submit(JobRequest job) {
   if (job.grace == Duration::zero()) job.grace = options_.default_grace;
   if (job.submit_seq == 0) job.submit_seq = next_seq_;
   next_seq_ = std::max(next_seq_, job.submit_seq + 1);
-  JobRecord& record = jobs_[job.id];
+  JobRecord& record = s_.jobs[job.id];
   record.req = std::move(job);
-  queue_.Add(record.req);
+  s_.queue.Add(record.req);
   return absl::OkStatus();
 }
 
 absl::Status Scheduler::Cancel(const JobId& id) {
-  auto it = jobs_.find(id);
-  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
+  auto it = s_.jobs.find(id);
+  if (it == s_.jobs.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
   if (it->second.state != JobState::kPending) {
     return absl::FailedPreconditionError(absl::StrCat(
         "job ", id, " is ", JobStateName(it->second.state), "; end it and report its exit"));
   }
-  queue_.Remove(it->second.req);
-  jobs_.erase(it);
+  s_.queue.Remove(it->second.req);
+  s_.jobs.erase(it);
   return absl::OkStatus();
 }
 
 absl::Status Scheduler::OnJobExited(const JobId& id, bool requeue) {
-  auto it = jobs_.find(id);
-  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
+  auto it = s_.jobs.find(id);
+  if (it == s_.jobs.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
   JobRecord& job = it->second;
   if (job.state == JobState::kPending) {
     return absl::FailedPreconditionError(absl::StrCat("job ", id, " is not running"));
   }
   const TimePoint now = clock_->Now();
-  for (int node : job.nodes) membership_.Release(node, id);
-  accounting_.Stop(id, now);
-  holders_.erase(id);
-  IndexEnd(job, false);
+  for (int node : job.nodes) s_.membership.Release(node, id);
+  s_.accounting.Stop(id, now);
+  s_.holders.erase(id);
+  s_.IndexEnd(job, false);
   if (!requeue) {
-    jobs_.erase(it);
+    s_.jobs.erase(it);
     return absl::OkStatus();
   }
   job.state = JobState::kPending;
   job.nodes.clear();
   job.borrower = false;
   job.reason = PendingReason{};
-  queue_.Add(job.req);
+  s_.queue.Add(job.req);
   return absl::OkStatus();
 }
 
 absl::Status Scheduler::MarkPreempting(const JobId& id, TimePoint deadline) {
-  auto it = jobs_.find(id);
-  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
+  auto it = s_.jobs.find(id);
+  if (it == s_.jobs.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
   JobRecord& job = it->second;
   if (job.state == JobState::kPending) {
     return absl::FailedPreconditionError(absl::StrCat("job ", id, " is not running"));
@@ -155,20 +142,20 @@ absl::Status Scheduler::MarkPreempting(const JobId& id, TimePoint deadline) {
   if (job.state == JobState::kPreempting) return absl::OkStatus();
   job.state = JobState::kPreempting;
   job.preempt_deadline = deadline;
-  IndexEnd(job);
+  s_.IndexEnd(job);
   return absl::OkStatus();
 }
 
 absl::Status Scheduler::SetHold(const JobId& id, std::string why) {
-  auto it = jobs_.find(id);
-  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
+  auto it = s_.jobs.find(id);
+  if (it == s_.jobs.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
   it->second.hold = std::move(why);
   return absl::OkStatus();
 }
 
 absl::Status Scheduler::SetAvoidNodes(const JobId& id, std::vector<std::string> nodes) {
-  auto it = jobs_.find(id);
-  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
+  auto it = s_.jobs.find(id);
+  if (it == s_.jobs.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
   if (it->second.state == JobState::kPending) {
     // Its queue entry is keyed by shape, which the avoided nodes are part of.
     return absl::FailedPreconditionError(absl::StrCat("job ", id, " is pending"));
@@ -178,8 +165,8 @@ absl::Status Scheduler::SetAvoidNodes(const JobId& id, std::vector<std::string> 
 }
 
 absl::Status Scheduler::OnCheckpoint(const JobId& id, TimePoint committed_at) {
-  auto it = jobs_.find(id);
-  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
+  auto it = s_.jobs.find(id);
+  if (it == s_.jobs.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
   JobRecord& job = it->second;
   if (!job.last_checkpoint || *job.last_checkpoint < committed_at) {
     job.last_checkpoint = committed_at;
@@ -191,7 +178,7 @@ absl::Status Scheduler::Restore(JobRequest req, const std::vector<NodeAllocation
                                 TimePoint started_at, std::optional<TimePoint> last_checkpoint,
                                 std::optional<TimePoint> preempt_deadline) {
   RETURN_IF_ERROR(ValidateShape(req));
-  if (jobs_.count(req.id)) return absl::AlreadyExistsError(absl::StrCat("job ", req.id, " exists"));
+  if (s_.jobs.count(req.id)) return absl::AlreadyExistsError(absl::StrCat("job ", req.id, " exists"));
   if (static_cast<int>(placement.size()) != req.nodes) {
     return absl::InvalidArgumentError(absl::StrCat("job ", req.id, " needs ", req.nodes,
                                                    " node(s) but the placement has ",
@@ -200,7 +187,7 @@ absl::Status Scheduler::Restore(JobRequest req, const std::vector<NodeAllocation
   std::vector<int> nodes;
   absl::Status status;
   for (const NodeAllocation& alloc : placement) {
-    auto index = membership_.Find(alloc.node);
+    auto index = s_.membership.Find(alloc.node);
     if (!index) {
       status = absl::NotFoundError(absl::StrCat("job ", req.id, " restored onto unknown node ",
                                                 alloc.node));
@@ -209,36 +196,30 @@ absl::Status Scheduler::Restore(JobRequest req, const std::vector<NodeAllocation
                                                        alloc.gpu_ids.size(), " GPUs on ",
                                                        alloc.node, ", not ", req.gpus_per_node));
     } else {
-      status = membership_.AllocateExact(*index, req.id, alloc.gpu_ids, req.cpus_per_node,
+      status = s_.membership.AllocateExact(*index, req.id, alloc.gpu_ids, req.cpus_per_node,
                                          req.memory_mb_per_node);
     }
     if (!status.ok()) break;
     nodes.push_back(*index);
   }
   if (!status.ok()) {
-    for (int node : nodes) membership_.Release(node, req.id);
+    for (int node : nodes) s_.membership.Release(node, req.id);
     return status;
   }
   if (req.grace == Duration::zero()) req.grace = options_.default_grace;
   if (req.submit_seq == 0) req.submit_seq = next_seq_;
   next_seq_ = std::max(next_seq_, req.submit_seq + 1);
-  JobRecord& job = jobs_[req.id];
+  JobRecord& job = s_.jobs[req.id];
   job.req = std::move(req);
   job.state = preempt_deadline ? JobState::kPreempting : JobState::kRunning;
   if (preempt_deadline) job.preempt_deadline = *preempt_deadline;
   job.nodes = std::move(nodes);
   job.started = started_at;
   job.last_checkpoint = last_checkpoint;
-  holders_[job.req.id] = &job;
-  IndexEnd(job);
-  accounting_.Start(job.req.id, job.req.tenant, job.req.total_gpus(), started_at);
+  s_.holders[job.req.id] = &job;
+  s_.IndexEnd(job);
+  s_.accounting.Start(job.req.id, job.req.tenant, job.req.total_gpus(), started_at);
   return absl::OkStatus();
-}
-
-void Scheduler::IndexEnd(JobRecord& job, bool hold) {
-  if (job.indexed_end) ends_.erase({*job.indexed_end, &job});
-  job.indexed_end = hold ? job.EndEstimate() : std::nullopt;
-  if (job.indexed_end) ends_.emplace(*job.indexed_end, &job);
 }
 
 }  // namespace athanor::sched

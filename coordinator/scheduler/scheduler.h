@@ -1,6 +1,7 @@
 // Scheduler: the coordinator's scheduling core. Holds the cluster state
-// (Membership), pending jobs (JobQueue), usage (Accounting) and tenant policy,
-// and turns them into decisions with Schedule().
+// (Membership), pending jobs (JobQueue), usage (Accounting) and tenant policy
+// in its SchedulerState, changes them as nodes, tenants and jobs come and go,
+// and turns them into decisions with Schedule() (one SchedulePass).
 //
 // Policy, in the order a pass applies it:
 //   - priority classes, higher first; inside a class the tenant furthest
@@ -27,38 +28,16 @@
 #include <map>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/clock.h"
-#include "coordinator/scheduler/accounting.h"
-#include "coordinator/scheduler/job_queue.h"
-#include "coordinator/scheduler/job_record.h"
-#include "coordinator/scheduler/membership.h"
-#include "coordinator/scheduler/placement.h"
-#include "coordinator/scheduler/reservation.h"
+#include "coordinator/scheduler/scheduler_state.h"
 #include "coordinator/scheduler/types.h"
+#include "coordinator/scheduler/why.h"
 
 namespace athanor::sched {
-
-struct WhyReport {
-  JobState state = JobState::kPending;
-  std::vector<std::string> reasons;
-  int queue_position = 0;  // 1-based among pending jobs; 0 if not pending
-};
-
-// What the last scheduling pass found.
-struct PassSummary {
-  std::optional<Reservation> reservation;  // held for the head, if any
-  JobId head;                              // the first job that could not start
-  bool strict_blocked = false;             // strict order stopped the pass at the head
-  // Pending jobs the pass looked at (the rest were of shapes that could not
-  // be placed any more, or behind a strict-order head).
-  size_t visited = 0;
-};
 
 class Scheduler {
  public:
@@ -66,18 +45,18 @@ class Scheduler {
 
   // ---- nodes (see Membership for the semantics)
   absl::Status AddNode(const NodeSpec& spec);
-  absl::Status RemoveNode(const std::string& name);
   // Returns the jobs holding resources on the node; for DOWN the caller ends
   // them and reports each with OnJobExited.
   absl::StatusOr<std::vector<JobId>> SetNodeState(const std::string& name, NodeState state);
   absl::Status Heartbeat(const std::string& name);
   absl::Status SetNodeNote(const std::string& name, bool drain, std::string reason) {
-    return membership_.SetNote(name, drain, std::move(reason));
+    return s_.membership.SetNote(name, drain, std::move(reason));
   }
 
   // ---- tenants
-  void SetQuota(const std::string& tenant, int gpus);  // < 0: no quota
-  void SetShare(const std::string& tenant, double weight);  // default 1
+  // A hard quota of `quota_gpus` (< 0: none) and a fair-share weight
+  // (<= 0: the default, 1).
+  void SetTenant(const std::string& tenant, int quota_gpus, double share = 1.0);
 
   // ---- jobs
   // Queues a job. submit_seq 0 assigns the next sequence number; a nonzero
@@ -116,51 +95,21 @@ class Scheduler {
 
   // ---- introspection
   absl::StatusOr<WhyReport> Why(const JobId& job) const;
-  const Membership& membership() const { return membership_; }
-  const Accounting& accounting() const { return accounting_; }
-  const JobRecord* job(const JobId& id) const;
-  size_t pending() const { return queue_.size(); }
-  const PassSummary& last_pass() const { return last_pass_; }
+  const Membership& membership() const { return s_.membership; }
+  const Accounting& accounting() const { return s_.accounting; }
+  const JobRecord* job(const JobId& id) const { return s_.Find(id); }
+  size_t pending() const { return s_.queue.size(); }
+  const PassSummary& last_pass() const { return s_.last_pass; }
 
  private:
-  struct PassState;
-
-  void StartJob(JobRecord& job, const std::vector<int>& nodes, PassState& pass,
-                std::vector<Decision>& out);
-  // The first job of the pass that cannot start: preempt for it or reserve.
-  void HandleHead(JobRecord& job, int eligible_free, PassState& pass, std::vector<Decision>& out);
-  // Any later job: start it only where it cannot delay the head.
-  void TryBackfill(JobRecord& job, PassState& pass, std::vector<Decision>& out);
-  int TenantQuota(const std::string& tenant) const;
-  double TenantShare(const std::string& tenant) const;
-  std::string DescribeNeed(const JobRequest& job) const;
-  // The reason of a pending job the last pass skipped (its shape could not
-  // be placed, or strict order stopped the pass), worked out now.
-  PendingReason ReasonNow(const JobRecord& job) const;
-  // Puts a holder in ends_ under its current EndEstimate() (after it starts or
-  // is preempted), or takes it out (hold = false: it released everything).
-  void IndexEnd(JobRecord& job, bool hold = true);
-
   const Clock* const clock_;
   const SchedulerOptions options_;
-  Membership membership_;
-  JobQueue queue_;
-  Accounting accounting_;
-  std::unordered_map<JobId, JobRecord> jobs_;
-  std::map<std::string, int> quotas_;
-  std::map<std::string, double> shares_;
+  SchedulerState s_;
   uint64_t next_seq_ = 1;
   // Inventory nodes able to host one share of a shape, valid for one
   // Membership::inventory_version().
   std::map<ShapeKey, int> hosts_cache_;
   uint64_t hosts_cache_version_ = 0;
-  // Jobs holding resources (RUNNING or PREEMPTING), by id; values point
-  // into jobs_ (node-based, so stable). Unordered: what a pass derives from
-  // it is sorted by job id where order matters (preemption plans, victims).
-  absl::flat_hash_map<JobId, const JobRecord*> holders_;
-  EndIndex ends_;  // the holders with an end estimate, soonest first
-  PassSummary last_pass_;  // for Why() too
-  uint64_t pass_id_ = 0;  // passes so far
 };
 
 }  // namespace athanor::sched

@@ -109,7 +109,7 @@ TEST_F(PolicyTest, FairShareFavoursTheTenantUsingLess) {
 
 TEST_F(PolicyTest, QuotaIsAHardLimitAndExplained) {
   Add(MakeNode("a", 8));
-  sched_.SetQuota("A", 4);
+  sched_.SetTenant("A", 4);
   StartAlone(MakeJob("A1", 1, 4, "A"), {"a:0,1,2,3"});
   Submit(MakeJob("A2", 1, 1, "A"));
   Submit(MakeJob("B1", 1, 2, "B"));
@@ -275,7 +275,7 @@ TEST_F(PolicyTest, UnknownReservationHoldsFreedGpusForTheGang) {
 
 TEST_F(PolicyTest, ShareWeightsSkewFairShare) {
   Add(MakeNode("a", 8));
-  sched_.SetShare("big", 4);
+  sched_.SetTenant("big", -1, 4);
   StartAlone(MakeJob("b1", 1, 2, "big"), {"a:0,1"});
   StartAlone(MakeJob("s1", 1, 1, "small"), {"a:2"});
   // big: 2 GPUs / share 4 = 0.5 < small: 1 / 1.

@@ -95,8 +95,8 @@ void RunRandomWorkload(uint32_t seed, bool backfill) {
   }
   const std::vector<std::string> tenants = {"a", "b", "c"};
   const std::map<std::string, int> quota = {{"a", 64}, {"b", 40}};
-  for (const auto& [t, q] : quota) sched.SetQuota(t, q);
-  sched.SetShare("c", 2.0);
+  for (const auto& [t, q] : quota) sched.SetTenant(t, q);
+  sched.SetTenant("c", -1, 2.0);
   Ledger ledger(nodes);
   std::map<JobId, JobRequest> requests;
   std::set<JobId> pending;

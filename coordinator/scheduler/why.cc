@@ -3,11 +3,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "coordinator/scheduler/scheduler.h"
+#include "coordinator/scheduler/why.h"
+
+#include "coordinator/scheduler/placement.h"
 
 namespace athanor::sched {
 
-std::string Scheduler::DescribeNeed(const JobRequest& job) const {
+std::string DescribeNeed(const JobRequest& job) {
   std::string need = absl::StrCat("needs ", job.nodes, job.nodes == 1 ? " node" : " nodes",
                                   " with ", job.gpus_per_node, " free GPU",
                                   job.gpus_per_node == 1 ? "" : "s");
@@ -31,75 +33,73 @@ std::string StartText(bool finite, TimePoint when, TimePoint now) {
   return absl::StrCat("in ", s, " s");
 }
 
-}  // namespace
-
-PendingReason Scheduler::ReasonNow(const JobRecord& job) const {
+// The reason of a pending job the last pass skipped, worked out now.
+PendingReason ReasonNow(const SchedulerState& s, const JobRecord& job) {
   PendingReason r;
-  r.pass = pass_id_;
+  r.pass = s.pass_id;
   if (!job.hold.empty()) {
     r.code = PendingReason::Code::kHeld;
     return r;
   }
-  const int quota = TenantQuota(job.req.tenant);
-  const int in_use = accounting_.GpusInUse(job.req.tenant);
+  const int quota = s.TenantQuota(job.req.tenant);
+  const int in_use = s.accounting.GpusInUse(job.req.tenant);
   if (quota >= 0 && in_use + job.req.total_gpus() > quota) {
     r.code = PendingReason::Code::kQuota;
     r.gpus_in_use = in_use;
     r.quota = quota;
     return r;
   }
-  if (pass_id_ == 0) return r;  // kNotConsidered
-  if (last_pass_.strict_blocked) {
+  if (s.pass_id == 0) return r;  // kNotConsidered
+  if (s.last_pass.strict_blocked) {
     r.code = PendingReason::Code::kStrictOrder;
     return r;
   }
-  const int hosts = CountUpAndStaticallyFit(membership_, job.req);
+  const int hosts = CountUpAndStaticallyFit(s.membership, job.req);
   if (hosts < job.req.nodes) {
     r.code = PendingReason::Code::kNoFitNow;
     r.eligible = hosts;
     return r;
   }
-  PlacementResult placed = PlaceLive(membership_, job.req, nullptr);
+  PlacementResult placed = PlaceLive(s.membership, job.req, nullptr);
   r.code = placed.ok() ? PendingReason::Code::kNotConsidered : PendingReason::Code::kNoFree;
   r.eligible = placed.eligible;
   return r;
 }
 
-absl::StatusOr<WhyReport> Scheduler::Why(const JobId& id) const {
-  const JobRecord* job = this->job(id);
-  if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", id));
+}  // namespace
+
+WhyReport Explain(const SchedulerState& s, const JobRecord& job, TimePoint now) {
   WhyReport report;
-  report.state = job->state;
-  const TimePoint now = clock_->Now();
-  if (job->state != JobState::kPending) {
+  report.state = job.state;
+  if (job.state != JobState::kPending) {
     std::vector<std::string> nodes;
-    for (int node : job->nodes) nodes.push_back(membership_.node(node).spec.name);
-    report.reasons.push_back(absl::StrCat(JobStateName(job->state), " on ",
+    for (int node : job.nodes) nodes.push_back(s.membership.node(node).spec.name);
+    report.reasons.push_back(absl::StrCat(JobStateName(job.state), " on ",
                                           absl::StrJoin(nodes, ",")));
     return report;
   }
-  const PendingReason r = job->reason.pass == pass_id_ ? job->reason : ReasonNow(*job);
+  const PendingReason r = job.reason.pass == s.pass_id ? job.reason : ReasonNow(s, job);
   using Code = PendingReason::Code;
   switch (r.code) {
     case Code::kNotConsidered:
       report.reasons.push_back("not yet considered by a scheduling pass");
       break;
     case Code::kQuota:
-      report.reasons.push_back(absl::StrCat("quota: tenant ", job->req.tenant, " uses ",
+      report.reasons.push_back(absl::StrCat("quota: tenant ", job.req.tenant, " uses ",
                                             r.gpus_in_use, " of ", r.quota, " GPUs; the job needs ",
-                                            job->req.total_gpus()));
+                                            job.req.total_gpus()));
       break;
     case Code::kNoFitNow:
-      report.reasons.push_back(absl::StrCat("no node fits: ", DescribeNeed(job->req), "; only ",
+      report.reasons.push_back(absl::StrCat("no node fits: ", DescribeNeed(job.req), "; only ",
                                             r.eligible, " UP node(s) could ever host a share"));
       break;
     case Code::kNoFree:
-      report.reasons.push_back(absl::StrCat("no node fits: ", DescribeNeed(job->req), "; ",
+      report.reasons.push_back(absl::StrCat("no node fits: ", DescribeNeed(job.req), "; ",
                                             r.eligible, r.eligible == 1 ? " node has" : " nodes have",
                                             " them free"));
       break;
     case Code::kHoldsReservation:
-      report.reasons.push_back(absl::StrCat("no node fits: ", DescribeNeed(job->req), "; ",
+      report.reasons.push_back(absl::StrCat("no node fits: ", DescribeNeed(job.req), "; ",
                                             r.eligible, r.eligible == 1 ? " node has" : " nodes have",
                                             " them free"));
       report.reasons.push_back(absl::StrCat("holds the reservation; starts ",
@@ -110,23 +110,23 @@ absl::StatusOr<WhyReport> Scheduler::Why(const JobId& id) const {
                                             absl::StrJoin(r.victims, ", "), " to exit"));
       break;
     case Code::kBehindReservation:
-      report.reasons.push_back(absl::StrCat("waiting behind the reservation for job ", last_pass_.head,
+      report.reasons.push_back(absl::StrCat("waiting behind the reservation for job ", s.last_pass.head,
                                             " (starts ", StartText(r.finite, r.when, now), ")"));
       break;
     case Code::kHeld:
-      report.reasons.push_back(job->hold);
+      report.reasons.push_back(job.hold);
       break;
     case Code::kStrictOrder:
       report.reasons.push_back(
-          absl::StrCat("waiting behind blocked job ", last_pass_.head, " (backfill is off)"));
+          absl::StrCat("waiting behind blocked job ", s.last_pass.head, " (backfill is off)"));
       break;
   }
-  if (!job->req.avoid_nodes.empty()) {
-    report.reasons.push_back(absl::StrCat("avoids node(s) ", absl::StrJoin(job->req.avoid_nodes, ", "),
+  if (!job.req.avoid_nodes.empty()) {
+    report.reasons.push_back(absl::StrCat("avoids node(s) ", absl::StrJoin(job.req.avoid_nodes, ", "),
                                           " (moved off a straggler)"));
   }
-  report.queue_position = queue_.Position(job->req);
-  report.reasons.push_back(absl::StrCat("position ", report.queue_position, " of ", queue_.size(),
+  report.queue_position = s.queue.Position(job.req);
+  report.reasons.push_back(absl::StrCat("position ", report.queue_position, " of ", s.queue.size(),
                                         " in the queue"));
   return report;
 }

@@ -1,0 +1,53 @@
+// SchedulePass: one scheduling pass over the scheduler's tables at one
+// instant. See scheduler.h for the policy it applies.
+//
+// Decisions are applied to the state as they are made (a started job holds
+// its GPUs, a victim is PREEMPTING), and the pass leaves its summary in
+// state->last_pass. Free resources only shrink during a pass (starts take,
+// preemptions free nothing until exit), so a shape that failed to place
+// stays failed: the pass caches those failures and skips their jobs.
+//
+// Made for one Run(); `state` and `options` are not owned and outlive it.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "coordinator/scheduler/placement.h"
+#include "coordinator/scheduler/scheduler_state.h"
+
+namespace athanor::sched {
+
+class SchedulePass {
+ public:
+  SchedulePass(SchedulerState* state, const SchedulerOptions& options, TimePoint now)
+      : s_(*state), options_(options), now_(now) {}
+
+  std::vector<Decision> Run();
+
+ private:
+  // Places with the failure cache (caps null: on everything free).
+  PlacementResult Place(const JobRequest& job, const NodeCaps* caps);
+  void StartJob(JobRecord& job, const std::vector<int>& nodes);
+  // The first job of the pass that cannot start: preempt for it or reserve.
+  void HandleHead(JobRecord& job, int eligible_free);
+  // Any later job: start it only where it cannot delay the head.
+  void TryBackfill(JobRecord& job);
+
+  SchedulerState& s_;
+  const SchedulerOptions& options_;
+  const TimePoint now_;
+
+  std::vector<Decision> out_;
+  bool head_found_ = false;
+  JobId head_;
+  bool strict_blocked_ = false;
+  std::optional<Reservation> reservation_;
+  std::vector<JobId> started_;
+  size_t visited_ = 0;  // pending jobs looked at
+  std::map<ShapeKey, int> failed_uncapped_;  // -> eligible node count
+  std::map<ShapeKey, int> failed_capped_;
+};
+
+}  // namespace athanor::sched

@@ -1,0 +1,26 @@
+#include "coordinator/scheduler/scheduler_state.h"
+
+namespace athanor::sched {
+
+int SchedulerState::TenantQuota(const std::string& tenant) const {
+  auto it = quotas.find(tenant);
+  return it == quotas.end() ? -1 : it->second;
+}
+
+double SchedulerState::TenantShare(const std::string& tenant) const {
+  auto it = shares.find(tenant);
+  return it == shares.end() ? 1.0 : it->second;
+}
+
+const JobRecord* SchedulerState::Find(const JobId& id) const {
+  auto it = jobs.find(id);
+  return it == jobs.end() ? nullptr : &it->second;
+}
+
+void SchedulerState::IndexEnd(JobRecord& job, bool hold) {
+  if (job.indexed_end) ends.erase({*job.indexed_end, &job});
+  job.indexed_end = hold ? job.EndEstimate() : std::nullopt;
+  if (job.indexed_end) ends.emplace(*job.indexed_end, &job);
+}
+
+}  // namespace athanor::sched
