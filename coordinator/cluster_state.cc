@@ -31,7 +31,7 @@ ClusterState::ClusterState(StateOptions options, const Clock* clock)
       jobs_({&options_, &clock_, &sched_, &nodes_, &log_, &launcher_, &accounts_}),
       hangs_(options_.hangs, clock),
       suspects_(&options_.hangs, clock),
-      uploads_(options_.checkpoint_upload_wait) {}
+      upload_holds_(options_.checkpoint_upload_wait, &sched_, &jobs_, &clock_) {}
 
 void ClusterState::Restore(std::vector<JobRecord> jobs, const std::vector<NodeRecord>& nodes,
                            const std::map<std::string, int32_t>& quotas) {
@@ -121,7 +121,7 @@ void ClusterState::Tick() {
 }
 
 size_t ClusterState::Schedule() {
-  RefreshUploadHolds();
+  upload_holds_.Refresh();
   std::vector<sched::Decision> decisions = sched_.Schedule();
   for (const sched::Decision& d : decisions) {
     if (d.kind == sched::Decision::Kind::kStart) {

@@ -7,6 +7,7 @@
 //   AttemptLauncher  placements -> attempts and the env contract (attempt_launcher.h)
 //   TenantAccounts   quotas, usage, idle reclaim (tenant_accounts.h)
 //   HangDetector     hangs and stragglers from rank progress (hang_detector.h)
+//   UploadHolds      requeued jobs waiting for a checkpoint upload (upload_holds.h)
 //   sched::Scheduler placement and policy (scheduler/)
 // and runs the operations that span several of them. Each operation changes
 // records in memory and marks them; the owner (CoordinatorCore) takes them
@@ -27,13 +28,13 @@
 #include "common/clock.h"
 #include "coordinator/attempt_launcher.h"
 #include "coordinator/change_log.h"
-#include "coordinator/checkpoint_uploads.h"
 #include "coordinator/hang_detector.h"
 #include "coordinator/job_lifecycle.h"
 #include "coordinator/node_table.h"
 #include "coordinator/scheduler/scheduler.h"
 #include "coordinator/state_types.h"
 #include "coordinator/tenant_accounts.h"
+#include "coordinator/upload_holds.h"
 #include "coordinator/wall_clock.h"
 
 namespace athanor::coord {
@@ -114,9 +115,6 @@ class ClusterState {
   // stopped as a preemption, requeued avoiding that node (when enough others
   // could host it).
   void MoveOffStraggler(JobRecord* job, const RankFlag& flag);
-  // Holds pending jobs that must wait for a checkpoint upload in the
-  // scheduler, and releases those that need not any more.
-  void RefreshUploadHolds();
 
   void ScheduleInline() {
     if (options_.schedule_inline) {
@@ -136,8 +134,7 @@ class ClusterState {
   JobLifecycle jobs_;
   HangDetector hangs_;
   SuspectLedger suspects_;
-  CheckpointUploads uploads_;
-  std::set<std::string> upload_held_;  // jobs held in the scheduler by uploads_
+  UploadHolds upload_holds_;
   bool pass_wanted_ = false;
 };
 

@@ -99,6 +99,8 @@ std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
+void LocalCluster::RearmWatchdog() { ArmWatchdog(); }
+
 LocalCluster::LocalCluster(std::vector<std::string> coordinator_flags)
     : coordinator_flags_(std::move(coordinator_flags)), sandboxed_(geteuid() == 0) {
   ArmWatchdog();

@@ -7,8 +7,8 @@
 // tenants' tokens. Passing "--insecure" among the coordinator flags runs a
 // plaintext, unauthenticated cluster instead. The destructor stops every child (agents SIGTERM their
 // ranks). A process-wide watchdog (alarm, 100 s from the
-// newest cluster's construction) kills the children and fails the test binary
-// if a test hangs. Not thread-safe: one test thread drives it.
+// newest cluster's construction or RearmWatchdog()) kills the children and
+// fails the test binary if a test hangs. Not thread-safe: one test thread drives it.
 #pragma once
 
 #include <sys/types.h>
@@ -103,6 +103,10 @@ class LocalCluster {
   std::string tls_dir() const { return secure_ ? dir_ + "/tls" : ""; }
 
   // Polls `cond` every 20 ms until it holds or `timeout` passes.
+  // Gives the running test a fresh watchdog budget (100 s from now): for a
+  // test made of many steps, each bounded by its own waits, so that the
+  // budget bounds one step rather than the whole series.
+  static void RearmWatchdog();
   static bool WaitFor(const std::function<bool()>& cond,
                       std::chrono::milliseconds timeout = std::chrono::seconds(20));
   // Waits until `n` nodes are UP.

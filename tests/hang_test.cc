@@ -179,6 +179,7 @@ TEST(HangTest, SeriesOfStoppedAndSkippingRanksIsDetectedAndNamed) {
   };
   std::vector<Outcome> outcomes;
   for (size_t i = 0; i < skips.size(); ++i) {
+    LocalCluster::RearmWatchdog();  // each hang is bounded by the waits below
     const bool skip = skips[i];
     const int rank = static_cast<int>(rng() % 2);
     const int64_t step = 8 + static_cast<int64_t>(rng() % 25);
