@@ -94,7 +94,12 @@ namespace ucx_internal {
 
 namespace {
 
-constexpr size_t kMinHierChunkBytes = 256 << 10;
+// Smallest chunk of a call across hosts. Each chunk pays its own waits at
+// every stage (the local reduce-scatter, the exchange, the gather), and on
+// 2 + 2 namespace hosts that cost more than the overlap of smaller chunks
+// gained: 1 MiB chunks took 1-4 MiB calls 8-25% faster than 256 KiB ones
+// (docs/benchmarks.md).
+constexpr size_t kMinHierChunkBytes = 1 << 20;
 
 }  // namespace
 
@@ -236,9 +241,9 @@ absl::Status ShmAllReduce::Submit(ShmOp* op) {
     state->send = op->recv;
   }
   // Across hosts, large slots pay for large calls (fewer, longer transfers
-  // in flight) but would leave a small call one chunk, nothing to overlap:
-  // such a call is cut into about `slots` chunks of at least
-  // kMinHierChunkBytes. Every member computes the same from the call alone.
+  // in flight); a call is cut into about `slots` chunks, but none smaller
+  // than kMinHierChunkBytes (or the slot). Every member computes the same
+  // from the call alone.
   size_t chunk_bytes = chunk_bytes_;
   if (options_.inter != nullptr) {
     chunk_bytes = std::min(chunk_bytes_, std::max(kMinHierChunkBytes, bytes / slots_ / 4096 * 4096));
