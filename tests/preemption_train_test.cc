@@ -168,8 +168,14 @@ TEST(PreemptionTrainTest, AgentMpirunAndAthanorRunTrainTheSameWeights) {
                                     "--micro-batch", "4", "--accum", "2", "--timeout-s", "20",
                                     "--dump-weights", weights};
   };
+  // Every launch pins OpenBLAS's kernels: on some machines its run-time CPU
+  // detection picks AVX-512 kernels inside the agents' sandbox and AVX2 ones
+  // outside it, whose sums round differently. This test is about the env
+  // contract, not the BLAS build.
+  const std::map<std::string, std::string> blas = {{"OPENBLAS_CORETYPE", "Haswell"}};
   const std::string by_agent = cluster.dir() + "/agent.safetensors";
-  std::vector<std::string> submit = {"submit", "--nodes", "2", "--gpus-per-node", "1", "--"};
+  std::vector<std::string> submit = {"submit", "--nodes", "2", "--gpus-per-node", "1",
+                                     "--env", "OPENBLAS_CORETYPE=Haswell", "--"};
   for (const std::string& a : train(by_agent)) submit.push_back(a);
   CliResult r = cluster.Cli(submit);
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -180,13 +186,15 @@ TEST(PreemptionTrainTest, AgentMpirunAndAthanorRunTrainTheSameWeights) {
   const std::string by_run = cluster.dir() + "/run.safetensors";
   std::vector<std::string> run = {bin + "/athanor-run", "--nproc", "2", "--"};
   for (const std::string& a : train(by_run)) run.push_back(a);
-  ASSERT_EQ(RunToExit(run, {}, cluster.dir() + "/run.log"), 0) << ReadFile(cluster.dir() + "/run.log");
+  ASSERT_EQ(RunToExit(run, blas, cluster.dir() + "/run.log"), 0) << ReadFile(cluster.dir() + "/run.log");
 
   const std::string by_mpirun = cluster.dir() + "/mpirun.safetensors";
   std::vector<std::string> mpirun = {"mpirun", "-np", "2", "--oversubscribe", "--bind-to", "none",
                                      bin + "/athanor-run", "--"};
   for (const std::string& a : train(by_mpirun)) mpirun.push_back(a);
-  ASSERT_EQ(RunToExit(mpirun, {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}},
+  ASSERT_EQ(RunToExit(mpirun,
+                      {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
+                       {"OPENBLAS_CORETYPE", "Haswell"}},
                       cluster.dir() + "/mpirun.log"),
             0)
       << ReadFile(cluster.dir() + "/mpirun.log");

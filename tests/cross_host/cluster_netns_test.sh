@@ -55,8 +55,12 @@ until [ "$(cli nodes 2> /dev/null | grep -c ' UP ')" = 2 ]; do
 done
 
 train=("$bin_dir/athanor-train" --seed 7 --hidden 48 --lr 0.05 --steps 60 --timeout-s 30)
+# Both runs pin OpenBLAS's kernels: on some machines its run-time CPU
+# detection picks AVX-512 kernels inside the agents' sandbox and AVX2 ones
+# outside it, whose sums round differently.
+export OPENBLAS_CORETYPE=Haswell
 echo "== a 2-node training job across the hosts"
-job=$(cli submit --name across --nodes 2 --gpus-per-node 1 -- \
+job=$(cli submit --name across --nodes 2 --gpus-per-node 1 --env OPENBLAS_CORETYPE=Haswell -- \
       "${train[@]}" --dump-weights "$work/across.safetensors" | head -1)
 [ -n "$job" ] || { fail "submit printed no job id"; exit 1; }
 result=$(cli wait "$job" --timeout 120)
