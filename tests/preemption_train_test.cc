@@ -168,10 +168,11 @@ TEST(PreemptionTrainTest, AgentMpirunAndAthanorRunTrainTheSameWeights) {
                                     "--micro-batch", "4", "--accum", "2", "--timeout-s", "20",
                                     "--dump-weights", weights};
   };
-  // Every launch pins OpenBLAS's kernels: on some machines its run-time CPU
-  // detection picks AVX-512 kernels inside the agents' sandbox and AVX2 ones
-  // outside it, whose sums round differently. This test is about the env
-  // contract, not the BLAS build.
+  // Every launch pins OpenBLAS's kernels the same way. The agents start ranks
+  // with a clean environment, the other launchers pass theirs on, so an
+  // OPENBLAS_CORETYPE set on the machine would otherwise reach only some of
+  // them (AVX2 kernels here, AVX-512 ones there), and their sums round
+  // differently. This test is about the env contract, not the BLAS build.
   const std::map<std::string, std::string> blas = {{"OPENBLAS_CORETYPE", "Haswell"}};
   const std::string by_agent = cluster.dir() + "/agent.safetensors";
   std::vector<std::string> submit = {"submit", "--nodes", "2", "--gpus-per-node", "1",

@@ -55,9 +55,10 @@ until [ "$(cli nodes 2> /dev/null | grep -c ' UP ')" = 2 ]; do
 done
 
 train=("$bin_dir/athanor-train" --seed 7 --hidden 48 --lr 0.05 --steps 60 --timeout-s 30)
-# Both runs pin OpenBLAS's kernels: on some machines its run-time CPU
-# detection picks AVX-512 kernels inside the agents' sandbox and AVX2 ones
-# outside it, whose sums round differently.
+# Both runs pin OpenBLAS's kernels the same way: the agents start ranks with
+# a clean environment and athanor-run passes its own on, so an
+# OPENBLAS_CORETYPE set on the machine would otherwise reach one run only
+# (AVX2 kernels against AVX-512 ones, which round differently).
 export OPENBLAS_CORETYPE=Haswell
 echo "== a 2-node training job across the hosts"
 job=$(cli submit --name across --nodes 2 --gpus-per-node 1 --env OPENBLAS_CORETYPE=Haswell -- \
