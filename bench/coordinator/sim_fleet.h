@@ -11,7 +11,7 @@
 //
 // Threading: every RPC goes through gRPC's callback API, so N agents need no
 // thread each; their callbacks run on gRPC's own threads. One timer thread
-// fires rank exits and retry back-offs. Each agent's state is guarded by its
+// fires rank exits, retry back-offs and the calls' deadlines. Each agent's state is guarded by its
 // own mutex; no callback or RPC is started while an agent's mutex is held.
 // The public methods are thread-safe.
 #pragma once
@@ -44,6 +44,8 @@ struct SimFleetOptions {
   // the others wait their turn. 0: no limit (every agent at once).
   int register_concurrency = 64;
   std::chrono::milliseconds run_time{2000};  // how long each rank "runs"
+  // A heartbeat's deadline: the long poll's wait plus this.
+  std::chrono::milliseconds heartbeat_slack{5000};
   std::string name_prefix = "sim";
 };
 
@@ -87,6 +89,10 @@ class SimFleet {
   void Converge(Agent* a, const rpc::HeartbeatResponse& resp);
   void FireRankExits(Agent* a);
   void CountError(const char* rpc, const grpc::Status& s);
+  // Cancels `call` once `limit` has passed (its deadline); Verdict then
+  // reports it as DEADLINE_EXCEEDED, as gRPC's own deadline would.
+  void Watch(const std::shared_ptr<Call>& call, TimerQueue::Clock::duration limit);
+  static grpc::Status Verdict(const Call& call, const grpc::Status& s);
   void CallDone();
 
   const SimFleetOptions options_;
