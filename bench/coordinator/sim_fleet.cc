@@ -82,6 +82,8 @@ struct SimFleet::Call {
 };
 
 void SimFleet::Watch(const std::shared_ptr<Call>& call, Clock::duration limit) {
+  // Sent along as a real agent's (the server sees the same deadline).
+  call->ctx.set_deadline(std::chrono::system_clock::now() + limit);
   timers_.Schedule(Clock::now() + limit, [weak = std::weak_ptr<Call>(call)] {
     if (std::shared_ptr<Call> c = weak.lock()) {
       c->timed_out = true;
@@ -201,7 +203,6 @@ void SimFleet::SendRegister(Agent* a) {
     absl::MutexLock lock(&a->mu);
     a->AddReports(req.mutable_ranks());
   }
-  call->ctx.set_deadline(std::chrono::system_clock::now() + kRegisterDeadline);
   {
     absl::MutexLock lock(&mu_);
     if (options_.register_concurrency > 0 &&
@@ -267,7 +268,6 @@ void SimFleet::SendHeartbeat(Agent* a) {
     a->exit_pending = false;
     a->inflight = call;
     limit = std::chrono::milliseconds(a->interval_ms) + options_.heartbeat_slack;
-    call->ctx.set_deadline(std::chrono::system_clock::now() + limit);
   }
   {
     absl::MutexLock lock(&mu_);

@@ -11,9 +11,9 @@
 //
 // Threading: every RPC goes through gRPC's callback API, so N agents need no
 // thread each; their callbacks run on gRPC's own threads. One timer thread
-// fires rank exits, retry back-offs and the calls' deadlines. Each agent's state is guarded by its
-// own mutex; no callback or RPC is started while an agent's mutex is held.
-// The public methods are thread-safe.
+// fires rank exits, retry back-offs and the calls' deadlines. Each agent's
+// state is guarded by its own mutex; no callback or RPC is started while an
+// agent's mutex is held. The public methods are thread-safe.
 #pragma once
 
 #include <atomic>
@@ -89,8 +89,9 @@ class SimFleet {
   void Converge(Agent* a, const rpc::HeartbeatResponse& resp);
   void FireRankExits(Agent* a);
   void CountError(const char* rpc, const grpc::Status& s);
-  // Cancels `call` once `limit` has passed (its deadline); Verdict then
-  // reports it as DEADLINE_EXCEEDED, as gRPC's own deadline would.
+  // Gives `call` its deadline, `limit` from now, and cancels it then (gRPC's
+  // own deadline timers are off); Verdict reports such a cancel as
+  // DEADLINE_EXCEEDED, as gRPC would. Call just before starting it.
   void Watch(const std::shared_ptr<Call>& call, TimerQueue::Clock::duration limit);
   static grpc::Status Verdict(const Call& call, const grpc::Status& s);
   void CallDone();
