@@ -2,12 +2,14 @@
 
 #include "bench/coordinator/coordinator_process.h"
 
+#include <memory>
 #include <random>
 #include <thread>
 
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "proto/athanor.grpc.pb.h"
 
 namespace athanor::bench {
@@ -26,45 +28,82 @@ std::string CodeName(grpc::StatusCode code) {
   }
 }
 
-// One client: submits until `end`, filling `out` (owned by this client alone).
-void Client(const SubmitStormOptions& options, int index, Clock::time_point end,
-            SubmitStormResult* out) {
-  grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  args.SetInt("athanor.bench.client", index);
-  std::shared_ptr<grpc::ChannelCredentials> creds = BenchCredentials(options.tls_dir, &args);
-  std::unique_ptr<rpc::Coordinator::Stub> stub =
-      rpc::Coordinator::NewStub(grpc::CreateCustomChannel(options.address, creds, args));
-  std::mt19937 rng(options.seed * 7919 + static_cast<uint32_t>(index));
-  std::uniform_int_distribution<int> gpus(1, 8);
-  for (int64_t seq = 0; Clock::now() < end; ++seq) {
-    rpc::SubmitJobRequest req;
-    std::string key = absl::StrCat(options.key_prefix, "-", index, "-", seq);
-    req.set_idempotency_key(key);
-    rpc::JobSpec* spec = req.mutable_spec();
+// One client: one submission in flight at a time, each sent from the
+// previous one's completion, until `end`. The calls run on gRPC's callback
+// threads, so a client costs no thread of its own waking for every answer:
+// the bench's CPU stays with the fleet and the coordinator it measures.
+// `out` is this client's alone; its calls never overlap.
+class Client {
+ public:
+  Client(const SubmitStormOptions& options, int index, Clock::time_point end,
+         SubmitStormResult* out)
+      : options_(options), index_(index), end_(end), out_(out),
+        rng_(options.seed * 7919 + static_cast<uint32_t>(index)) {
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    args.SetInt("athanor.bench.client", index);
+    std::shared_ptr<grpc::ChannelCredentials> creds = BenchCredentials(options.tls_dir, &args);
+    stub_ = rpc::Coordinator::NewStub(grpc::CreateCustomChannel(options.address, creds, args));
+  }
+
+  void Start() { Send(); }
+  void Wait() { finished_.WaitForNotification(); }
+
+ private:
+  void Send() {
+    req_.Clear();
+    std::string key = absl::StrCat(options_.key_prefix, "-", index_, "-", seq_++);
+    req_.set_idempotency_key(key);
+    rpc::JobSpec* spec = req_.mutable_spec();
     spec->set_name(key);
-    spec->set_tenant(options.tenant);
+    spec->set_tenant(options_.tenant);
     spec->set_nodes(1);
-    spec->set_gpus_per_node(gpus(rng));
+    spec->set_gpus_per_node(gpus_(rng_));
     spec->add_command("true");
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-    rpc::SubmitJobResponse resp;
-    Clock::time_point sent = Clock::now();
-    grpc::Status s = stub->SubmitJob(&ctx, req, &resp);
+    ctx_ = std::make_unique<grpc::ClientContext>();
+    ctx_->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    resp_.Clear();
+    sent_ = Clock::now();
+    stub_->async()->SubmitJob(ctx_.get(), &req_, &resp_, [this](grpc::Status s) { Done(s); });
+  }
+
+  void Done(const grpc::Status& s) {
+    const Clock::time_point now = Clock::now();
     if (s.ok()) {
-      ++out->accepted;
-      out->duplicates += resp.duplicate();
-      out->latency_ms.push_back(
-          std::chrono::duration<double, std::milli>(Clock::now() - sent).count());
+      ++out_->accepted;
+      out_->duplicates += resp_.duplicate();
+      out_->latency_ms.push_back(std::chrono::duration<double, std::milli>(now - sent_).count());
     } else {
-      ++out->errors[CodeName(s.error_code())];
+      ++out_->errors[CodeName(s.error_code())];
+    }
+    if (now < end_) {
+      Send();
+    } else {
+      finished_.Notify();
     }
   }
-}
 
-// The probe: GetJob("/") until `end` ('/' is never valid in an id, so the
-// service answers INVALID_ARGUMENT at its edge).
+  const SubmitStormOptions& options_;
+  const int index_;
+  const Clock::time_point end_;
+  SubmitStormResult* const out_;
+  std::unique_ptr<rpc::Coordinator::Stub> stub_;
+  std::mt19937 rng_;
+  std::uniform_int_distribution<int> gpus_{1, 8};
+  int64_t seq_ = 0;
+  // The call in flight:
+  std::unique_ptr<grpc::ClientContext> ctx_;
+  rpc::SubmitJobRequest req_;
+  rpc::SubmitJobResponse resp_;
+  Clock::time_point sent_;
+  absl::Notification finished_;
+};
+
+// The probe: GetJob("/") every kProbeEvery until `end` ('/' is never valid
+// in an id, so the service answers INVALID_ARGUMENT at its edge). Paced, so
+// that measuring the floor does not take a share of the CPU it measures.
+constexpr auto kProbeEvery = std::chrono::milliseconds(5);
+
 void Probe(const SubmitStormOptions& options, Clock::time_point end, std::vector<double>* out) {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
@@ -74,7 +113,8 @@ void Probe(const SubmitStormOptions& options, Clock::time_point end, std::vector
       rpc::Coordinator::NewStub(grpc::CreateCustomChannel(options.address, creds, args));
   rpc::GetJobRequest req;
   req.set_job_id("/");
-  while (Clock::now() < end) {
+  for (Clock::time_point next = Clock::now(); next < end; next += kProbeEvery) {
+    std::this_thread::sleep_until(next);  // pacing, not synchronisation
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     rpc::Job job;
@@ -90,15 +130,17 @@ void Probe(const SubmitStormOptions& options, Clock::time_point end, std::vector
 
 SubmitStormResult RunSubmitStorm(const SubmitStormOptions& options) {
   std::vector<SubmitStormResult> per_client(options.clients);
-  std::vector<std::thread> threads;
   Clock::time_point start = Clock::now();
   Clock::time_point end = start + options.duration;
-  SubmitStormResult total;
-  threads.emplace_back([&] { Probe(options, end, &total.floor_ms); });
+  std::vector<std::unique_ptr<Client>> clients;
   for (int i = 0; i < options.clients; ++i) {
-    threads.emplace_back([&, i] { Client(options, i, end, &per_client[i]); });
+    clients.push_back(std::make_unique<Client>(options, i, end, &per_client[i]));
   }
-  for (std::thread& t : threads) t.join();
+  SubmitStormResult total;
+  std::thread probe([&] { Probe(options, end, &total.floor_ms); });
+  for (auto& c : clients) c->Start();
+  for (auto& c : clients) c->Wait();
+  probe.join();
   total.elapsed_s = std::chrono::duration<double>(Clock::now() - start).count();
   for (SubmitStormResult& r : per_client) {
     total.accepted += r.accepted;

@@ -1,9 +1,10 @@
-// A submission storm: M client threads, each with its own connection, submit
-// small one-node jobs (gpus_per_node drawn from 1..8) back to back for a fixed
-// time, each with a fresh idempotency key (also used as the job's name).
+// A submission storm: M clients, each with its own connection and one call in
+// flight, submit small one-node jobs (gpus_per_node drawn from 1..8) back to
+// back for a fixed time, each with a fresh idempotency key (also used as the
+// job's name).
 //
 // Beside them one probe thread measures the floor those latencies stand on:
-// back-to-back GetJob calls with an id the coordinator rejects before touching
+// a GetJob call every 5 ms with an id the coordinator rejects before touching
 // its state (gRPC, the server's threads and loopback, no lock, no commit).
 //
 // RunSubmitStorm blocks the calling thread until every client has finished.
