@@ -9,7 +9,6 @@
 #pragma once
 
 #include "common/clock.h"
-#include "coordinator/arena_messages.h"
 #include "coordinator/auth_policy.h"
 #include "coordinator/coordinator_core.h"
 #include "coordinator/heartbeat_pace.h"
@@ -28,9 +27,7 @@ class AgentService final : public rpc::NodeAgent::CallbackService {
   // heartbeats carry.
   AgentService(CoordinatorCore* core, const Authorizer* auth, const SecretStore* secrets,
                const HeartbeatPace* pace, TelemetryStore* telemetry = nullptr)
-      : core_(core), auth_(auth), secrets_(secrets), pace_(pace), telemetry_(telemetry) {
-    SetMessageAllocatorFor_Heartbeat(&heartbeat_messages_);
-  }
+      : core_(core), auth_(auth), secrets_(secrets), pace_(pace), telemetry_(telemetry) {}
 
   grpc::ServerUnaryReactor* RegisterNode(grpc::CallbackServerContext* ctx,
                                          const rpc::RegisterNodeRequest* req,
@@ -52,8 +49,6 @@ class AgentService final : public rpc::NodeAgent::CallbackService {
   const SecretStore* const secrets_;
   const HeartbeatPace* const pace_;
   TelemetryStore* const telemetry_;
-  // Heartbeats' requests and replies live on a per-call arena (arena_messages.h).
-  ArenaMessages<rpc::HeartbeatRequest, rpc::HeartbeatResponse> heartbeat_messages_;
 };
 
 }  // namespace athanor::coord

@@ -1,7 +1,5 @@
 #include "coordinator/coordinator_core.h"
 
-#include <algorithm>
-
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
@@ -40,8 +38,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorCore>> CoordinatorCore::Create(
       observer == nullptr ? GroupCommitter::OnWrite()
                           : [observer](Duration d) { observer->AfterCommit(d); });
   c->polls_ = std::make_unique<LongPolls>(
-      [c](std::vector<LongPolls::Poll> polls) { c->Resolve(std::move(polls), true); },
-      [c](std::vector<LongPolls::Poll> polls) { c->Resolve(std::move(polls), false); });
+      [c](std::vector<LongPolls::Poll> polls) { c->Resolve(std::move(polls), true); });
   c->scheduler_ = std::thread([c, tick_interval] { c->SchedulerLoop(tick_interval); });
   c->checkpoint_committer_ = std::make_unique<CheckpointCommitter>(
       [c](const std::string& id, int64_t step, int64_t commit_unix) {
@@ -76,8 +73,8 @@ CoordinatorCore::~CoordinatorCore() {
   if (scheduler_.joinable()) scheduler_.join();
   checkpoint_poller_.reset();
   checkpoint_committer_.reset();
-  committer_.reset();  // writes what is queued, and wakes its polls
   polls_.reset();
+  committer_.reset();  // writes what is queued
 }
 
 void CoordinatorCore::Shutdown() {
@@ -108,9 +105,7 @@ void CoordinatorCore::OnDurable(const std::set<std::string>& nodes, uint64_t gen
     absl::MutexLock lock(&mu_);
     durable_generation_ = std::max(durable_generation_, generation);
   }
-  // Answered on the long-poll timer thread: the committer's next round
-  // starts now, not after every reply of this one is built.
-  if (!nodes.empty()) polls_->Wake(nodes);
+  if (!nodes.empty()) Resolve(polls_->TakeNodes(nodes), false);
 }
 
 template <typename T>
@@ -185,29 +180,22 @@ void CoordinatorCore::CancelHeartbeat(LongPolls::Id id) {
 }
 
 void CoordinatorCore::Resolve(std::vector<LongPolls::Poll> polls, bool expired) {
-  // A few replies per hold of the state lock: a round that moved hundreds of
-  // nodes does not keep submissions and heartbeats waiting for all of them.
-  constexpr size_t kRepliesPerHold = 16;
-  for (size_t begin = 0; begin < polls.size(); begin += kRepliesPerHold) {
-    const size_t end = std::min(polls.size(), begin + kRepliesPerHold);
-    std::vector<std::pair<LongPolls::Poll, HeartbeatResult>> answers;
-    {
-      absl::MutexLock lock(&mu_);
-      for (size_t i = begin; i < end; ++i) {
-        LongPolls::Poll& p = polls[i];
-        const uint64_t gen = state_.log().NodeGeneration(p.node);
-        const bool durable = gen <= durable_generation_;
-        if (durable && (expired || gen != p.known_generation)) {
-          HeartbeatResult r = ReplyLocked(p);
-          answers.emplace_back(std::move(p), std::move(r));
-          continue;
-        }
-        if (expired) p.deadline = absl::Now() + kDurableWait;
-        polls_->Park(std::move(p));
+  std::vector<std::pair<LongPolls::Poll, HeartbeatResult>> answers;
+  {
+    absl::MutexLock lock(&mu_);
+    for (LongPolls::Poll& p : polls) {
+      const uint64_t gen = state_.log().NodeGeneration(p.node);
+      const bool durable = gen <= durable_generation_;
+      if (durable && (expired || gen != p.known_generation)) {
+        HeartbeatResult r = ReplyLocked(p);
+        answers.emplace_back(std::move(p), std::move(r));
+        continue;
       }
+      if (expired) p.deadline = absl::Now() + kDurableWait;
+      polls_->Park(std::move(p));
     }
-    for (auto& [poll, result] : answers) poll.reply(std::move(result));
   }
+  for (auto& [poll, result] : answers) poll.reply(std::move(result));
 }
 
 void CoordinatorCore::SchedulerLoop(Duration tick_interval) {

@@ -5,9 +5,7 @@
 // its changed records to the GroupCommitter before releasing the lock, and
 // its caller is answered only once they are durable. Agents' long-polls are
 // parked in LongPolls and answered when a commit makes their node's new
-// desired set durable (the committer wakes them, and the long-poll timer
-// thread builds their replies), or when their wait ends; no thread waits for
-// them.
+// desired set durable, or when their wait ends; no thread waits for them.
 //
 // Threads: the committer, the long-poll timer, the scheduler loop (passes
 // when something may have freed room or queued a job, and a tick every

@@ -2,7 +2,7 @@
 
 namespace athanor::coord {
 
-LongPolls::LongPolls(Answer expire, Answer wake) : expire_(std::move(expire)), wake_(std::move(wake)) {
+LongPolls::LongPolls(std::function<void(std::vector<Poll>)> expire) : expire_(std::move(expire)) {
   timer_ = std::thread([this] { TimerLoop(); });
 }
 
@@ -52,13 +52,9 @@ LongPolls::Poll LongPolls::TakeLocked(Id id) {
   return poll;
 }
 
-void LongPolls::Wake(const std::set<std::string>& nodes) {
-  absl::MutexLock lock(&mu_);
-  woken_.insert(nodes.begin(), nodes.end());
-}
-
-std::vector<LongPolls::Poll> LongPolls::TakeNodesLocked(const std::set<std::string>& nodes) {
+std::vector<LongPolls::Poll> LongPolls::TakeNodes(const std::set<std::string>& nodes) {
   std::vector<Poll> out;
+  absl::MutexLock lock(&mu_);
   for (const std::string& node : nodes) {
     std::vector<Id> ids;
     auto [b, e] = by_node_.equal_range(node);
@@ -100,24 +96,20 @@ bool LongPolls::AwaitParked(size_t n, absl::Duration timeout) const {
 void LongPolls::TimerLoop() {
   for (;;) {
     std::vector<Poll> expired;
-    std::vector<Poll> woken;
     {
       absl::MutexLock lock(&mu_);
       // Wakes at the earliest deadline (a new earlier one is at most one
       // interval away: agents all ask for the same wait).
       absl::Time until = by_deadline_.empty() ? absl::Now() + absl::Milliseconds(50)
                                               : by_deadline_.begin()->first;
-      auto due = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_ || !woken_.empty(); };
-      mu_.AwaitWithDeadline(absl::Condition(&due), std::min(until, absl::Now() + absl::Milliseconds(50)));
+      auto stopped = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_; };
+      mu_.AwaitWithDeadline(absl::Condition(&stopped), std::min(until, absl::Now() + absl::Milliseconds(50)));
       if (stop_) return;
-      woken = TakeNodesLocked(woken_);
-      woken_.clear();
       const absl::Time now = absl::Now();
       while (!by_deadline_.empty() && by_deadline_.begin()->first <= now) {
         expired.push_back(TakeLocked(by_deadline_.begin()->second));
       }
     }
-    if (!woken.empty()) wake_(std::move(woken));
     if (!expired.empty()) expire_(std::move(expired));
   }
 }

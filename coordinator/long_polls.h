@@ -4,14 +4,12 @@
 // A parked poll is a record and a callback: gRPC's callback API leaves the
 // call open until the callback finishes it. Polls are found by node (when a
 // commit makes a node's new desired set durable), by id (when the agent
-// cancels the call) and by deadline. One timer thread hands expired polls to
-// `expire`, and the polls of nodes named in Wake() to `wake`, so that the
-// thread that woke them (the committer) goes on with its next round while
-// the answers are built.
+// cancels the call) and by deadline: one timer thread hands expired polls to
+// `expire`.
 //
-// Thread-safe. `expire` and `wake` run on the timer thread with no lock of
-// this class held. Whoever takes a poll out (Take*, or the timer) owns its
-// callback and must call it exactly once.
+// Thread-safe. `expire` runs on the timer thread with no lock of this class
+// held. Whoever takes a poll out (Take*, or the timer) owns its callback and
+// must call it exactly once.
 #pragma once
 
 #include <cstdint>
@@ -43,16 +41,12 @@ class LongPolls {
     std::function<void(HeartbeatResult)> reply;
   };
 
-  using Answer = std::function<void(std::vector<Poll>)>;
-  LongPolls(Answer expire, Answer wake);
+  explicit LongPolls(std::function<void(std::vector<Poll>)> expire);
   ~LongPolls();  // stops the timer; polls still parked are dropped unanswered
 
   Id NextId();
   void Park(Poll poll);
-  // Has the timer thread take the polls parked for `nodes` and hand them to
-  // `wake`, soon; returns at once. Polls parked for them before the call are
-  // among those taken.
-  void Wake(const std::set<std::string>& nodes);
+  std::vector<Poll> TakeNodes(const std::set<std::string>& nodes);
   std::vector<Poll> Take(Id id);  // empty when it was answered already
   std::vector<Poll> TakeAll();
   size_t size() const;
@@ -65,17 +59,12 @@ class LongPolls {
   // Removes the parked poll `id` (which must exist) from every index.
   Poll TakeLocked(Id id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  std::vector<Poll> TakeNodesLocked(const std::set<std::string>& nodes)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-
-  const Answer expire_;
-  const Answer wake_;
+  const std::function<void(std::vector<Poll>)> expire_;
   mutable absl::Mutex mu_;
   Id next_id_ ABSL_GUARDED_BY(mu_) = 1;
   std::unordered_map<Id, Poll> polls_ ABSL_GUARDED_BY(mu_);
   std::unordered_multimap<std::string, Id> by_node_ ABSL_GUARDED_BY(mu_);
   std::multimap<absl::Time, Id> by_deadline_ ABSL_GUARDED_BY(mu_);
-  std::set<std::string> woken_ ABSL_GUARDED_BY(mu_);  // nodes Wake() named
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::thread timer_;
 };
