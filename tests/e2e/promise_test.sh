@@ -36,7 +36,7 @@ done
 gaps=()
 for ((i = 0; i < ${#kinds[@]}; i++)); do gaps+=($((40 + RANDOM % 80))); done
 slow_rank=$(( (RANDOM / 7) % 2 ))  # bash RANDOM's low bit repeats across nearby seeds
-slow_from=$((1150 + RANDOM % 100))  # after the interruptions: one unbroken stretch
+slow_from=$((1150 + RANDOM % 100))  # mostly after the interruptions (see poll)
 kill_rank=$(( (RANDOM / 7) % 2 )) hang_rank_pick=$(( (RANDOM / 7) % 2 )) agent_pick=$((1 + (RANDOM / 7) % 2))
 echo "order: ${kinds[*]}; straggler: rank $slow_rank from step $slow_from;" \
   "SIGKILL rank $kill_rank, SIGSTOP rank $hang_rank_pick, SIGKILL agent node-$agent_pick"
@@ -179,11 +179,22 @@ poll() {  # poll JOB
   read -r -t 30 state attempt committed hang_attempt hang_rank hang_node flags <&"${job_fields[0]}" ||
     die "the JSON reader did not answer"
   if [ "$flags" != "-" ]; then echo "$(now) $flags" >> "${flag_file:-$work/stragglers}"; fi
+  # A blow that falls inside the slow stretch ends its attempt, and the next
+  # attempt's straggler windows start over: unless the slow rank was flagged
+  # already, its stretch is timed again from where the new attempt reaches it.
+  if [ -n "$slow_seen_at" ] && [ "$attempt" != "$slow_attempt" ] &&
+     ! slow_rank_flagged "${flag_file:-$work/stragglers}"; then
+    slow_seen_at=""
+  fi
   if [ -z "$slow_seen_at" ] && [ "$(last_step "$1" "$attempt")" -ge "$slow_from" ]; then
-    slow_seen_at=$(now)
+    slow_seen_at=$(now) slow_attempt=$attempt
   fi
 }
-slow_seen_at=""
+slow_rank_flagged() {  # FLAG_FILE
+  [ -f "$1" ] && awk -v r="$slow_rank" '{ n = split($2, f, ","); for (i = 1; i <= n; i++) if (f[i] == r) found = 1 }
+    END { exit !found }' "$1"
+}
+slow_seen_at="" slow_attempt=""
 # The newest step rank 0 finished in ATTEMPT (from its log; -1 if none) and
 # the step ATTEMPT resumed from (-1 if it did not).
 rank0_log() { ls "$work"/node-*/jobs/"$1"/attempt-"$2"/rank-0.log 2> /dev/null | head -n 1; }
@@ -239,7 +250,7 @@ case " $ref_flagged " in
        fail "reference run: rank $((1 - slow_rank)) (never slow) was flagged in a window (coordinator.log)" ;;
 esac
 flag_file="$work/stragglers"
-slow_seen_at=""
+slow_seen_at="" slow_attempt=""
 : > "$work/stragglers"
 
 echo "== the interrupted run"
