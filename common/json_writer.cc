@@ -99,6 +99,9 @@ JsonWriter& JsonWriter::Real(double v) {
     out_->append("null");
     return *this;
   }
+  // Negative zero is written as 0: "-0" reads back as the integer 0, so it
+  // would not survive a second round trip unchanged.
+  if (v == 0) v = 0;
   // The shortest text that reads back as the same double.
   char buf[32];
   out_->append(buf, std::to_chars(buf, buf + sizeof(buf), v).ptr);

@@ -38,6 +38,13 @@ TEST(JsonWriterTest, NumbersAreExactAndNonFiniteOnesAreNull) {
   EXPECT_EQ(back[6].get<double>(), 5e-324);
 }
 
+TEST(JsonWriterTest, NegativeZeroIsWrittenAsZero) {
+  std::string out;
+  JsonWriter w(&out);
+  w.Open('[').Real(-0.0).Real(0.0).Close(']');
+  EXPECT_EQ(out, "[0,0]");
+}
+
 TEST(JsonWriterTest, QuotesBackslashesAndControlCharactersAreEscaped) {
   EXPECT_EQ(Quoted("a\"b\\c/"), R"("a\"b\\c/")");
   EXPECT_EQ(Quoted("\n\r\t\b\f"), R"("\n\r\t\b\f")");
