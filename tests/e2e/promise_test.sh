@@ -183,16 +183,17 @@ poll() {  # poll JOB
   # attempt's straggler windows start over: unless the slow rank was flagged
   # already, its stretch is timed again from where the new attempt reaches it.
   if [ -n "$slow_seen_at" ] && [ "$attempt" != "$slow_attempt" ] &&
-     ! slow_rank_flagged "${flag_file:-$work/stragglers}"; then
+     [ -z "$(slow_rank_first_flag "${flag_file:-$work/stragglers}")" ]; then
     slow_seen_at=""
   fi
   if [ -z "$slow_seen_at" ] && [ "$(last_step "$1" "$attempt")" -ge "$slow_from" ]; then
     slow_seen_at=$(now) slow_attempt=$attempt
   fi
 }
-slow_rank_flagged() {  # FLAG_FILE
-  [ -f "$1" ] && awk -v r="$slow_rank" '{ n = split($2, f, ","); for (i = 1; i <= n; i++) if (f[i] == r) found = 1 }
-    END { exit !found }' "$1"
+# When the slow rank was first flagged in FLAG_FILE (nothing: never).
+slow_rank_first_flag() {  # FLAG_FILE
+  [ -f "$1" ] || return 0
+  awk -v r="$slow_rank" '{ n = split($2, f, ","); for (i = 1; i <= n; i++) if (f[i] == r) { print $1; exit } }' "$1"
 }
 slow_seen_at="" slow_attempt=""
 # The newest step rank 0 finished in ATTEMPT (from its log; -1 if none) and
@@ -390,7 +391,7 @@ case " $flagged " in
 esac
 case " $flagged " in
   *" $slow_rank "*)
-    first=$(awk -v r="$slow_rank" '{ n = split($2, f, ","); for (i = 1; i <= n; i++) if (f[i] == r) { print $1; exit } }' "$work/stragglers")
+    first=$(slow_rank_first_flag "$work/stragglers")
     flag_after=$(python3 -c "print(f'{$first - ${slow_seen_at:-$first}:.1f}')")
     # K=3 windows of 3 s slow in a row, plus one window of phase, a heartbeat
     # and this script's polling through the CLI (slow on a busy machine).
