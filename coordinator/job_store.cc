@@ -2,9 +2,13 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "common/logging.h"
 #include "coordinator/record_codec.h"
+#include "coordinator/wal_checkpointer.h"
 
 namespace athanor::coord {
 namespace {
@@ -27,6 +31,17 @@ class Statement {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(const std::string& path) {
+  return Open(path, WalOptions());
+}
+
+absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(const std::string& path, WalOptions wal) {
+  if (wal.checkpoint_frames < 1 || wal.inline_frames < wal.checkpoint_frames || wal.finish_frames < 0 ||
+      wal.finish_frames > wal.checkpoint_frames) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "state database log thresholds: checkpoint_frames ", wal.checkpoint_frames, ", inline_frames ",
+        wal.inline_frames, ", finish_frames ", wal.finish_frames,
+        " (want 1 <= checkpoint_frames <= inline_frames and 0 <= finish_frames <= checkpoint_frames)"));
+  }
   sqlite3* db = nullptr;
   int rc = sqlite3_open_v2(path.c_str(), &db,
                            SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
@@ -37,7 +52,7 @@ absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(const std::string& path
     return s;
   }
   sqlite3_busy_timeout(db, 5000);
-  std::unique_ptr<JobStore> store(new JobStore(db));
+  std::unique_ptr<JobStore> store(new JobStore(db, wal));
   RETURN_IF_ERROR(store->Exec("PRAGMA journal_mode=WAL"));
   RETURN_IF_ERROR(store->Exec("PRAGMA synchronous=FULL"));
   RETURN_IF_ERROR(store->Exec(
@@ -49,10 +64,57 @@ absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(const std::string& path
     return absl::FailedPreconditionError(
         absl::StrCat("state database ", path, " cannot use WAL (journal_mode=", mode, ")"));
   }
+  if (!wal.background) {
+    sqlite3_wal_autocheckpoint(db, wal.checkpoint_frames);
+    return store;
+  }
+  ASSIGN_OR_RETURN(store->checkpointer_, WalCheckpointer::Start(path));
+  // Replaces SQLite's automatic checkpoint (itself a hook of this kind).
+  sqlite3_wal_hook(db, &JobStore::AfterWalCommit, store.get());
   return store;
 }
 
-JobStore::~JobStore() { sqlite3_close(db_); }
+JobStore::JobStore(sqlite3* db, WalOptions wal) : db_(db), wal_(wal) {}
+
+JobStore::~JobStore() {
+  if (checkpointer_) sqlite3_wal_hook(db_, nullptr, nullptr);
+  checkpointer_.reset();
+  sqlite3_close(db_);  // the last connection: SQLite checkpoints and removes the log
+}
+
+int JobStore::AfterWalCommit(void* arg, sqlite3* db, const char* schema, int frames) {
+  JobStore* store = static_cast<JobStore*>(arg);
+  const WalOptions& wal = store->wal_;
+  WalStats& stats = store->wal_stats_;
+  if (frames < stats.log_frames) ++stats.restarts;  // this commit started the log over
+  stats.log_frames = frames;
+  stats.max_log_frames = std::max(stats.max_log_frames, frames);
+  if (frames < wal.checkpoint_frames) return SQLITE_OK;
+  WalCheckpointer& checkpointer = *store->checkpointer_;
+  if (checkpointer.Busy()) return SQLITE_OK;  // a later commit looks at its pass
+  const WalCheckpointer::Stats done = checkpointer.stats();
+  // The pass asked for last has finished on this log: how far behind it is.
+  const bool ours = done.passes >= store->asked_pass_ && store->asked_generation_ == stats.restarts &&
+                    done.last_checkpointed_frames > 0;
+  const int behind = frames - done.last_checkpointed_frames;
+  if (frames >= wal.inline_frames || (ours && behind >= 0 && behind <= wal.finish_frames)) {
+    // Either the rest of a pass (a few pages: the next commit then starts
+    // the log over), or a log the checkpointer failed to keep short, copied
+    // here as SQLite would have.
+    ++(frames >= wal.inline_frames ? stats.inline_checkpoints : stats.finishes);
+    int log = 0;
+    int copied = 0;
+    if (sqlite3_wal_checkpoint_v2(db, schema, SQLITE_CHECKPOINT_PASSIVE, &log, &copied) != SQLITE_OK) {
+      ATHANOR_LOG(WARNING) << "state database checkpoint inside a commit failed: " << sqlite3_errmsg(db);
+    }
+    return SQLITE_OK;  // the commit itself succeeded either way
+  }
+  ++stats.requests;
+  store->asked_pass_ = done.passes + 1;
+  store->asked_generation_ = stats.restarts;
+  checkpointer.Request();
+  return SQLITE_OK;
+}
 
 absl::Status JobStore::Exec(const std::string& sql) {
   char* err = nullptr;

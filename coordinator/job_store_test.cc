@@ -1,8 +1,10 @@
 #include "coordinator/job_store.h"
 #include "coordinator/record_codec.h"
+#include "coordinator/wal_checkpointer.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -89,6 +91,106 @@ TEST(JobStoreTest, ReopenKeepsJobsAndNodes) {
   EXPECT_EQ(contents->nodes[0].inventory.gpus, 8);
   EXPECT_EQ(contents->nodes[0].inventory.labels.at("rack"), "r1");
   EXPECT_EQ(contents->nodes[0].state, NodeState::kDown);
+}
+
+// A job whose record fills most of a page, so every commit adds frames.
+JobRecord BulkyJob(int64_t seq) {
+  JobRecord job;
+  job.id = std::to_string(seq);
+  job.seq = seq;
+  job.spec.command = {"sh", "-c", std::string(3000, 'x')};
+  return job;
+}
+
+// Commits never copy the log back themselves: SQLite's automatic checkpoint
+// (at 1,000 frames) is off, so with nobody asked the log only grows.
+TEST(JobStoreTest, CommitsDoNotCheckpoint) {
+  auto store = JobStore::Open(TempPath("state.db"), {.checkpoint_frames = 1 << 20, .inline_frames = 1 << 20});
+  ASSERT_TRUE(store.ok()) << store.status();
+  int previous = 0;
+  for (int64_t seq = 1; seq <= 500; ++seq) {
+    ASSERT_TRUE((*store)->Commit({{BulkyJob(seq)}, {}}).ok());
+    const int frames = (*store)->wal_stats().log_frames;
+    ASSERT_GT(frames, previous) << "after commit " << seq;
+    previous = frames;
+  }
+  EXPECT_GT(previous, 1000);
+  EXPECT_EQ((*store)->wal_stats().requests, 0u);
+  EXPECT_EQ((*store)->wal_stats().inline_checkpoints, 0u);
+  EXPECT_EQ((*store)->checkpointer()->stats().checkpoints, 0u);
+}
+
+// Past the threshold each commit asks the checkpointer; a pass made with no
+// commit beside it copies the whole log, and everything reads back.
+TEST(JobStoreTest, TheCheckpointerCopiesTheLogBack) {
+  const std::string path = TempPath("state.db");
+  {
+    auto store = JobStore::Open(path, {.checkpoint_frames = 8, .inline_frames = 1 << 20, .finish_frames = 0});
+    ASSERT_TRUE(store.ok()) << store.status();
+    for (int64_t seq = 1; seq <= 200; ++seq) ASSERT_TRUE((*store)->Commit({{BulkyJob(seq)}, {}}).ok());
+    EXPECT_GT((*store)->wal_stats().requests, 0u);
+    EXPECT_EQ((*store)->wal_stats().inline_checkpoints, 0u);
+    WalCheckpointer& checkpointer = *(*store)->checkpointer();
+    checkpointer.Request();
+    checkpointer.WaitIdle();
+    const WalCheckpointer::Stats stats = checkpointer.stats();
+    EXPECT_GE(stats.checkpoints, 1u);
+    EXPECT_EQ(stats.failures, 0u);
+    EXPECT_EQ(stats.last_log_frames, (*store)->wal_stats().log_frames);
+    EXPECT_EQ(stats.last_checkpointed_frames, stats.last_log_frames);
+  }
+  auto store = JobStore::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto contents = (*store)->LoadAll();
+  ASSERT_TRUE(contents.ok()) << contents.status();
+  ASSERT_EQ(contents->jobs.size(), 200u);
+  EXPECT_EQ(contents->jobs.front().id, "1");
+  EXPECT_EQ(contents->jobs.back().id, "200");
+  EXPECT_EQ(contents->jobs.back().spec.command[2], std::string(3000, 'x'));
+}
+
+// A log that reaches the hard cap is copied inside the commit, and the next
+// commit starts it over: it never holds much more than the cap.
+TEST(JobStoreTest, ALogPastTheCapIsCheckpointedInline) {
+  auto store = JobStore::Open(TempPath("state.db"), {.checkpoint_frames = 64, .inline_frames = 64, .finish_frames = 16});
+  ASSERT_TRUE(store.ok()) << store.status();
+  for (int64_t seq = 1; seq <= 300; ++seq) ASSERT_TRUE((*store)->Commit({{BulkyJob(seq)}, {}}).ok());
+  const JobStore::WalStats stats = (*store)->wal_stats();
+  EXPECT_GE(stats.inline_checkpoints, 2u);
+  EXPECT_EQ(stats.requests, 0u);
+  EXPECT_GE(stats.max_log_frames, 64);
+  EXPECT_LT(stats.max_log_frames, 64 + 16);
+}
+
+// The baseline mode: SQLite's own checkpoint inside the commit that reaches
+// the threshold, so the log file never holds much more than it.
+TEST(JobStoreTest, WithoutACheckpointerCommitsCheckpoint) {
+  const std::string path = TempPath("state.db");
+  auto store = JobStore::Open(path, {.checkpoint_frames = 64, .inline_frames = 64, .finish_frames = 16, .background = false});
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ((*store)->checkpointer(), nullptr);
+  for (int64_t seq = 1; seq <= 300; ++seq) ASSERT_TRUE((*store)->Commit({{BulkyJob(seq)}, {}}).ok());
+  struct stat wal;
+  ASSERT_EQ(stat((path + "-wal").c_str(), &wal), 0);
+  const off_t frame = 24 + 4096;  // frame header and page
+  EXPECT_GE(wal.st_size, 32 + 64 * frame);
+  EXPECT_LT(wal.st_size, 32 + (64 + 16) * frame);
+}
+
+TEST(JobStoreTest, LogThresholdsAreChecked) {
+  EXPECT_EQ(JobStore::Open(TempPath("state.db"), {.checkpoint_frames = 0, .inline_frames = 100})
+                .status()
+                .message(),
+            "state database log thresholds: checkpoint_frames 0, inline_frames 100, finish_frames 250 "
+            "(want 1 <= checkpoint_frames <= inline_frames and 0 <= finish_frames <= checkpoint_frames)");
+  EXPECT_EQ(JobStore::Open(TempPath("state.db"), {.checkpoint_frames = 100, .inline_frames = 99})
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(JobStore::Open(TempPath("state.db"), {.checkpoint_frames = 100, .inline_frames = 200, .finish_frames = 101})
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(JobStoreTest, UnwritablePathIsAnError) {
