@@ -36,7 +36,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorCore>> CoordinatorCore::Create(
       std::move(store),
       [c](const std::set<std::string>& nodes, uint64_t gen) { c->OnDurable(nodes, gen); },
       observer == nullptr ? GroupCommitter::OnWrite()
-                          : [observer](Duration d) { observer->AfterCommit(d); });
+                          : [observer](Duration d, const StoreLog& log) { observer->AfterCommit(d, log); });
   c->polls_ = std::make_unique<LongPolls>(
       [c](std::vector<LongPolls::Poll> polls) { c->Resolve(std::move(polls), true); });
   c->scheduler_ = std::thread([c, tick_interval] { c->SchedulerLoop(tick_interval); });

@@ -3,11 +3,20 @@
 // are off (athanor-coordinator --no-metrics).
 #pragma once
 
+#include <cstdint>
+
 #include "common/clock.h"
 
 namespace athanor::coord {
 
 class ClusterState;
+
+// The state store's write-ahead log after a commit.
+struct StoreLog {
+  int pages = 0;                        // in the log
+  uint64_t checkpointer_passes = 0;     // by the store's checkpointer thread, ever
+  uint64_t commit_checkpoints = 0;      // inside commits, ever
+};
 
 class CoreObserver {
  public:
@@ -16,8 +25,9 @@ class CoreObserver {
   // tick (`pass`: how long it ran). Must be quick: it may copy what it needs
   // from `state` now and then, never block.
   virtual void AfterPass(const ClusterState& state, Duration pass) = 0;
-  // On the committer thread, no lock held: one store transaction took `write`.
-  virtual void AfterCommit(Duration write) = 0;
+  // On the committer thread, no lock held: one store transaction took
+  // `write` and left the log as `log` says.
+  virtual void AfterCommit(Duration write, const StoreLog& log) = 0;
 };
 
 }  // namespace athanor::coord

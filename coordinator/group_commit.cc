@@ -92,7 +92,11 @@ void GroupCommitter::Loop() {
     }
     const auto write_start = std::chrono::steady_clock::now();
     absl::Status s = merged.empty() ? absl::OkStatus() : store_->Commit(merged);
-    if (on_write_ && !merged.empty()) on_write_(std::chrono::steady_clock::now() - write_start);
+    if (on_write_ && !merged.empty()) {
+      const Duration took = std::chrono::steady_clock::now() - write_start;
+      const JobStore::WalStats wal = store_->wal_stats();
+      on_write_(took, StoreLog{wal.log_frames, wal.checkpointer_passes, wal.finishes + wal.inline_checkpoints});
+    }
     if (s.ok()) {
       carry = Changes();
       carry_touched.clear();

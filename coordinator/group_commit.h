@@ -28,6 +28,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
+#include "coordinator/core_observer.h"
 #include "coordinator/job_store.h"
 
 namespace athanor::coord {
@@ -39,8 +40,9 @@ class GroupCommitter {
   // in it and the newest generation it holds, after the round's `done` callbacks.
   using OnDurable = std::function<void(const std::set<std::string>& nodes, uint64_t generation)>;
 
-  // Called on the committer thread with how long each store write took.
-  using OnWrite = std::function<void(Duration)>;
+  // Called on the committer thread with how long each store write took and
+  // the store's log after it.
+  using OnWrite = std::function<void(Duration, const StoreLog&)>;
   GroupCommitter(std::unique_ptr<JobStore> store, OnDurable on_durable, OnWrite on_write = nullptr);
   ~GroupCommitter();  // commits what is queued, then stops
 

@@ -76,6 +76,12 @@ absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(const std::string& path
 
 JobStore::JobStore(sqlite3* db, WalOptions wal) : db_(db), wal_(wal) {}
 
+JobStore::WalStats JobStore::wal_stats() const {
+  WalStats out = wal_stats_;
+  if (checkpointer_) out.checkpointer_passes = checkpointer_->stats().passes;
+  return out;
+}
+
 JobStore::~JobStore() {
   if (checkpointer_) sqlite3_wal_hook(db_, nullptr, nullptr);
   checkpointer_.reset();

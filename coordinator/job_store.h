@@ -64,8 +64,9 @@ class JobStore {
     uint64_t finishes = 0;          // commits that copied a pass's remainder
     uint64_t inline_checkpoints = 0;  // commits that copied a log past inline_frames
     uint64_t restarts = 0;          // commits that started the log over
+    uint64_t checkpointer_passes = 0;  // the checkpointer's, finished
   };
-  WalStats wal_stats() const { return wal_stats_; }
+  WalStats wal_stats() const;
   // The store's checkpointer (null without `background`); for tests and
   // diagnostics.
   WalCheckpointer* checkpointer() { return checkpointer_.get(); }

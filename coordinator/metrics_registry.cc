@@ -39,6 +39,18 @@ CoordinatorMetrics::CoordinatorMetrics(TelemetryStore* telemetry, Duration view_
                          .Help("Duration of one state-store transaction (group commit), fsync included.")
                          .Register(*registry_)
                          .Add({}, FastBuckets());
+  log_pages_ = &prometheus::BuildGauge()
+                    .Name("athanor_store_log_pages")
+                    .Help("Pages in the state store's write-ahead log after the newest transaction.")
+                    .Register(*registry_)
+                    .Add({});
+  auto& checkpoints = prometheus::BuildCounter()
+                          .Name("athanor_store_checkpoints_total")
+                          .Help("Checkpoints of the state store's write-ahead log: by its checkpointer thread, "
+                                "or inside a transaction (the pages a pass left, or a log past 16,000 pages).")
+                          .Register(*registry_);
+  checkpoints_by_checkpointer_ = &checkpoints.Add({{"by", "checkpointer"}});
+  checkpoints_in_commits_ = &checkpoints.Add({{"by", "commit"}});
   rpc_seconds_ = &prometheus::BuildHistogram()
                       .Name("athanor_rpc_duration_seconds")
                       .Help("Latency of gRPC calls served, by method and status code (heartbeats include the long-poll hold).")
@@ -57,7 +69,14 @@ void CoordinatorMetrics::AfterPass(const ClusterState& state, Duration pass) {
   views_.Publish(std::move(p));
 }
 
-void CoordinatorMetrics::AfterCommit(Duration write) { commit_seconds_->Observe(ToSeconds(write)); }
+void CoordinatorMetrics::AfterCommit(Duration write, const StoreLog& log) {
+  commit_seconds_->Observe(ToSeconds(write));
+  log_pages_->Set(log.pages);
+  checkpoints_by_checkpointer_->Increment(
+      static_cast<double>(log.checkpointer_passes - last_log_.checkpointer_passes));
+  checkpoints_in_commits_->Increment(static_cast<double>(log.commit_checkpoints - last_log_.commit_checkpoints));
+  last_log_ = log;
+}
 
 void CoordinatorMetrics::ObserveRpc(const std::string& method, const std::string& code,
                                     double seconds) {

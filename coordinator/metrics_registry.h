@@ -17,6 +17,8 @@
 #include <memory>
 #include <string>
 
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
@@ -32,7 +34,7 @@ class CoordinatorMetrics final : public CoreObserver {
                               Duration view_interval = Millis(500));
 
   void AfterPass(const ClusterState& state, Duration pass) override;
-  void AfterCommit(Duration write) override;
+  void AfterCommit(Duration write, const StoreLog& log) override;
   // One RPC served: its method (last path segment) and gRPC status name.
   void ObserveRpc(const std::string& method, const std::string& code, double seconds);
 
@@ -47,6 +49,10 @@ class CoordinatorMetrics final : public CoreObserver {
   std::shared_ptr<prometheus::Registry> registry_;
   prometheus::Histogram* pass_seconds_;
   prometheus::Histogram* commit_seconds_;
+  prometheus::Gauge* log_pages_;
+  prometheus::Counter* checkpoints_by_checkpointer_;
+  prometheus::Counter* checkpoints_in_commits_;
+  StoreLog last_log_;  // committer thread only: the totals already counted
   prometheus::Family<prometheus::Histogram>* rpc_seconds_;
   ViewPublisher views_;
   // Scheduler thread only: when the view was last built and how long that

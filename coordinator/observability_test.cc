@@ -4,6 +4,7 @@
 
 #include "coordinator/cluster_state.h"
 #include "coordinator/metrics_families.h"
+#include "coordinator/metrics_registry.h"
 #include "coordinator/metrics_view.h"
 #include "coordinator/telemetry_store.h"
 
@@ -113,6 +114,22 @@ TEST(ClusterViewTest, ViewAndMetricsShowAllocationQueueAndTelemetry) {
   EXPECT_EQ(t.find("athanor_job_steps_total{"), std::string::npos) << t;
   // No utilisation series where nothing was measured (absent, not zero).
   EXPECT_EQ(t.find("athanor_node_gpu_utilization_ratio"), std::string::npos) << t;
+}
+
+// The store's log: its length after the newest commit, and checkpoints
+// counted from the store's running totals, by who ran them.
+TEST(CoordinatorMetricsTest, StoreLogPagesAndCheckpointsByWhoRanThem) {
+  TelemetryStore telemetry;
+  CoordinatorMetrics metrics(&telemetry);
+  metrics.AfterCommit(Millis(2), {12, 0, 0});
+  metrics.AfterCommit(Millis(30), {1010, 3, 1});
+  metrics.AfterCommit(Millis(1), {4, 5, 2});
+  const std::string t = metrics.Scrape();
+  EXPECT_NE(t.find("athanor_store_log_pages 4\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("athanor_store_checkpoints_total{by=\"checkpointer\"} 5\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("athanor_store_checkpoints_total{by=\"commit\"} 2\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("athanor_store_commit_seconds_count 3\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("athanor_store_commit_seconds_bucket{le=\"0.025\"} 2\n"), std::string::npos) << t;
 }
 
 TEST(ClusterViewTest, FlaggedStragglerIsAGaugeWhileItsJobRuns) {
