@@ -97,8 +97,8 @@ int JobStore::AfterWalCommit(void* arg, sqlite3* db, const char* schema, int fra
   stats.max_log_frames = std::max(stats.max_log_frames, frames);
   if (frames < wal.checkpoint_frames) return SQLITE_OK;
   WalCheckpointer& checkpointer = *store->checkpointer_;
-  if (checkpointer.Busy()) return SQLITE_OK;  // a later commit looks at its pass
   const WalCheckpointer::Stats done = checkpointer.stats();
+  if (done.busy) return SQLITE_OK;  // a later commit looks at its pass
   // The pass asked for last has finished on this log: how far behind it is.
   const bool ours = done.passes >= store->asked_pass_ && store->asked_generation_ == stats.restarts &&
                     done.last_checkpointed_frames > 0;

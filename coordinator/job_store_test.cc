@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <poll.h>
+#include <sqlite3.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -150,6 +151,66 @@ TEST(JobStoreTest, TheCheckpointerCopiesTheLogBack) {
   EXPECT_EQ(contents->jobs.front().id, "1");
   EXPECT_EQ(contents->jobs.back().id, "200");
   EXPECT_EQ(contents->jobs.back().spec.command[2], std::string(3000, 'x'));
+}
+
+// A pass that copied the whole log: the next commit starts it over.
+TEST(JobStoreTest, AfterAWholePassTheNextCommitStartsTheLogOver) {
+  auto store = JobStore::Open(TempPath("state.db"),
+                              {.checkpoint_frames = 16, .inline_frames = 1 << 20, .finish_frames = 16});
+  ASSERT_TRUE(store.ok()) << store.status();
+  int64_t seq = 1;
+  while ((*store)->wal_stats().requests == 0) {
+    ASSERT_LT(seq, 100) << "the log never reached 16 frames";
+    ASSERT_TRUE((*store)->Commit({{BulkyJob(seq++)}, {}}).ok());
+  }
+  (*store)->checkpointer()->WaitIdle();
+  const int frames = (*store)->wal_stats().log_frames;
+  EXPECT_EQ((*store)->checkpointer()->stats().last_checkpointed_frames, frames);
+  ASSERT_TRUE((*store)->Commit({{BulkyJob(seq++)}, {}}).ok());
+  const JobStore::WalStats wal = (*store)->wal_stats();
+  EXPECT_EQ(wal.restarts, 1u);
+  EXPECT_EQ(wal.finishes, 0u);
+  EXPECT_LT(wal.log_frames, frames);
+}
+
+// A pass that could not copy the whole log (here a reader holds an older
+// snapshot; in the coordinator, commits written while it ran): once it is
+// over, the next commit copies the rest itself and the one after starts the
+// log over, where without that the log would keep growing.
+TEST(JobStoreTest, ACommitCopiesWhatAPassLeftAndTheLogStartsOver) {
+  const std::string path = TempPath("state.db");
+  auto store = JobStore::Open(path, {.checkpoint_frames = 16, .inline_frames = 1 << 20, .finish_frames = 16});
+  ASSERT_TRUE(store.ok()) << store.status();
+  int64_t seq = 1;
+  while ((*store)->wal_stats().log_frames < 10) ASSERT_TRUE((*store)->Commit({{BulkyJob(seq++)}, {}}).ok());
+  const int snapshot = (*store)->wal_stats().log_frames;
+  sqlite3* reader = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &reader), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(reader, "BEGIN; SELECT count(*) FROM jobs;", nullptr, nullptr, nullptr), SQLITE_OK);
+  while ((*store)->wal_stats().requests == 0) {
+    ASSERT_LT(seq, 100) << "the log never reached 16 frames";
+    ASSERT_TRUE((*store)->Commit({{BulkyJob(seq++)}, {}}).ok());
+  }
+  (*store)->checkpointer()->WaitIdle();
+  const WalCheckpointer::Stats pass = (*store)->checkpointer()->stats();
+  EXPECT_EQ(pass.checkpoints, 1u);
+  EXPECT_EQ(pass.last_log_frames, (*store)->wal_stats().log_frames);
+  EXPECT_EQ(pass.last_checkpointed_frames, snapshot);  // no further than the reader's snapshot
+  ASSERT_EQ(sqlite3_exec(reader, "COMMIT", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(reader);
+
+  ASSERT_TRUE((*store)->Commit({{BulkyJob(seq++)}, {}}).ok());
+  JobStore::WalStats wal = (*store)->wal_stats();
+  EXPECT_EQ(wal.finishes, 1u);
+  EXPECT_EQ(wal.requests, 1u);
+  EXPECT_EQ(wal.restarts, 0u);
+  const int frames = wal.log_frames;
+  ASSERT_TRUE((*store)->Commit({{BulkyJob(seq++)}, {}}).ok());
+  wal = (*store)->wal_stats();
+  EXPECT_EQ(wal.restarts, 1u);
+  EXPECT_EQ(wal.finishes, 1u);
+  EXPECT_EQ(wal.inline_checkpoints, 0u);
+  EXPECT_LT(wal.log_frames, frames);
 }
 
 // A log that reaches the hard cap is copied inside the commit, and the next

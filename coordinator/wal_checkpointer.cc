@@ -52,14 +52,11 @@ void WalCheckpointer::WaitIdle() {
   mu_.Await(absl::Condition(&idle));
 }
 
-bool WalCheckpointer::Busy() const {
-  absl::MutexLock lock(&mu_);
-  return requested_ || running_;
-}
-
 WalCheckpointer::Stats WalCheckpointer::stats() const {
   absl::MutexLock lock(&mu_);
-  return stats_;
+  Stats out = stats_;
+  out.busy = requested_ || running_;
+  return out;
 }
 
 void WalCheckpointer::Loop() {

@@ -44,10 +44,9 @@ class WalCheckpointer {
 
   // Blocks until no checkpoint is pending or running (tests, shutdown).
   void WaitIdle();
-  // Whether a checkpoint is pending or running.
-  bool Busy() const;
 
   struct Stats {
+    bool busy = false;         // a checkpoint is pending or running
     uint64_t passes = 0;       // finished, whatever their outcome
     uint64_t checkpoints = 0;  // passes that returned OK
     uint64_t failures = 0;     // passes SQLite refused (busy, I/O error)
