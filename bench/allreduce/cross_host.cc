@@ -45,7 +45,8 @@ bool Run(const std::vector<std::string>& argv, const std::string& log) {
 // The namespaces: one switch with a bridge, and one per host joined to it.
 class NetnsHosts {
  public:
-  explicit NetnsHosts(int hosts) : tag_(absl::StrCat("athb", getpid())), hosts_(hosts) {}
+  NetnsHosts(int hosts, int mtu)
+      : tag_(absl::StrCat("athb", getpid())), hosts_(hosts), mtu_(std::to_string(mtu)) {}
   ~NetnsHosts() {
     for (int i = 0; i < hosts_; ++i) Run({"ip", "netns", "del", Ns(i)}, "/dev/null");
     Run({"ip", "netns", "del", tag_ + "sw"}, "/dev/null");
@@ -54,7 +55,7 @@ class NetnsHosts {
     const std::string sw = tag_ + "sw";
     if (!Run({"ip", "netns", "add", sw}, log) ||
         !Run({"ip", "-n", sw, "link", "add", "br0", "type", "bridge"}, log) ||
-        !Run({"ip", "-n", sw, "link", "set", "br0", "up"}, log)) {
+        !Run({"ip", "-n", sw, "link", "set", "br0", "mtu", mtu_, "up"}, log)) {
       return false;
     }
     for (int i = 0; i < hosts_; ++i) {
@@ -64,9 +65,9 @@ class NetnsHosts {
           !Run({"ip", "link", "set", h, "netns", Ns(i)}, log) ||
           !Run({"ip", "link", "set", p, "netns", sw}, log) ||
           !Run({"ip", "-n", sw, "link", "set", p, "master", "br0"}, log) ||
-          !Run({"ip", "-n", sw, "link", "set", p, "up"}, log) ||
+          !Run({"ip", "-n", sw, "link", "set", p, "mtu", mtu_, "up"}, log) ||
           !Run({"ip", "-n", Ns(i), "addr", "add", Addr(i) + "/24", "dev", h}, log) ||
-          !Run({"ip", "-n", Ns(i), "link", "set", h, "up"}, log) ||
+          !Run({"ip", "-n", Ns(i), "link", "set", h, "mtu", mtu_, "up"}, log) ||
           !Run({"ip", "-n", Ns(i), "link", "set", "lo", "up"}, log)) {
         return false;
       }
@@ -87,6 +88,7 @@ class NetnsHosts {
  private:
   const std::string tag_;
   const int hosts_;
+  const std::string mtu_;
 };
 
 struct Row {
@@ -177,7 +179,7 @@ int RunCrossHost(const CrossHostOptions& o) {
   char dir_template[] = "/tmp/athanor-bench-hosts-XXXXXX";
   if (mkdtemp(dir_template) == nullptr) return 1;
   const std::string dir = dir_template;
-  NetnsHosts net(hosts);
+  NetnsHosts net(hosts, o.mtu);
   if (!net.SetUp(dir + "/netns.log")) {
     fprintf(stderr, "could not set up the namespaces (see %s/netns.log)\n", dir.c_str());
     return 1;
@@ -223,9 +225,9 @@ int RunCrossHost(const CrossHostOptions& o) {
     }
   }
   const int world = static_cast<int>(host_of.size());
-  printf("# athanor-bench-allreduce --hosts %s: %d ranks on %d namespace hosts (veth + bridge), "
-         "f32 sum, medians of %d runs (each: medians of %d x %d calls), memcpy %.2f GB/s\n",
-         o.layout.c_str(), world, hosts, o.runs, o.batches, o.iters,
+  printf("# athanor-bench-allreduce --hosts %s: %d ranks on %d namespace hosts (veth + bridge, "
+         "MTU %d), f32 sum, medians of %d runs (each: medians of %d x %d calls), memcpy %.2f GB/s\n",
+         o.layout.c_str(), world, hosts, o.mtu, o.runs, o.batches, o.iters,
          MedianOf(flat, flat[0].begin()->first, &Row::memcpy));
   printf("# busbw = algbw * 2(n-1)/n, GB = 1e9; hier/flat and hier/gloo: time ratios per run, then their median%s\n",
          have_torch ? "" : "; gloo: n/a (Debian's python3-torch is not installed)");

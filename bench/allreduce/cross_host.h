@@ -20,6 +20,7 @@ namespace athanor {
 struct CrossHostOptions {
   std::string layout;  // "2+2", "3+1", "1+1+2"
   int runs = 3;
+  int mtu = 1500;  // of the veth links and the bridge (the kernel's default)
   size_t min_bytes = 1 << 20, max_bytes = 64 << 20;
   int iters = 5, batches = 5, warmup = 2;
   bool check = false;

@@ -281,6 +281,8 @@ int main(int argc, char** argv) {
        "side by side")
       ("runs", po::value(&cross.runs)->default_value(cross.runs),
        "with --hosts: runs of each algorithm; medians are reported")
+      ("mtu", po::value(&cross.mtu)->default_value(cross.mtu),
+       "with --hosts: MTU of the namespace hosts' links and bridge (576-65535)")
       ("nproc", po::value(&o.nproc)->default_value(o.nproc),
        "start this many ranks (under mpirun when MPI is needed) unless already a rank");
   ParsedCommandLine cl;
@@ -306,6 +308,10 @@ int main(int argc, char** argv) {
   if (!is_rank && !cross.layout.empty()) {
     if (cross.runs < 1) {
       fprintf(stderr, "--runs must be at least 1\n");
+      return 2;
+    }
+    if (cross.mtu < 576 || cross.mtu > 65535) {
+      fprintf(stderr, "--mtu must be between 576 and 65535, not %d\n", cross.mtu);
       return 2;
     }
     cross.min_bytes = o.min_bytes, cross.max_bytes = o.max_bytes;
