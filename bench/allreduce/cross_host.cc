@@ -255,7 +255,7 @@ int RunCrossHost(const CrossHostOptions& o) {
            have_torch ? absl::StrFormat("%.1f", MedianOf(gloo, size, &Row::time_us)).c_str() : "n/a",
            have_torch ? absl::StrFormat("%.3f", MedianOf(gloo, size, &Row::busbw)).c_str() : "n/a",
            list(vs_flat).c_str(), list(vs_gloo).c_str(), static_cast<long long>(wrong));
-    out.push_back({{"size_bytes", size}, {"layout", o.layout}, {"runs", o.runs},
+    out.push_back({{"size_bytes", size}, {"layout", o.layout}, {"mtu", o.mtu}, {"runs", o.runs},
                    {"flat_time_us", MedianOf(flat, size, &Row::time_us)},
                    {"flat_busbw_gbps", MedianOf(flat, size, &Row::busbw)},
                    {"hier_time_us", MedianOf(hier, size, &Row::time_us)},

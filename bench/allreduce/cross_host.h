@@ -1,6 +1,7 @@
 // athanor-bench-allreduce --hosts L: the all-reduce across "hosts" stood for
 // by network + UTS namespaces on one bridge (as tests/cross_host does), with
-// ranks placed per layout L ("2+2": ranks 0-1 on host 0, 2-3 on host 1).
+// ranks placed per layout L ("2+2": ranks 0-1 on host 0, 2-3 on host 1);
+// the links and the bridge have the MTU CrossHostOptions::mtu.
 // Each run times, one after the other on the same namespaces and sizes, the
 // ucx backend's flat ring (ATHANOR_UCX_HIERARCHICAL=0), its hierarchical
 // all-reduce (=1), and PyTorch's gloo (gloo_allreduce.py under Debian's
