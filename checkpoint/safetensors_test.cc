@@ -79,7 +79,7 @@ TEST(Safetensors, AnIndependentPythonReaderOpensTheFile) {
   options.argv = {"python3", "-c", script, path};
   options.capture_stdout = true;
   auto child = Subprocess::Start(options);
-  ASSERT_TRUE(child.ok()) << "python3 (installed with s3cmd by scripts/install-deps): " << child.status();
+  ASSERT_TRUE(child.ok()) << "python3 (installed by scripts/install-deps): " << child.status();
   std::string out = (*child)->ReadAllStdout();
   ExitInfo exit = (*child)->Wait();
   EXPECT_EQ(exit.exit_code, 0) << out;

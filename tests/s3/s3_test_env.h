@@ -22,7 +22,7 @@ void* RegisterS3rverEnvironment(const std::string& bucket, int watchdog_seconds)
 }  // namespace athanor::testing_s3
 
 // Skips when s3rver is missing, unless ATHANOR_REQUIRE_S3RVER is set (scripts/test
-// sets it, since scripts/install-deps installs s3rver): then a missing server fails.
+// sets it, since scripts/install-test-tools installs s3rver): then a missing server fails.
 #define ATHANOR_REQUIRE_S3RVER()                                                         \
   do {                                                                                   \
     if (::athanor::testing_s3::Server() != nullptr) break;                               \

@@ -44,7 +44,7 @@ absl::StatusOr<std::unique_ptr<S3rverProcess>> S3rverProcess::Start(const std::s
   if (src == nullptr) return absl::NotFoundError("ATHANOR_SOURCE_DIR is not set");
   std::string script = absl::StrCat(src, "/tests/s3rver/node_modules/s3rver/bin/s3rver.js");
   if (access(script.c_str(), R_OK) != 0) {
-    return absl::NotFoundError(absl::StrCat(script, " is missing (run scripts/install-deps)"));
+    return absl::NotFoundError(absl::StrCat(script, " is missing (run scripts/install-test-tools)"));
   }
   std::unique_ptr<S3rverProcess> server(new S3rverProcess());
   server->bucket_ = bucket;

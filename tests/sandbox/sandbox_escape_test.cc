@@ -119,8 +119,9 @@ class SandboxEscapeTest : public ::testing::Test {
     return ReadFile(absl::StrCat(NodeDir(), "/jobs/", id, "/attempt-1/rank-0.log"));
   }
   // Runs the probe's attempts as a job to completion; its output lines by attempt.
-  std::map<std::string, std::string> Probe(const std::vector<std::string>& attempts) {
-    std::vector<std::string> cmd = {probe_};
+  // (`binary`: a copy of the probe to run instead, e.g. one elsewhere.)
+  std::map<std::string, std::string> Probe(const std::vector<std::string>& attempts, const std::string& binary = "") {
+    std::vector<std::string> cmd = {binary.empty() ? probe_ : binary};
     cmd.insert(cmd.end(), attempts.begin(), attempts.end());
     std::string id = Submit(cmd);
     CliResult wait = cluster_.Cli({"wait", id, "--timeout", "30"});
@@ -168,6 +169,51 @@ TEST_F(SandboxEscapeTest, ReadOtherJobsWorkFolderAndAgentState) {
   Attempt("read the agent's state folder", "ENOENT", out["open:" + NodeDir() + "/run"]);
   Attempt("read the coordinator's state", "ENOENT", out["open:" + cluster_.dir() + "/state.db"]);
   EXPECT_EQ(ReadFile(secret), "tenant-data\n");
+}
+
+// A command in a folder under /tmp (which every sandbox hides): refused while
+// the tenant's uid cannot read it on this machine, with the way out named; once
+// it can, the rank runs it and sees that one file of its folder, nothing else.
+TEST_F(SandboxEscapeTest, RunACommandFromAFolderTheTenantCannotRead) {
+  const std::string dir = absl::StrCat("/tmp/athanor-private-", getpid());
+  fs::remove_all(dir);
+  ASSERT_EQ(mkdir(dir.c_str(), 0700), 0);
+  const std::string tool = dir + "/probe";
+  fs::copy_file(probe_, tool);
+  ASSERT_EQ(chmod(tool.c_str(), 0755), 0);
+  std::ofstream(dir + "/secret") << "root's\n";
+  ASSERT_EQ(chmod((dir + "/secret").c_str(), 0644), 0);
+  const std::vector<std::string> attempts = {"open:" + dir + "/secret", "list:" + dir};
+
+  std::vector<std::string> command = {tool};
+  command.insert(command.end(), attempts.begin(), attempts.end());
+  std::string refused = Submit(command);
+  CliResult wait = cluster_.Cli({"wait", refused, "--timeout", "30"});
+  EXPECT_EQ(wait.out, "job " + refused + " FAILED\n") << wait.err << AgentLog();
+  std::string reason = cluster_.Cli({"job", refused, "--json"}).out;
+  const std::string expected = "the command " + tool + " lies under /tmp, which the rank's sandbox hides, and the "
+                               "tenant's uid ";
+  EXPECT_NE(reason.find(expected), std::string::npos) << reason;
+  std::smatch uid;
+  ASSERT_TRUE(std::regex_search(reason, uid, std::regex("the tenant's uid ([0-9]+) cannot read and execute it there; "
+                                                        "make it readable and executable by uid ([0-9]+)")))
+      << reason;
+  EXPECT_EQ(uid[1], uid[2]);
+  const std::string way_out = "or install it where ranks see it (for example /usr/local/bin or /opt)";
+  EXPECT_NE(reason.find(way_out), std::string::npos) << reason;
+  // The whole reason is in the rank's log too.
+  std::string log = Log(refused);
+  EXPECT_NE(log.find("athanor-agent: the rank failed to start: cannot sandbox: " + expected), std::string::npos) << log;
+  EXPECT_NE(log.find(way_out + "\n"), std::string::npos) << log;
+  Attempt("run a command in a folder the tenant cannot read", "refused",
+          reason.find(expected) != std::string::npos ? "refused" : "ran");
+
+  // Searchable, not listable: the tenant may run the tool, and sees only it.
+  ASSERT_EQ(chmod(dir.c_str(), 0711), 0);
+  auto out = Probe(attempts, tool);
+  Attempt("read a file beside the command it was shown", "ENOENT", out["open:" + dir + "/secret"]);
+  Attempt("list the folder of the command it was shown", "probe", out["list:" + dir]);
+  fs::remove_all(dir);
 }
 
 TEST_F(SandboxEscapeTest, ReadAgentEnvironment) {

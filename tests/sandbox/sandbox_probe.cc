@@ -4,6 +4,7 @@
 // (strerrorname_np) of the refusal, so the test can expect exact values.
 //
 //   open:PATH           open PATH read-only
+//   list:DIR            the names in DIR, sorted, joined by ',' ("(empty)" for none)
 //   write:PATH          create PATH and write to it
 //   kill:PID            kill(PID, SIGKILL)
 //   ptrace:PID          ptrace(PTRACE_ATTACH, PID)
@@ -37,6 +38,22 @@
 namespace {
 
 std::string Result(bool ok) { return ok ? "ok" : strerrorname_np(errno); }
+
+// The names in folder `dir`, sorted and joined by ','.
+std::string List(const std::string& dir) {
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return Result(false);
+  std::vector<std::string> names;
+  while (dirent* e = readdir(d)) {
+    std::string name = e->d_name;
+    if (name != "." && name != "..") names.push_back(name);
+  }
+  closedir(d);
+  std::sort(names.begin(), names.end());
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ",") + n;
+  return out.empty() ? "(empty)" : out;
+}
 
 std::string Procs() {
   std::vector<int> pids;
@@ -128,6 +145,8 @@ int main(int argc, char** argv) {
       int fd = open(arg.c_str(), O_RDONLY | O_CLOEXEC);
       r = Result(fd >= 0);
       if (fd >= 0) close(fd);
+    } else if (kind == "list") {
+      r = List(arg);
     } else if (kind == "write") {
       int fd = open(arg.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
       r = Result(fd >= 0 && write(fd, "x", 1) == 1);

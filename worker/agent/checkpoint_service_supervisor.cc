@@ -2,6 +2,7 @@
 
 #include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
@@ -26,6 +27,10 @@ void CheckpointServiceSupervisor::Stop() {
     if (pid_ > 0) ::kill(pid_, SIGTERM);
   }
   if (thread_.joinable()) thread_.join();
+  // What the service made, when it holds nothing more (rmdir leaves a folder with files).
+  ::unlink(socket_path().c_str());
+  ::rmdir(options_.dir.c_str());
+  ::rmdir(options_.staging_dir.c_str());
 }
 
 void CheckpointServiceSupervisor::Loop() {

@@ -24,6 +24,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -53,7 +54,7 @@ int Run(int argc, char** argv) {
   std::string coordinator, name, gpus_text, work_dir, labels_text, listen, host, log_level;
   std::string health_check, archive_uri, gpu_model;
   bool no_sandbox = false, no_telemetry = false;
-  bool insecure = false;
+  bool insecure = false, no_checkpoint_service = false;
   std::string tls_dir, metrics_listen;
   std::string sandbox_uids, sandbox_uid_map, sandbox_exec, gpu_device_dir, rendezvous_key_file;
   std::vector<std::string> sandbox_hide, sandbox_shared, sandbox_env;
@@ -113,11 +114,15 @@ int Run(int argc, char** argv) {
       ("gpu-device-dir", po::value(&gpu_device_dir)->default_value("/dev"),
        "where GPU device nodes live: nvidia<i>, nvidiactl, nvidia-uvm[-tools]")
       ("checkpoint-service-dir", po::value(&ckpt_service.dir)->default_value(""),
-       "run the node checkpoint service with its socket in this folder (bound into every "
-       "sandbox; not under --work-dir); ranks get ATHANOR_CHECKPOINT_SERVICE. Empty: ranks "
-       "upload their own checkpoints")
+       "the node checkpoint service's socket folder (bound into every sandbox; not under "
+       "--work-dir; default WORK_DIR.checkpoint-service beside the work dir); ranks get "
+       "ATHANOR_CHECKPOINT_SERVICE")
+      ("no-checkpoint-service", po::bool_switch(&no_checkpoint_service),
+       "run no checkpoint service: ranks upload their own checkpoints, and a preempted rank "
+       "that runs out of grace loses its upload in flight")
       ("checkpoint-staging-dir", po::value(&ckpt_service.staging_dir)->default_value(""),
-       "the service's staging areas (default /dev/shm/athanor-checkpoint-NAME)")
+       "the service's staging areas (default /dev/shm/athanor-checkpoint-NAME-HASH, HASH of "
+       "the work dir)")
       ("checkpoint-budget-mb", po::value(&ckpt_service.budget_mb)->default_value(8192),
        "staging memory for all ranks of the node together, MiB")
       ("checkpoint-upload-mbps", po::value(&ckpt_service.upload_mbps)->default_value(0),
@@ -154,10 +159,22 @@ int Run(int argc, char** argv) {
   if (ec) return Fail("--work-dir: cannot create " + work_dir + ": " + ec.message());
   work_dir = std::filesystem::absolute(work_dir).string();
   if (health_interval_s <= 0) return Fail("--health-interval: must be > 0");
-  if (!ckpt_service.dir.empty() &&
-      (ckpt_service.dir[0] != '/' || ckpt_service.dir.find(':') != std::string::npos)) {
-    return Fail("--checkpoint-service-dir: '" + ckpt_service.dir +
-                "' is not an absolute path without ':'");
+  if (no_checkpoint_service && !ckpt_service.dir.empty()) {
+    return Fail("--no-checkpoint-service and --checkpoint-service-dir: choose one");
+  }
+  if (!no_checkpoint_service && ckpt_service.dir.empty()) ckpt_service.dir = work_dir + ".checkpoint-service";
+  if (!ckpt_service.dir.empty()) {
+    if (ckpt_service.dir[0] != '/' || ckpt_service.dir.find(':') != std::string::npos) {
+      return Fail("--checkpoint-service-dir: '" + ckpt_service.dir + "' is not an absolute path without ':'");
+    }
+    // sockaddr_un holds 108 bytes with the terminating NUL.
+    if (ckpt_service.dir.size() + sizeof("/checkpoint.sock") > 108) {
+      return Fail("--checkpoint-service-dir: '" + ckpt_service.dir +
+                  "' is too long for a unix socket path (at most 91 characters); pass a shorter one");
+    }
+    if (absl::StartsWith(ckpt_service.dir + "/", work_dir + "/")) {
+      return Fail("--checkpoint-service-dir: '" + ckpt_service.dir + "' lies under --work-dir, which ranks never see");
+    }
   }
   if (ckpt_service.budget_mb <= 0 || ckpt_service.upload_mbps < 0) {
     return Fail("--checkpoint-budget-mb must be > 0 and --checkpoint-upload-mbps >= 0");
@@ -304,7 +321,8 @@ int Run(int argc, char** argv) {
         std::filesystem::read_symlink("/proc/self/exe", self_ec).parent_path().string() +
         "/athanor-checkpoint-service";
     if (ckpt_service.staging_dir.empty()) {
-      ckpt_service.staging_dir = "/dev/shm/athanor-checkpoint-" + name;
+      ckpt_service.staging_dir =
+          absl::StrCat("/dev/shm/athanor-checkpoint-", name, "-", absl::Hex(std::hash<std::string>{}(work_dir)));
     }
     ckpt_service.log_path = work_dir + "/checkpoint-service.log";
     ckpt_service.stats_path = work_dir + "/checkpoint-service-stats.json";

@@ -1,8 +1,10 @@
 #include "worker/agent/telemetry_hub.h"
 #include "worker/agent/rank_supervisor.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <filesystem>
@@ -27,6 +29,16 @@ bool SafeFileName(const std::string& s) {
     if (!(isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) return false;
   }
   return true;
+}
+
+// Appends `text` to the rank log at `path`, never through a link (best effort:
+// the reason also reaches the coordinator in the rank's report).
+void AppendToLog(const std::string& path, const std::string& text) {
+  int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0640);
+  if (fd < 0) return;
+  ssize_t written = write(fd, text.data(), text.size());
+  (void)written;  // a rank log that cannot take the line loses only this copy of it
+  close(fd);
 }
 
 }  // namespace
@@ -57,18 +69,21 @@ RankSupervisor::~RankSupervisor() { KillAll(); }
 void RankSupervisor::StartLocked(const RankTarget& target, const std::vector<RankTarget>& desired) {
   Rank& r = ranks_[target.key];
   r.report.key = target.key;
+  absl::StatusOr<std::string> log = LogPath(work_dir_, target.key);
+  bool log_dir = false;  // whether the rank's log folder exists, so the reason can go there too
   auto fail = [&](const std::string& why) {
     r.report.phase = RankPhase::kFailedToStart;
     r.report.exit_code = 127;
     r.report.message = why;
     ATHANOR_LOG(WARNING) << "job " << target.key.job_id << " rank " << target.key.rank
                          << " failed to start: " << why;
+    if (log_dir) AppendToLog(*log, absl::StrCat("athanor-agent: the rank failed to start: ", why, "\n"));
   };
-  absl::StatusOr<std::string> log = LogPath(work_dir_, target.key);
   if (!log.ok()) return fail(std::string(log.status().message()));
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(*log).parent_path(), ec);
   if (ec) return fail(absl::StrCat("cannot create log directory for ", *log, ": ", ec.message()));
+  log_dir = true;
   SubprocessOptions options;
   options.argv = target.command;
   options.env = target.env;

@@ -22,6 +22,7 @@
 #include "absl/strings/str_join.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "worker/agent/command_access.h"
 #include "worker/agent/orphans.h"
 
 extern char** environ;
@@ -302,19 +303,15 @@ absl::Status Sandbox::Wrap(const RankTarget& target, const JobShare& share, cons
     RETURN_IF_ERROR(MakeOwnedDir(job_dir, uid, 0750));
     mounts.push_back(absl::StrCat("bind:", job_dir, ":", job_dir));
   }
+  if (!options->argv.empty()) {
+    std::vector<std::string> never_shown = options_.hide;
+    never_shown.push_back(options_.work_dir);
+    ASSIGN_OR_RETURN(std::vector<std::string> shown, MountsToRun(mounts, options->argv[0], uid, never_shown));
+    mounts.insert(mounts.end(), shown.begin(), shown.end());
+  }
   for (const std::string& m : mounts) {
     std::string dst = m.substr(m.rfind(':') + 1);
     if (!UsablePath(dst)) return absl::InvalidArgumentError(absl::StrCat("sandbox path '", dst, "' is not usable"));
-  }
-  if (!options->argv.empty()) {
-    std::string hidden = HiddenBy(mounts, options->argv[0]);
-    if (!hidden.empty()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "the command ", options->argv[0], " lies under ", hidden,
-          ", which the rank's sandbox hides (ranks get a private /tmp and do not see /root, /home, "
-          "/run or the agent's work dir); install it elsewhere, ship it in the job's workdir, or "
-          "start the agent with --sandbox-shared-dir for its folder"));
-    }
   }
   ASSIGN_OR_RETURN(Box * box, BoxFor(target, share, uid));
   mounts.push_back(absl::StrCat("bind:", box->shm_dir, ":/dev/shm"));

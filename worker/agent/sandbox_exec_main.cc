@@ -13,7 +13,8 @@
 //       the job's cgroups before it runs anything; in a new mount namespace
 //       builds a read-only view of "/" under DIR with the listed mounts
 //       (KIND tmpfs: DST empty and private; ro: tmpfs then read-only; bind:
-//       SRC writable at DST; dev: device node SRC at DST; proc), pivots into
+//       SRC writable at DST; robind: SRC read-only at DST; rofile: the one
+//       file SRC read-only at DST; dev: device node SRC at DST; proc), pivots into
 //       it, drops to U:G with no capabilities and no_new_privs, and execs
 //       COMMAND with this process's environment. This process stays as the
 //       rank's parent outside the namespace, ignores SIGTERM/SIGINT (the
@@ -181,6 +182,12 @@ void BuildRoot(const RankArgs& a) {
         Die("bind " + op.src + " at " + op.dst);
       }
       SetAttr(dst, kAttrRdonly | kAttrNosuid, true);
+    } else if (op.kind == "rofile") {  // one file of a hidden folder, read-only
+      Touch(dst);
+      if (mount(op.src.c_str(), dst.c_str(), nullptr, MS_BIND, nullptr) != 0) {
+        Die("bind " + op.src + " at " + op.dst);
+      }
+      SetAttr(dst, kAttrRdonly | kAttrNosuid | kAttrNodev, false);
     } else if (op.kind == "dev") {
       Touch(dst);
       if (mount(op.src.c_str(), dst.c_str(), nullptr, MS_BIND, nullptr) != 0) {

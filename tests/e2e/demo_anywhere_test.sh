@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# scripts/demo from a fresh clone in a folder a new user would pick, with the
+# install and build steps pointed at an existing build (its six binaries are
+# copied into the clone's build/bin, where a build there would put them):
+#   demo_anywhere_test.sh BIN_DIR SOURCE_DIR tmp-space
+#       a clone under /tmp whose path holds a space, as the calling user (as
+#       root: sandboxed ranks run the clone's athanor-train, shown to them
+#       because their uid may read it)
+#   demo_anywhere_test.sh BIN_DIR SOURCE_DIR home-user
+#       a clone in the home folder of an ordinary user made for the test under
+#       /home, run as that user (needs root to make the user: skipped, exit 77,
+#       otherwise)
+# Passes when the demo exits 0 having found the interrupted job's weights
+# identical to the reference's. A watchdog ends a demo that hangs.
+set -euo pipefail
+bin_dir="$(cd "$1" && pwd)"
+source_dir="$2"
+mode="$3"
+binaries=(athanor athanor-coordinator athanor-agent athanor-sandbox-exec athanor-checkpoint-service athanor-train)
+watchdog_s=480
+
+user=""
+case "$mode" in
+  tmp-space)
+    top="$(mktemp -d /tmp/athanor-anywhere.XXXXXX)"
+    chmod 0755 "$top"  # as `git clone REPO /tmp/NAME` leaves it
+    clone="$top/my clone"
+    ;;
+  home-user)
+    if [ "$(id -u)" != 0 ]; then echo "SKIP: making a user for the test needs root"; exit 77; fi
+    user="athanor-demo-$$"
+    useradd --create-home --home-dir "/home/$user" --shell /bin/bash "$user"
+    top="/home/$user"
+    clone="$top/athanor"
+    ;;
+  *) echo "usage: $0 BIN_DIR SOURCE_DIR tmp-space|home-user" >&2; exit 2 ;;
+esac
+log="$(mktemp /tmp/athanor-anywhere-log.XXXXXX)"
+cleanup() {
+  if [ -n "$user" ]; then
+    pkill -KILL -u "$user" 2>/dev/null || true
+    userdel --remove "$user" 2>/dev/null || true
+  fi
+  # The demo keeps its work dir for reading; a passing run's is not needed.
+  if [ "$passed" = 1 ]; then
+    rm -rf "$(sed -n 's/^demo: stopped; logs and state kept in //p' "$log")"
+  fi
+  rm -rf "$top" "$log"
+}
+passed=0
+trap cleanup EXIT
+
+git clone --quiet --no-hardlinks "$source_dir" "$clone"
+mkdir -p "$clone/build/bin"
+for b in "${binaries[@]}"; do cp "$bin_dir/$b" "$clone/build/bin/$b"; done
+run=(env SKIP_BUILD=1 "$clone/scripts/demo")
+if [ -n "$user" ]; then
+  chown -R "$user:$user" "$clone"
+  run=(runuser -u "$user" -- env HOME="/home/$user" SKIP_BUILD=1 "$clone/scripts/demo")
+fi
+echo "running the demo from '$clone'${user:+ as $user}"
+rc=0
+(cd "$top" && timeout --kill-after=10 "$watchdog_s" "${run[@]}") >"$log" 2>&1 || rc=$?
+if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+  tail -n 60 "$log"
+  echo "FAIL: the demo did not end within $watchdog_s s"
+  exit 1
+fi
+if [ "$rc" != 0 ] || ! grep -q "identical (" "$log"; then
+  tail -n 60 "$log"
+  echo "FAIL: the demo exited $rc without finding identical weights"
+  exit 1
+fi
+grep -E "identical \(|installed a copy|phases|took" "$log" || true
+passed=1
+echo "PASS: the demo from '$clone' ended with identical weights"
