@@ -1,6 +1,6 @@
 // CheckpointWriter: what the training loop checkpoints through, whoever
 // uploads. Two implementations write the same layout, manifests and COMMIT
-// (DESIGN.md, "Who uploads"):
+// (docs/architecture.md, "Who uploads"):
 //  - Checkpointer (checkpointer.h): a background thread in the rank uploads
 //    and rank 0 commits once every rank agrees its shard is durable (mpirun,
 //    a lone process);

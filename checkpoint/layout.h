@@ -1,4 +1,4 @@
-// Object names of the stable checkpoint layout (DESIGN.md):
+// Object names of the stable checkpoint layout (docs/formats.md):
 //   <job>/step-<10 digits>/rank-<5 digits>-of-<5 digits>.safetensors
 //   <job>/step-<10 digits>/rank-<5 digits>.json
 //   <job>/step-<10 digits>/COMMIT

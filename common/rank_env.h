@@ -1,4 +1,5 @@
-// The env contract for ranks (DESIGN.md, stable), parsed once at the edge.
+// The env contract for ranks (stable; docs/architecture.md, "The env
+// contract"), parsed once at the edge.
 //
 // Set by the agent and by athanor-run: RANK, WORLD_SIZE, LOCAL_RANK,
 // LOCAL_WORLD_SIZE, NODE_RANK, MASTER_ADDR, MASTER_PORT, CUDA_VISIBLE_DEVICES,

@@ -1,6 +1,6 @@
 // AttemptLauncher: turns a placement into an attempt of a job (ranks laid
-// out node-major, a MASTER_PORT, the env contract of DESIGN.md) and says which
-// ranks a node should run.
+// out node-major, a MASTER_PORT, the env contract: docs/architecture.md,
+// "The env contract") and says which ranks a node should run.
 //
 // Not thread-safe: confined to ClusterState's owner. Options, node table and
 // clock are not owned and outlive it.

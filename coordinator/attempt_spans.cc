@@ -1,6 +1,7 @@
 #include "coordinator/attempt_spans.h"
 
 #include "absl/strings/ascii.h"
+#include "common/truncate.h"
 
 namespace athanor::coord {
 
@@ -14,7 +15,7 @@ void EndAttemptSpan(JobRecord* job, JobState outcome, bool preempted, const std:
   span.end = now;
   span.outcome = outcome == JobState::kPending ? (preempted ? "preempted" : "restarted")
                                                : absl::AsciiStrToLower(JobStateName(outcome));
-  span.reason = reason.substr(0, kMaxSpanReason);
+  span.reason = TruncateAtWord(reason, kMaxSpanReason);
 }
 
 }  // namespace athanor::coord

@@ -25,6 +25,9 @@ void AddSecurityFlags(po::options_description& desc, SecurityFlags* f) {
        "submissions per second per user token (token bucket)")
       ("submit-burst", po::value(&f->submit_burst)->default_value(50),
        "submissions a user token may make at once")
+      ("max-pending-per-tenant", po::value(&f->max_pending_per_tenant)->default_value(1000),
+       "pending jobs a tenant may have queued by its users' submissions; past it a submission is "
+       "refused (0: no cap; admins are not limited)")
       ("allow-store-endpoint", po::value(&f->allowed_endpoints)->composing(),
        "an object-store endpoint (e.g. https://minio.internal:9000) that jobs' s3:// URIs may name "
        "(repeatable); others are refused")
@@ -54,6 +57,9 @@ absl::StatusOr<std::unique_ptr<CoordinatorSecurity>> CoordinatorSecurity::Create
   }
   if (flags.submit_rate <= 0 || flags.submit_burst < 1) {
     return absl::InvalidArgumentError("--submit-rate must be > 0 and --submit-burst >= 1");
+  }
+  if (flags.max_pending_per_tenant < 0) {
+    return absl::InvalidArgumentError("--max-pending-per-tenant must be >= 0");
   }
   ASSIGN_OR_RETURN(s->tokens_, TokenStore::Open(state_path, clock, flags.default_max_priority));
   if (!flags.insecure) {
@@ -85,6 +91,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorSecurity>> CoordinatorSecurity::Create
   SubmitLimits limits;
   limits.rate_per_s = flags.submit_rate;
   limits.burst = flags.submit_burst;
+  limits.max_pending = flags.max_pending_per_tenant;
   for (std::string e : flags.allowed_endpoints) {
     while (!e.empty() && e.back() == '/') e.pop_back();
     limits.allowed_endpoints.push_back(e);

@@ -32,6 +32,7 @@ struct SecurityFlags {
   int32_t default_max_priority = 0;
   double submit_rate = 10;
   double submit_burst = 50;
+  int32_t max_pending_per_tenant = 1000;
   std::vector<std::string> allowed_endpoints;
   std::string secrets_key_file;  // empty: TLS_DIR/secrets.key when present
 };

@@ -10,6 +10,8 @@
 //  - each token submits at most `rate_per_s` jobs a second on average, in
 //    bursts of `burst` (token bucket; admins exempt); past it,
 //    ResourceExhausted saying when to retry.
+//  - a user's tenant has at most `max_pending` jobs pending (MaxPending; the
+//    core counts them as it queues the job, ResourceExhausted past it).
 // With --insecure the tenant defaults to the x-athanor-user metadata as
 // before and nothing else is limited but the URI checks.
 //
@@ -34,6 +36,7 @@ namespace athanor::coord {
 struct SubmitLimits {
   double rate_per_s = 10;
   double burst = 50;
+  int32_t max_pending = 1000;  // per tenant, for users' submissions; 0: no cap
   std::vector<std::string> allowed_endpoints;  // exact "scheme://host[:port]"
 };
 
@@ -50,6 +53,11 @@ class SubmissionGuard {
   // Sets spec->tenant and refuses what `who` may not submit (see above).
   // `metadata_user`: the x-athanor-user metadata (used only --insecure).
   absl::Status Admit(const Identity& who, const std::string& metadata_user, JobSpec* spec);
+  // The cap on pending jobs a submission by `who` is held to (0: none):
+  // users' submissions only, as for the rate limit.
+  int32_t MaxPending(const Identity& who) const {
+    return who.role == Role::kUser && !who.insecure ? limits_.max_pending : 0;
+  }
 
  private:
   absl::Status TakeRateToken(const std::string& key);

@@ -1,5 +1,5 @@
 // CheckpointCommitter: the coordinator's commit of checkpoints written by the
-// node checkpoint services (DESIGN.md, "Who uploads").
+// node checkpoint services (docs/architecture.md, "Who uploads").
 //
 // The store is the record of what is durable: a service writes a rank's
 // manifest only after its shard is durable, so a step is complete when the

@@ -9,6 +9,25 @@
 namespace athanor::coord {
 namespace {
 
+// The job's own binding: rank `rank` of `world_size` is placed on `node` in
+// the job's current (or last) attempt. A node with some other rank of the job
+// does not speak for this one: its checkpoint service serves only the ranks
+// placed on it.
+absl::Status CheckBinding(const JobRecord& job, const std::string& node, int32_t rank,
+                          int32_t world_size) {
+  if (static_cast<size_t>(world_size) != job.allocation.size()) {
+    return absl::PermissionDeniedError(absl::StrCat("world size ", world_size, " is not job ", job.id,
+                                                    "'s (", job.allocation.size(), " ranks)"));
+  }
+  for (const RankPlacement& p : job.allocation) {
+    if (p.rank != rank) continue;
+    if (p.node == node) return absl::OkStatus();
+    return absl::PermissionDeniedError(absl::StrCat("rank ", rank, " of job ", job.id, " is placed on node ",
+                                                    p.node, ", not on '", node.substr(0, 128), "'"));
+  }
+  return absl::PermissionDeniedError(absl::StrCat("job ", job.id, " has no rank ", rank));
+}
+
 absl::Status CheckReport(const rpc::ShardDurableRequest& r, const JobRecord& job) {
   if (r.world_size() < 1 || r.world_size() > 99999 || r.rank() < 0 || r.rank() >= r.world_size()) {
     return absl::InvalidArgumentError(
@@ -28,9 +47,11 @@ absl::Status CheckReport(const rpc::ShardDurableRequest& r, const JobRecord& job
   for (const RankPlacement& p : job.allocation) on_node = on_node || p.node == r.node();
   if (!on_node) {
     return absl::PermissionDeniedError(
-        absl::StrCat("node '", r.node(), "' holds no rank of job ", job.id));
+        absl::StrCat("node '", r.node().substr(0, 128), "' holds no rank of job ", job.id));
   }
-  return absl::OkStatus();
+  // keep_last prunes the job's store after the commit: only the rank's own
+  // node may ask for it.
+  return CheckBinding(job, r.node(), r.rank(), r.world_size());
 }
 
 }  // namespace
@@ -104,6 +125,12 @@ grpc::ServerUnaryReactor* CheckpointCommitService::ReportShardUpload(
   }
   if (s.ok() && req->error().size() > 4096) {
     s = absl::InvalidArgumentError("error: longer than 4096 bytes");
+  }
+  if (s.ok() && req->attempt() > job->attempt) {
+    s = absl::PermissionDeniedError(absl::StrCat("job ", job->id, " has no attempt ", req->attempt()));
+  }
+  if (s.ok() && req->attempt() == job->attempt) {
+    s = CheckBinding(*job, req->node(), req->rank(), req->world_size());
   }
   if (!s.ok()) {
     reactor->Finish(ToGrpc(s));

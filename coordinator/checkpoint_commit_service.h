@@ -1,12 +1,15 @@
 // The CheckpointCommit gRPC service: node checkpoint services report durable
 // shards here, and the coordinator commits complete steps (checkpoint_commit.h).
 // A thin edge: it checks the report against the job (it exists, has a store,
-// and the reporting node holds one of its ranks), then queues CompleteSteps on
+// and the reported rank is placed on the reporting node in the job's current
+// or last attempt, with the job's world size: the job's own binding, since
+// the report's keep_last prunes the job's store), then queues CompleteSteps on
 // the committer's thread and answers when that is done. The store URI is the
 // job's own, never the report's.
 //
 // Authorised (auth_policy.h): only an agent certificate of a node that holds
-// a rank of the job, naming its own node.
+// a rank of the job, naming its own node; then the binding above (an upload
+// report of an earlier attempt is checked for the node only).
 //
 // Thread-safe; the core and the authorizer are not owned.
 #pragma once

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "coordinator/report_placement.h"
 
 namespace athanor::coord {
 namespace {
@@ -40,8 +41,9 @@ void ClusterState::Restore(std::vector<JobRecord> jobs, const std::vector<NodeRe
   jobs_.Restore(std::move(jobs));
 }
 
-absl::StatusOr<SubmitResult> ClusterState::SubmitJob(const JobSpec& spec, const std::string& key) {
-  ASSIGN_OR_RETURN(SubmitResult r, jobs_.Submit(spec, key));
+absl::StatusOr<SubmitResult> ClusterState::SubmitJob(const JobSpec& spec, const std::string& key,
+                                                     int32_t max_pending) {
+  ASSIGN_OR_RETURN(SubmitResult r, jobs_.Submit(spec, key, max_pending));
   if (!r.duplicate) ScheduleInline();
   return r;
 }
@@ -53,7 +55,8 @@ absl::StatusOr<JobRecord> ClusterState::CancelJob(const std::string& id) {
 }
 
 absl::Status ClusterState::RegisterNode(const NodeRecord& node,
-                                        const std::vector<RankReport>& ranks) {
+                                        const std::vector<RankReport>& reported) {
+  const std::vector<RankReport> ranks = PlacedOn(node.name, reported);
   RETURN_IF_ERROR(nodes_.Register(node, ranks));
   jobs_.ApplyReports(ranks);
   // Ranks that ran here but that the agent no longer knows are lost.
@@ -75,9 +78,10 @@ absl::Status ClusterState::RegisterNode(const NodeRecord& node,
 }
 
 bool ClusterState::Heartbeat(const std::string& node, uint64_t known_generation,
-                             const std::vector<RankReport>& ranks, bool health_ok,
+                             const std::vector<RankReport>& reported, bool health_ok,
                              const std::string& health_message) {
   const uint64_t marks = log_.mark_count();
+  const std::vector<RankReport> ranks = PlacedOn(node, reported);
   NodeTable::Beat beat = nodes_.Heartbeat(node, known_generation, ranks, health_ok);
   if (beat == NodeTable::Beat::kUnregistered) return false;
   if (beat == NodeTable::Beat::kHealthFailed) {
@@ -96,6 +100,11 @@ bool ClusterState::Heartbeat(const std::string& node, uint64_t known_generation,
   // scheduling skips it (at 10,000 nodes most heartbeats are such).
   if (options_.schedule_inline || log_.mark_count() != marks) ScheduleInline();
   return true;
+}
+
+std::vector<RankReport> ClusterState::PlacedOn(const std::string& node,
+                                               const std::vector<RankReport>& reports) const {
+  return PlacedReports(node, reports, [this](const std::string& id) { return jobs_.Find(id); });
 }
 
 void ClusterState::Tick() {

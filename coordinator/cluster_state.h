@@ -51,10 +51,14 @@ class ClusterState {
 
   // Validates, refuses a job that can never fit (InvalidArgument naming why)
   // and queues it. A repeated idempotency key returns the first job.
-  absl::StatusOr<SubmitResult> SubmitJob(const JobSpec& spec, const std::string& key = "");
+  // `max_pending`: JobLifecycle::Submit's cap on the tenant's pending jobs.
+  absl::StatusOr<SubmitResult> SubmitJob(const JobSpec& spec, const std::string& key = "",
+                                         int32_t max_pending = 0);
   absl::StatusOr<JobRecord> CancelJob(const std::string& id);
   // An agent (re)registers, reporting every rank it runs or saw exit. Ranks
-  // placed there that the agent no longer knows are lost.
+  // placed there that the agent no longer knows are lost. Here and in
+  // Heartbeat, only reports of ranks placed on `node` in their job's current
+  // attempt count; others are logged and ignored (report_placement.h).
   absl::Status RegisterNode(const NodeRecord& node, const std::vector<RankReport>& ranks);
   // False when the node must register first. A failed health check drains
   // the node with `health_message` as reason.
@@ -111,6 +115,9 @@ class ClusterState {
   // drains repeat suspects and refreshes straggler flags.
   void ObserveProgress(const std::string& node, const std::vector<RankReport>& ranks);
   void CheckHangs();
+  // The reports of `reports` that `node` may make (report_placement.h).
+  std::vector<RankReport> PlacedOn(const std::string& node,
+                                   const std::vector<RankReport>& reports) const;
   // A job with move_off_stragglers leaves the node of a newly flagged rank:
   // stopped as a preemption, requeued avoiding that node (when enough others
   // could host it).

@@ -33,9 +33,12 @@ void ClusterState::CheckHangs() {
     job->hang = {v.attempt, v.suspect, v.node, v.reason, clock_.UnixSeconds(), v.stalled_s};
     job->stragglers.clear();
     jobs_.FailAttempt(job, v.reason);  // agents capture stacks before the kill (AppendDesired)
-    if (suspects_.Strike(v.node)) {
-      std::string why = absl::StrCat("auto-drained: suspect in ", options_.hangs.drain_after,
-                                     " hangs within ", ToSeconds(options_.hangs.drain_window),
+    // A hang the job caused itself says nothing about the node; others count
+    // once per tenant, so no tenant alone drains a node (SuspectLedger).
+    if (!CountsAgainstNode(v.cause)) continue;
+    if (suspects_.Strike(v.node, job->spec.tenant)) {
+      std::string why = absl::StrCat("auto-drained: suspect in hangs of ", options_.hangs.drain_after,
+                                     " tenants' jobs within ", ToSeconds(options_.hangs.drain_window),
                                      " s; last: ", v.reason);
       ATHANOR_LOG(WARNING) << "node " << v.node << " " << why;
       if (absl::Status s = DrainNode(v.node, Duration::zero(), why).status(); !s.ok()) {

@@ -128,9 +128,10 @@ absl::StatusOr<T> CoordinatorCore::Apply(
   return result;
 }
 
-void CoordinatorCore::SubmitJob(const JobSpec& spec, const std::string& key, SubmitDone done) {
+void CoordinatorCore::SubmitJob(const JobSpec& spec, const std::string& key, SubmitDone done,
+                                int32_t max_pending) {
   absl::MutexLock lock(&mu_);
-  absl::StatusOr<SubmitResult> r = state_.SubmitJob(spec, key);
+  absl::StatusOr<SubmitResult> r = state_.SubmitJob(spec, key, max_pending);
   // A refused job changed nothing, but is answered in order all the same.
   CommitLocked([r = std::move(r), done = std::move(done)](absl::Status s) {
     done(s.ok() || !r.ok() ? r : absl::StatusOr<SubmitResult>(s));

@@ -75,7 +75,9 @@ class CoordinatorCore {
   std::optional<std::string> StoreUriFor(const JobRecord& job);
 
   using SubmitDone = std::function<void(absl::StatusOr<SubmitResult>)>;
-  void SubmitJob(const JobSpec& spec, const std::string& idempotency_key, SubmitDone done);
+  // `max_pending` > 0 caps the tenant's pending jobs (ClusterState::SubmitJob).
+  void SubmitJob(const JobSpec& spec, const std::string& idempotency_key, SubmitDone done,
+                 int32_t max_pending = 0);
   // Answers `reply` at once, or parks the poll (see the class comment).
   void Heartbeat(LongPolls::Id id, HeartbeatRequest req,
                  std::function<void(HeartbeatResult)> reply);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <set>
 
 #include <grpcpp/grpcpp.h>
 
@@ -85,6 +86,7 @@ grpc::ServerUnaryReactor* CoordinatorService::SubmitJob(grpc::CallbackServerCont
     return reactor;
   }
   // Answered from the committer thread once the job is durable.
+  const int32_t max_pending = security_.submissions->MaxPending(*who);
   core_->SubmitJob(spec, req->idempotency_key(),
                    [reactor, resp, who = Who(security_.auth, ctx), tenant = spec.tenant](
                        absl::StatusOr<SubmitResult> r) {
@@ -97,7 +99,8 @@ grpc::ServerUnaryReactor* CoordinatorService::SubmitJob(grpc::CallbackServerCont
                        resp->set_duplicate(r->duplicate);
                      }
                      reactor->Finish(r.ok() ? grpc::Status::OK : ToGrpc(r.status()));
-                   });
+                   },
+                   max_pending);
   return reactor;
 }
 
@@ -142,10 +145,21 @@ grpc::Status CoordinatorService::CancelJob(grpc::ServerContext* ctx,
 
 grpc::Status CoordinatorService::ListNodes(grpc::ServerContext* ctx, const rpc::ListNodesRequest*,
                                            rpc::ListNodesResponse* resp) {
-  if (absl::StatusOr<Identity> who = Authorize(*ctx, "Coordinator.ListNodes"); !who.ok()) {
-    return ToGrpc(who.status());
+  absl::StatusOr<Identity> who = Authorize(*ctx, "Coordinator.ListNodes");
+  if (!who.ok()) return ToGrpc(who.status());
+  std::vector<NodeView> nodes = CoreReads(core_).ListNodes();
+  // A user sees the ids of its own tenant's jobs only; where others' jobs
+  // hold GPUs shows in gpus_allocated alone.
+  if (!who->insecure && who->role != Role::kAdmin) {
+    std::set<std::string> own;
+    for (const JobRecord& j : CoreReads(core_).ListJobs(/*include_finished=*/false, who->tenant)) {
+      own.insert(j.id);
+    }
+    for (NodeView& n : nodes) {
+      std::erase_if(n.jobs, [&](const std::string& id) { return own.count(id) == 0; });
+    }
   }
-  for (const NodeView& n : CoreReads(core_).ListNodes()) ToProto(n, resp->add_nodes());
+  for (const NodeView& n : nodes) ToProto(n, resp->add_nodes());
   return grpc::Status::OK;
 }
 

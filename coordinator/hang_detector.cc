@@ -68,7 +68,12 @@ void HangDetector::Observe(const std::string& node, const RankReport& report) {
 }
 
 Duration HangDetector::Timeout(const JobRecord& job) const {
-  if (job.spec.hang_timeout_s > 0) return Seconds(static_cast<double>(job.spec.hang_timeout_s));
+  if (job.spec.hang_timeout_s > 0) {
+    // Submissions below the floor are refused; a record from before the
+    // floor was raised is held to it too.
+    return std::max<Duration>(Seconds(static_cast<double>(job.spec.hang_timeout_s)),
+                              options_.timeout_floor);
+  }
   Duration t = options_.min_timeout;
   auto it = attempts_.find(job.id);
   if (it != attempts_.end() && it->second.attempt == job.attempt && !it->second.step_ms.empty()) {
@@ -109,6 +114,7 @@ HangVerdict HangDetector::Judge(const JobRecord& job, const AttemptTrack& a, Tim
   std::string why;
   for (const auto& [rank, r] : a.ranks) {  // 1: a stopped process
     if (r.last.stopped) {
+      v.cause = HangCause::kStoppedProcess;
       v.suspect = rank;
       suspect = &r;
       why = low > 0       ? absl::StrCat("a process of it is stopped; peers waiting in ", low_name)
@@ -174,6 +180,7 @@ HangVerdict HangDetector::Judge(const JobRecord& job, const AttemptTrack& a, Tim
     }
     why = low > 0 ? absl::StrCat("every rank waits in ", low_name)
                   : absl::StrCat("no rank in a collective; step ", suspect->last.step);
+    if (low == 0 && !peer_saving) v.cause = HangCause::kIdle;
   }
   v.node = suspect != nullptr ? suspect->node : "";
   const double quiet = suspect != nullptr ? ToSeconds(now - suspect->last_change) : v.stalled_s;
@@ -298,16 +305,17 @@ std::vector<RankFlag> HangDetector::Stragglers(const std::string& job_id, int32_
   return out;
 }
 
-bool SuspectLedger::Strike(const std::string& node) {
+bool SuspectLedger::Strike(const std::string& node, const std::string& tenant) {
   if (options_->drain_after <= 0 || node.empty()) return false;
   const TimePoint now = clock_->Now();
-  std::vector<TimePoint>& s = strikes_[node];
-  s.push_back(now);
-  s.erase(std::remove_if(s.begin(), s.end(),
-                         [&](TimePoint t) { return now - t > options_->drain_window; }),
-          s.end());
-  if (static_cast<int32_t>(s.size()) < options_->drain_after) return false;
-  s.clear();
+  std::map<std::string, TimePoint>& s = strikes_[node];
+  s[tenant] = now;
+  for (auto it = s.begin(); it != s.end();) {
+    it = now - it->second > options_->drain_window ? s.erase(it) : std::next(it);
+  }
+  // One tenant is never enough, whatever drain_after says.
+  if (static_cast<int32_t>(s.size()) < std::max(options_->drain_after, 2)) return false;
+  strikes_.erase(node);
   return true;
 }
 

@@ -14,6 +14,11 @@
 // not entered the collective its peers are blocked in (not waiting, or at a
 // lower issue number); the rank whose progress stopped first.
 //
+// A verdict says whether the job caused the hang itself (HangCause): a
+// stopped process, or ranks all idle outside any collective, is the job's
+// own doing; only a hang inside or around a collective may point at the
+// suspect's node (and counts for auto-drain, SuspectLedger).
+//
 // Stragglers: at the end of every `window`, each rank's median compute time
 // per step (collective waits excluded) is compared with the median of the
 // other ranks' samples, over that window alone and over the pooled samples of
@@ -40,6 +45,15 @@
 namespace athanor::coord {
 
 
+enum class HangCause {
+  kStoppedProcess,  // a process of a rank is stopped: the job's own (or its owner's) doing
+  kIdle,            // no rank in a collective and none progressing: the job's own code waits
+  kCollective,      // a collective cannot complete: may be the suspect's node or network
+};
+
+// Whether a hang of `cause` is evidence against the suspect's node.
+inline bool CountsAgainstNode(HangCause cause) { return cause == HangCause::kCollective; }
+
 struct HangVerdict {
   std::string job_id;
   int32_t attempt = 0;
@@ -47,6 +61,7 @@ struct HangVerdict {
   std::string node;      // the suspect's
   std::string reason;    // "hang: rank 3 on node-b made no progress for 31 s (...)"
   double stalled_s = 0;  // since the attempt's last progress
+  HangCause cause = HangCause::kCollective;
 };
 
 class HangDetector {
@@ -60,7 +75,7 @@ class HangDetector {
   std::vector<HangVerdict> Check(const std::vector<const JobRecord*>& running);
   // The current straggler flags of `job_id`'s `attempt`.
   std::vector<RankFlag> Stragglers(const std::string& job_id, int32_t attempt) const;
-  // The timeout `job` gets now.
+  // The timeout `job` gets now (its own one at least HangOptions::timeout_floor).
   Duration Timeout(const JobRecord& job) const;
   // A straggler window shorter than this is stretched to it. Samples arrive
   // once per heartbeat, so a window shorter than the heartbeat interval (a
@@ -94,18 +109,22 @@ class HangDetector {
   std::map<std::string, AttemptTrack> attempts_;  // by job id
 };
 
-// Counts how often each node was named a suspect; says when one should be
-// drained (drain_after times within drain_window). Not thread-safe.
+// Counts, per node, the tenants whose jobs' hangs named it suspect; says when
+// one should be drained: hangs of `drain_after` different tenants' jobs
+// within drain_window. A tenant counts once however often its jobs hang
+// there, so the evidence never rests on one tenant. Only hangs that
+// CountsAgainstNode are struck. Not thread-safe.
 class SuspectLedger {
  public:
   SuspectLedger(const HangOptions* options, const Clock* clock) : options_(options), clock_(clock) {}
-  // Records a strike; true when `node` now has enough to be drained.
-  bool Strike(const std::string& node);
+  // Records a strike of `tenant`'s job; true when `node` now has enough to be
+  // drained (its strikes are then cleared).
+  bool Strike(const std::string& node, const std::string& tenant);
 
  private:
   const HangOptions* const options_;
   const Clock* const clock_;
-  std::map<std::string, std::vector<TimePoint>> strikes_;
+  std::map<std::string, std::map<std::string, TimePoint>> strikes_;  // node -> tenant -> newest
 };
 
 }  // namespace athanor::coord

@@ -230,13 +230,36 @@ TEST_F(HangDetectorTest, TimeoutGrowsWithTheMedianStepAndAJobMaySetItsOwn) {
   clock_.Advance(Seconds(1));
   EXPECT_EQ(det_.Check({&job}).size(), 1u);
 
-  JobRecord own = Running("8", 1, /*hang_timeout_s=*/5);
-  EXPECT_EQ(det_.Timeout(own), Seconds(5));
+  JobRecord own = Running("8", 1, /*hang_timeout_s=*/45);
+  EXPECT_EQ(det_.Timeout(own), Seconds(45));
   det_.Observe("a", Report("8", 1, 0, 1, 1));
-  clock_.Advance(Seconds(4));
+  clock_.Advance(Seconds(44));
   EXPECT_TRUE(det_.Check({&own}).empty());
   clock_.Advance(Seconds(1));
   EXPECT_EQ(det_.Check({&own}).size(), 1u);
+  // A record asking for less than the floor (30 s) gets the floor.
+  EXPECT_EQ(det_.Timeout(Running("9", 1, /*hang_timeout_s=*/1)), Seconds(30));
+}
+
+TEST_F(HangDetectorTest, VerdictsSayWhetherTheJobCausedTheHang) {
+  JobRecord stopped = Running("1", 1), idle = Running("2", 1), collective = Running("3", 1);
+  for (const char* id : {"1", "2", "3"}) {
+    det_.Observe("a", Report(id, 1, 0, 4, 4));
+    det_.Observe("b", Report(id, 1, 1, 4, 4));
+  }
+  clock_.Advance(Seconds(1));
+  det_.Observe("b", Report("1", 1, 1, 4, 4, 0, /*stopped=*/true));
+  det_.Observe("a", Report("3", 1, 0, 5, 5, 5));  // rank 1 never enters all-reduce #5
+  clock_.Advance(Seconds(30));
+  std::vector<HangVerdict> v = det_.Check({&stopped, &idle, &collective});
+  ASSERT_EQ(v.size(), 3u);
+  EXPECT_EQ(v[0].cause, HangCause::kStoppedProcess);
+  EXPECT_EQ(v[1].cause, HangCause::kIdle);
+  EXPECT_EQ(v[1].reason, "hang: rank 0 on a made no progress for 31 s (no rank in a collective; step 4)");
+  EXPECT_EQ(v[2].cause, HangCause::kCollective);
+  EXPECT_FALSE(CountsAgainstNode(v[0].cause));
+  EXPECT_FALSE(CountsAgainstNode(v[1].cause));
+  EXPECT_TRUE(CountsAgainstNode(v[2].cause));
 }
 
 TEST_F(HangDetectorTest, RanksWithoutPagesAndOldAttemptsAreNotJudged) {
@@ -366,18 +389,29 @@ TEST_F(HangDetectorTest, SteadyGangHasNoStraggler) {
   }
 }
 
-TEST(SuspectLedgerTest, TwoStrikesWithinTheWindowDrain) {
+TEST(SuspectLedgerTest, TwoTenantsStrikesWithinTheWindowDrain) {
   FakeClock clock;
   HangOptions o;
   SuspectLedger ledger(&o, &clock);
-  EXPECT_FALSE(ledger.Strike("b"));
+  EXPECT_FALSE(ledger.Strike("b", "t1"));
   clock.Advance(Seconds(3601));
-  EXPECT_FALSE(ledger.Strike("b"));  // the first fell out of the hour
-  EXPECT_FALSE(ledger.Strike("a"));
+  EXPECT_FALSE(ledger.Strike("b", "t2"));  // the first fell out of the hour
+  EXPECT_FALSE(ledger.Strike("a", "t1"));
   clock.Advance(Seconds(3599));
-  EXPECT_TRUE(ledger.Strike("b"));
+  EXPECT_TRUE(ledger.Strike("b", "t3"));
   o.drain_after = 0;
-  EXPECT_FALSE(ledger.Strike("a"));
+  EXPECT_FALSE(ledger.Strike("a", "t2"));
+}
+
+TEST(SuspectLedgerTest, OneTenantNeverDrainsANode) {
+  FakeClock clock;
+  HangOptions o;
+  SuspectLedger ledger(&o, &clock);
+  for (int i = 0; i < 10; ++i) EXPECT_FALSE(ledger.Strike("b", "t1")) << i;
+  EXPECT_TRUE(ledger.Strike("b", "t2"));
+  o.drain_after = 1;  // refused as a flag; the ledger still wants two tenants
+  EXPECT_FALSE(ledger.Strike("a", "t1"));
+  EXPECT_FALSE(ledger.Strike("a", "t1"));
 }
 
 // Through ClusterState: the hung attempt is requeued with the reason, its
@@ -405,7 +439,7 @@ class ClusterHangTest : public ::testing::Test {
       for (const DesiredRank& d : state_->DesiredFor(node)) {
         bool stuck = node == stuck_node;
         RankReport r = Report(d.job_id, d.attempt, d.rank, stuck ? stuck_step : step,
-                              stuck ? stuck_step : step, stuck ? 0 : step, stuck);
+                              stuck ? stuck_step : step, stuck ? 0 : step, stuck && stop_stuck_);
         if (d.terminate) r.phase = RankPhase::kExited;
         reports.push_back(r);
       }
@@ -415,6 +449,7 @@ class ClusterHangTest : public ::testing::Test {
   }
   FakeClock clock_;
   std::unique_ptr<ClusterState> state_;
+  bool stop_stuck_ = true;  // the stuck rank's process is stopped
 };
 
 TEST_F(ClusterHangTest, HungAttemptIsRequeuedWithStacksAndRepeatSuspectDrained) {
@@ -466,23 +501,52 @@ TEST_F(ClusterHangTest, HungAttemptIsRequeuedWithStacksAndRepeatSuspectDrained) 
   }
   EXPECT_FALSE(state_->nodes().Get(stuck)->drain);
 
-  // A second hang on the same node (within the hour) drains it, with the
-  // reason `athanor nodes` shows.
+  // A second hang on the same node (within the hour) does not drain it: a
+  // stopped process is the job's own doing, not the node's.
   Beat(0, "", 0);
   for (int i = 0; i < 31 && !state_->jobs().Find(id)->stopping; ++i) {
     clock_.Advance(Seconds(1));
     Beat(1, stuck, 0);
   }
   ASSERT_TRUE(state_->jobs().Find(id)->stopping);
-  std::optional<NodeRecord> drained = state_->nodes().Get(stuck);
+  EXPECT_FALSE(state_->nodes().Get(stuck)->drain);
+}
+
+// Hangs in a collective count against the suspect's node, once per tenant:
+// two hangs of one tenant's jobs leave it up, a second tenant's drains it.
+TEST_F(ClusterHangTest, CollectiveHangsOfTwoTenantsDrainTheSuspectsNode) {
+  stop_stuck_ = false;
+  auto hang = [&](const std::string& tenant) {
+    JobSpec spec;
+    spec.nodes = 2;
+    spec.gpus_per_node = 1;
+    spec.tenant = tenant;
+    spec.command = {"train"};
+    std::string id = state_->SubmitJob(spec)->job_id;
+    Beat(0, "", 0);
+    EXPECT_EQ(state_->jobs().Find(id)->state, JobState::kRunning);
+    // node-b's rank stays at step 5, out of the all-reduce #6 its peer waits in.
+    for (int i = 0; i < 40 && !state_->jobs().Find(id)->stopping; ++i) {
+      clock_.Advance(Seconds(1));
+      Beat(6, "node-b", 5);
+    }
+    EXPECT_TRUE(state_->jobs().Find(id)->stopping);
+    EXPECT_EQ(state_->jobs().Find(id)->hang.node, "node-b");
+    Beat(6, "", 0);  // its ranks exit
+    EXPECT_EQ(state_->jobs().Find(id)->state, JobState::kFailed);
+  };
+  hang("t1");
+  hang("t1");
+  EXPECT_FALSE(state_->nodes().Get("node-b")->drain);
+  hang("t2");
+  std::optional<NodeRecord> drained = state_->nodes().Get("node-b");
   EXPECT_TRUE(drained->drain);
-  EXPECT_EQ(drained->reason.rfind("auto-drained: suspect in 2 hangs within 3600 s; last: hang: rank ", 0),
+  EXPECT_EQ(drained->reason.rfind(
+                "auto-drained: suspect in hangs of 2 tenants' jobs within 3600 s; last: hang: rank ", 0),
             0u)
       << drained->reason;
-  EXPECT_NE(drained->reason.find(" on " + stuck + " made no progress for 31 s"), std::string::npos)
-      << drained->reason;
-  const std::string other = stuck == "node-a" ? "node-b" : "node-a";
-  EXPECT_FALSE(state_->nodes().Get(other)->drain);
+  EXPECT_NE(drained->reason.find(" on node-b made no progress for "), std::string::npos) << drained->reason;
+  EXPECT_FALSE(state_->nodes().Get("node-a")->drain);
 }
 
 // A job that asked to move off stragglers: once a rank is flagged, the

@@ -11,6 +11,7 @@ namespace athanor::coord {
 
 struct HangFlags {
   double min_timeout_s = 30;
+  double timeout_floor_s = 30;
   double step_multiple = 10;
   int32_t drain_after = 2;
   double drain_window_s = 3600;

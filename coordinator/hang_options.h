@@ -13,8 +13,15 @@ struct HangOptions {
   // its median step time), unless its job sets hang_timeout_s.
   Duration min_timeout = Seconds(30);
   double step_multiple = 10;
-  // Auto-drain: a node named suspect this many times within `drain_window`
-  // is drained; 0 turns it off.
+  // The shortest hang_timeout_s a job may ask for: a submission below it is
+  // refused (a tenant's short timeout must not turn a pause of its own into
+  // verdicts against a node), and an older record below it is raised to it.
+  Duration timeout_floor = Seconds(30);
+  // Auto-drain: a node named suspect in hangs of jobs of this many different
+  // tenants within `drain_window` is drained; 0 turns it off. Hangs the job
+  // itself caused (a stopped process, ranks idle outside collectives) never
+  // count, and one tenant counts once however many of its jobs hang there,
+  // so no tenant alone can drain a node. Never 1 (hang_flags.cc).
   int32_t drain_after = 2;
   Duration drain_window = Seconds(3600);
   // Stragglers: compute per step above straggler_ratio x the other ranks'

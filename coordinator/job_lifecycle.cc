@@ -61,12 +61,25 @@ void JobLifecycle::Restore(std::vector<JobRecord> jobs) {
   }
 }
 
-absl::StatusOr<SubmitResult> JobLifecycle::Submit(const JobSpec& spec, const std::string& key) {
+absl::StatusOr<SubmitResult> JobLifecycle::Submit(const JobSpec& spec, const std::string& key,
+                                                  int32_t max_pending) {
   RETURN_IF_ERROR(ValidateJobSpec(spec));
   RETURN_IF_ERROR(ValidateIdempotencyKey(key));
+  const Duration floor = p_.options->hangs.timeout_floor;
+  if (spec.hang_timeout_s > 0 && Seconds(static_cast<double>(spec.hang_timeout_s)) < floor) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "hang_timeout_s: ", spec.hang_timeout_s, " s is below the coordinator's floor of ",
+        ToSeconds(floor), " s (--hang-timeout-floor-s); ask for at least that, or 0 for the default"));
+  }
   if (!key.empty()) {
     auto it = by_key_.find({spec.tenant, key});
     if (it != by_key_.end()) return SubmitResult{jobs_.at(it->second).id, true};
+  }
+  if (max_pending > 0 && p_.sched->pending_of(spec.tenant) >= static_cast<size_t>(max_pending)) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "tenant '", spec.tenant, "' has ", p_.sched->pending_of(spec.tenant),
+        " pending jobs, the most it may queue (", max_pending,
+        ", --max-pending-per-tenant): wait for some to start, or cancel some"));
   }
   JobRecord job;
   job.seq = next_seq_;

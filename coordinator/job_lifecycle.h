@@ -56,8 +56,12 @@ class JobLifecycle {
   // Jobs from the store: attempts holding GPUs keep their placement, pending
   // jobs are queued again in submission order.
   void Restore(std::vector<JobRecord> jobs);
-  // Validates (InvalidArgument naming the field) and queues a job.
-  absl::StatusOr<SubmitResult> Submit(const JobSpec& spec, const std::string& idempotency_key);
+  // Validates (InvalidArgument naming the field; a hang_timeout_s below
+  // HangOptions::timeout_floor too) and queues a job. `max_pending` > 0: the
+  // most pending jobs the spec's tenant may have; a new job past it is
+  // ResourceExhausted (a retry of an existing key is not refused).
+  absl::StatusOr<SubmitResult> Submit(const JobSpec& spec, const std::string& idempotency_key,
+                                      int32_t max_pending = 0);
   // NotFound for an unknown id. Finished jobs come back unchanged.
   absl::StatusOr<JobRecord> Cancel(const std::string& id);
   // By an admin; FailedPrecondition unless the job is running.

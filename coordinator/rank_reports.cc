@@ -1,8 +1,18 @@
 #include "coordinator/rank_reports.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/truncate.h"
+#include "coordinator/validation.h"
 
 namespace athanor::coord {
+namespace {
+
+// An agent's word on a rank becomes the job's reason, kept in the store and
+// shown by `athanor job`: bounded like any client string, at a word boundary
+// and marked when cut. The agent writes the whole of it to the rank's log.
+constexpr size_t kMaxRankMessageBytes = kMaxStringBytes;
+
+}  // namespace
 
 bool ApplyRankReport(const RankReport& r, RankStatus* st) {
   if (st->exited) return false;
@@ -15,7 +25,7 @@ bool ApplyRankReport(const RankReport& r, RankStatus* st) {
   st->exited = true;
   st->exit_code = r.phase == RankPhase::kFailedToStart && r.exit_code == 0 ? 127 : r.exit_code;
   st->signal = r.signal;
-  st->message = r.message.substr(0, 256);
+  st->message = TruncateAtWord(r.message, kMaxRankMessageBytes);
   return true;
 }
 

@@ -50,10 +50,26 @@ TEST(RankReportsTest, AFailedStartExitsWith127UnlessGivenACode) {
   EXPECT_EQ(other.exit_code, 126);
 }
 
-TEST(RankReportsTest, TheMessageIsCutTo256Bytes) {
+TEST(RankReportsTest, AWholeSandboxMessageIsKept) {
+  const std::string message =
+      "cannot sandbox: the command /root/train.sh lies under /root, which the rank's sandbox hides "
+      "(ranks get a private /tmp and do not see /root, /home, /run or the agent's work dir); install "
+      "it elsewhere, ship it in the job's workdir, or start the agent with --sandbox-shared-dir for "
+      "its folder";
   RankStatus st;
-  ApplyRankReport(Report(RankPhase::kExited, 1, 0, std::string(1000, 'x')), &st);
-  EXPECT_EQ(st.message, std::string(256, 'x'));
+  ApplyRankReport(Report(RankPhase::kFailedToStart, 0, 0, message), &st);
+  EXPECT_EQ(st.message, message);
+}
+
+TEST(RankReportsTest, AnOverlongMessageIsCutAtAWordTo4KiB) {
+  std::string message;
+  while (message.size() < 5000) message += "word ";  // "word " x 1000
+  RankStatus st;
+  ApplyRankReport(Report(RankPhase::kExited, 1, 0, message), &st);
+  // 4093 bytes leave room for 818 words ("word " x 818 = 4090 bytes) and the mark.
+  std::string expected;
+  for (int i = 0; i < 818; ++i) expected += i == 0 ? "word" : " word";
+  EXPECT_EQ(st.message, expected + "\xE2\x80\xA6");
 }
 
 std::vector<RankStatus> Ranks(int n) {

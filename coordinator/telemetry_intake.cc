@@ -2,9 +2,12 @@
 
 #include <cmath>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
+#include "coordinator/core_reads.h"
 #include "coordinator/proto_convert.h"
+#include "coordinator/report_placement.h"
 
 namespace athanor::coord {
 
@@ -27,7 +30,21 @@ absl::Status TakeTelemetry(const rpc::HeartbeatRequest& req, int64_t now_ms, Tel
                                                      " samples (at most ", kMaxTelemetrySamples, ")"));
     }
   }
+  std::vector<std::string> foreign;
   for (const rpc::JobTelemetry& t : req.telemetry()) {
+    // Only a node running a rank of the job's current attempt speaks for it.
+    if (t.samples_size() == 0) continue;
+    absl::StatusOr<JobRecord> job = CoreReads(core).GetJob(t.job_id());
+    if (job.ok() && t.attempt() > 0 && t.attempt() < job->attempt) continue;  // late, of an earlier attempt
+    bool placed = false;
+    if (job.ok() && t.attempt() == job->attempt) {
+      for (const RankPlacement& p : job->allocation) placed = placed || p.node == req.node();
+    }
+    if (!placed) {
+      foreign.push_back(absl::StrCat("telemetry of job '", absl::CHexEscape(t.job_id()), "' attempt ",
+                                     t.attempt()));
+      continue;
+    }
     std::vector<TelemetryFigures> samples;
     for (const rpc::TelemetrySample& s : t.samples()) {
       if (s.step() < 0 || !std::isfinite(s.loss())) continue;  // not a figure to chart
@@ -41,6 +58,7 @@ absl::Status TakeTelemetry(const rpc::HeartbeatRequest& req, int64_t now_ms, Tel
       if (!s.ok() && !absl::IsNotFound(s)) ATHANOR_LOG(WARNING) << "job " << id << ": telemetry: " << s;
     });
   }
+  if (!foreign.empty()) ATHANOR_LOG(WARNING) << DescribeForeign(req.node(), foreign);
   std::map<int32_t, GpuReading> gpus;
   for (const rpc::GpuSample& g : req.gpus()) {
     if (g.index() < 0 || g.index() > 1024) continue;

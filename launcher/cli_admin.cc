@@ -187,14 +187,21 @@ int RunQuota(CliContext& ctx, const std::vector<std::string>& args) {
   ParsedCommandLine cmd;
   po::positional_options_description pos;
   pos.add("words", -1);
-  if (int rc = ParseFlags(args, desc,
-                          "usage: athanor quota [--json]              list quotas and GPUs in use\n"
-                          "       athanor quota set TENANT GPUS       hard limit on a tenant's GPUs\n"
-                          "       athanor quota unset TENANT          remove the limit\n"
-                          "Quotas set here are stored by the coordinator and override its --quota "
-                          "flags.",
-                          &cmd, &pos);
-      rc >= 0) {
+  // `quota set --help` and `quota unset --help` describe the verb alone.
+  const std::string verb = args.size() > 1 ? args[1] : "";
+  const std::string usage =
+      verb == "set"     ? "usage: athanor quota set TENANT GPUS [--json]\n"
+                          "Sets a hard limit on the GPUs a tenant's jobs hold; stored by the coordinator,\n"
+                          "it overrides the coordinator's --quota flag for that tenant."
+      : verb == "unset" ? "usage: athanor quota unset TENANT [--json]\n"
+                          "Removes a tenant's limit set with `athanor quota set`."
+                        : "usage: athanor quota [set TENANT GPUS | unset TENANT] [--json]\n"
+                          "Without a verb, lists quotas and the GPUs in use. Quotas set here are stored\n"
+                          "by the coordinator and override its --quota flags.\n\n"
+                          "commands:\n"
+                          "  set TENANT GPUS  hard limit on a tenant's GPUs\n"
+                          "  unset TENANT     remove the limit";
+  if (int rc = ParseFlags(args, desc, usage, &cmd, &pos); rc >= 0) {
     return rc;
   }
   rpc::ListQuotasResponse resp;

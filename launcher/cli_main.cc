@@ -6,13 +6,13 @@
 // else 127.0.0.1:7700. Exit codes: see launcher/cli_commands.h.
 #include <cstdlib>
 #include <iostream>
-#include <map>
 #include <string>
 #include <vector>
 
 #include <grpcpp/grpcpp.h>
 
 #include "launcher/cli_commands.h"
+#include "launcher/cli_help.h"
 #include "launcher/cli_security.h"
 
 namespace athanor::cli {
@@ -20,50 +20,58 @@ namespace {
 
 constexpr char kDefaultCoordinator[] = "127.0.0.1:7700";
 
+using Command = int (*)(CliContext&, const std::vector<std::string>&);
+
+struct Entry {
+  Subcommand help;
+  Command run;
+  bool admin;  // listed under "admin commands"
+};
+
+// Every command, in the order `athanor --help` lists them.
+const std::vector<Entry>& Commands() {
+  static const std::vector<Entry>* commands = new std::vector<Entry>{
+      {{"submit", "--nodes N --gpus-per-node G [...] -- CMD [ARGS...]", "submit a job, print its id"},
+       RunSubmit, false},
+      {{"jobs", "[--all] [--json]", "list jobs"}, RunJobs, false},
+      {{"job", "ID [--json]", "show one job and its ranks"}, RunJob, false},
+      {{"nodes", "[--json]", "list nodes"}, RunNodes, false},
+      {{"cancel", "ID", "cancel a job"}, RunCancel, false},
+      {{"wait", "ID [--timeout S]", "wait for a job (exit 0 only if it SUCCEEDED)"}, RunWait, false},
+      {{"logs", "ID [--rank R] [--attempt N]", "print the ranks' output"}, RunLogs, false},
+      {{"alloc", "--nodes N --gpus-per-node G --idle-timeout D [-- CMD]", "hold an interactive gang"},
+       RunAlloc, false},
+      {{"why", "ID [--json]", "why a job is pending (quota, fit, queue)"}, RunWhy, false},
+      {{"checkpoints", "ID [--uri URI] [--json]", "a job's committed checkpoints"}, RunCheckpoints, false},
+      {{"top", "[--interval S] [--once]", "live cluster view (q quits)"}, RunTop, false},
+      {{"preempt", "ID [--grace S]", "checkpoint, stop and requeue a running job"}, RunPreempt, true},
+      {{"drain", "NODE [--grace S] [--reason R]", "move jobs off a node; no new work"}, RunDrain, true},
+      {{"undrain", "NODE", "let a drained node take work again"}, RunUndrain, true},
+      {{"usage", "[--tenant T] [--since D] [--json]", "GPU-seconds per tenant and job"}, RunUsage, true},
+      {{"quota", "[set TENANT GPUS | unset TENANT] [--json]", "show or change GPU quotas"}, RunQuota, true},
+      {{"admin", "ca|token|tenant|credentials ...", "cluster CA, bearer tokens, tenants' limits"},
+       RunAdmin, true},
+  };
+  return *commands;
+}
+
 void Usage(std::ostream& out) {
+  std::vector<Subcommand> user, admin;
+  for (const Entry& e : Commands()) (e.admin ? admin : user).push_back(e.help);
   out << "usage: athanor [--coordinator HOST:PORT] [--ca FILE] [--token-file FILE] COMMAND [ARGS...]\n\n"
          "The coordinator is --coordinator, else $ATHANOR_COORDINATOR, else "
-      << kDefaultCoordinator
-      << ".\n\n"
-         "commands:\n"
-         "  submit  --nodes N --gpus-per-node G [...] -- CMD [ARGS...]   submit a job, print its id\n"
-         "  jobs    [--all] [--json]                 list jobs\n"
-         "  job     ID [--json]                      show one job and its ranks\n"
-         "  nodes   [--json]                         list nodes\n"
-         "  cancel  ID                               cancel a job\n"
-         "  wait    ID [--timeout S]                 wait for a job (exit 0 only if it SUCCEEDED)\n"
-         "  logs    ID [--rank R]                    print the ranks' output\n"
-         "  alloc   --nodes N --gpus-per-node G --idle-timeout D [-- CMD]   hold an interactive gang\n"
-         "  why     ID [--json]                      why a job is pending (quota, fit, queue)\n"
-         "  checkpoints ID [--uri URI] [--json]      a job's committed checkpoints\n"
-         "  top     [--interval S] [--once]          live cluster view (q quits)\n\n"
-         "admin commands:\n"
-         "  preempt ID [--grace S]                   checkpoint, stop and requeue a running job\n"
-         "  drain   NODE [--grace S] [--reason R]    move jobs off a node; no new work\n"
-         "  undrain NODE                             let a drained node take work again\n"
-         "  usage   [--tenant T] [--since D] [--json]   GPU-seconds per tenant and job\n"
-         "  quota   [set TENANT GPUS | unset TENANT] [--json]   show or change GPU quotas\n\n"
-         "  admin   ca|token|tenant ...              cluster CA, bearer tokens, tenants' limits\n\n"
-         "Calls go over TLS verified against the cluster CA (--ca, else $ATHANOR_CA, else\n"
+      << kDefaultCoordinator << ".\n\n"
+      << FormatSubcommands(user) << "\n"
+      << FormatSubcommands(admin, "admin commands") << "\n"
+      << "Calls go over TLS verified against the cluster CA (--ca, else $ATHANOR_CA, else\n"
          "~/.athanor/ca.crt) with your bearer token ($ATHANOR_TOKEN, else --token-file or\n"
          "$ATHANOR_TOKEN_FILE, else ~/.athanor/token; a token file must be mode 0600).\n"
          "Your tenant comes from your token. Without a CA the call is plaintext, for a\n"
          "coordinator started --insecure on loopback, and no token is sent.\n"
-         "`athanor COMMAND --help` describes each command.\n";
+         "`athanor COMMAND --help` describes each command; it calls no coordinator.\n";
 }
 
 int Main(int argc, char** argv) {
-  using Command = int (*)(CliContext&, const std::vector<std::string>&);
-  const std::map<std::string, Command> commands = {
-      {"submit", RunSubmit}, {"jobs", RunJobs},     {"job", RunJob},   {"nodes", RunNodes},
-      {"cancel", RunCancel}, {"wait", RunWait},     {"logs", RunLogs},
-      {"preempt", RunPreempt}, {"drain", RunDrain}, {"undrain", RunUndrain},
-      {"usage", RunUsage},   {"quota", RunQuota},   {"why", RunWhy},
-      {"alloc", RunAlloc},
-      {"checkpoints", RunCheckpoints},
-      {"admin", RunAdmin},
-      {"top", RunTop},
-  };
   CliContext ctx;
   const char* env = std::getenv("ATHANOR_COORDINATOR");
   ctx.coordinator = env != nullptr && *env != '\0' ? env : kDefaultCoordinator;
@@ -73,7 +81,7 @@ int Main(int argc, char** argv) {
   int i = 1;
   for (; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--help" || a == "-h") {
+    if (IsHelpFlag(a)) {
       Usage(std::cout);
       return kExitOk;
     } else if (a == "--coordinator" && i + 1 < argc) {
@@ -94,13 +102,19 @@ int Main(int argc, char** argv) {
     Usage(std::cerr);
     return kExitUsage;
   }
-  auto it = commands.find(argv[i]);
-  if (it == commands.end()) {
+  const Entry* command = nullptr;
+  for (const Entry& e : Commands()) {
+    if (e.help.name == argv[i]) command = &e;
+  }
+  if (command == nullptr) {
     std::cerr << "athanor: unknown command '" << argv[i] << "'\n\n";
     Usage(std::cerr);
     return kExitUsage;
   }
   std::vector<std::string> args(argv + i, argv + argc);
+  // Help reads no files and makes no channel: each command prints it before
+  // it touches ctx.stub or ctx.channel.
+  if (AsksForHelp(args)) return command->run(ctx, args);
   // `admin ca` works on files alone (and may be making the CA named by $ATHANOR_CA).
   const bool files_only = args[0] == "admin" && args.size() > 1 && args[1] == "ca";
   absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
@@ -112,7 +126,7 @@ int Main(int argc, char** argv) {
   }
   ctx.channel = *channel;
   ctx.stub = rpc::Coordinator::NewStub(ctx.channel);
-  return it->second(ctx, args);
+  return command->run(ctx, args);
 }
 
 }  // namespace

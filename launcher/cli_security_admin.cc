@@ -1,4 +1,5 @@
-// `athanor admin`: the cluster CA, bearer tokens and tenants' limits.
+// `athanor admin`: the cluster CA, bearer tokens, tenants' limits and their
+// store credentials. Two levels below `admin`: a group, then a verb.
 //
 //   athanor admin ca init --dir DIR              CA, coordinator certificate, admin.token
 //   athanor admin ca agent --dir DIR --node N    a node's agent certificate
@@ -6,7 +7,7 @@
 //   athanor admin token create --tenant T [--role user|admin] [--ttl D] [--description S]
 //   athanor admin token list [--tenant T] [--json]
 //   athanor admin token revoke ID
-//   athanor admin tenant set T --max-priority P
+//   athanor admin tenant set T --max-priority P [--json]
 //   athanor admin tenant list [--json]
 //   athanor admin credentials set TENANT --file F   a tenant's store credentials (F: 0600,
 //                                                   lines access_key=, secret_key=, session_token=)
@@ -14,44 +15,54 @@
 //
 // `ca` works on files only; the others call the coordinator's Security
 // service (admins only). A new token is printed once, alone on stdout.
+// `--help` at each level describes it without calling anyone.
 #include <time.h>
 
 #include <iostream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "launcher/cli_commands.h"
 #include "launcher/cli_format.h"
+#include "launcher/cli_help.h"
 #include "launcher/cli_util.h"
-#include "absl/strings/ascii.h"
-#include "absl/strings/str_split.h"
 #include "security/cluster_ca.h"
 #include "security/private_file.h"
 
 namespace athanor::cli {
 namespace {
 
-constexpr char kUsage[] =
-    "usage: athanor admin ca init --dir DIR               make the cluster CA, the coordinator's\n"
-    "                                                     certificate and a bootstrap admin token\n"
-    "       athanor admin ca agent --dir DIR --node NAME  a node's agent certificate\n"
-    "       athanor admin ca coordinator --dir DIR        re-issue the coordinator's certificate\n"
-    "       athanor admin token create --tenant T [--role user|admin] [--ttl D] [--description S]\n"
-    "       athanor admin token list [--tenant T] [--json]\n"
-    "       athanor admin token revoke ID\n"
-    "       athanor admin tenant set TENANT --max-priority P\n"
-    "       athanor admin tenant list [--json]\n"
-    "       athanor admin credentials set TENANT --file F   a tenant's object-store credentials\n"
-    "                  (F: mode 0600, lines access_key=..., secret_key=..., session_token=...)\n"
-    "       athanor admin credentials clear TENANT | list\n";
+// A verb's handler: args[0] is "admin GROUP VERB" (for messages), the rest
+// its flags and operands.
+using VerbHandler = int (*)(CliContext& ctx, const std::vector<std::string>& args);
 
-int Usage(const std::string& msg) {
-  if (!msg.empty()) std::cerr << "athanor admin: " << msg << "\n\n";
-  std::cerr << kUsage;
+struct Verb {
+  Subcommand help;  // name, synopsis, summary
+  VerbHandler run;
+};
+
+struct Group {
+  Subcommand help;
+  std::string about;  // a paragraph for the group's own --help
+  std::vector<Verb> verbs;
+};
+
+std::string VerbUsage(const std::string& group, const Subcommand& verb) {
+  std::string what = verb.summary;
+  if (!what.empty()) what[0] = absl::ascii_toupper(what[0]);
+  return absl::StrCat("usage: athanor admin ", group, " ", verb.name,
+                      verb.synopsis.empty() ? "" : " ", verb.synopsis, "\n", what, ".");
+}
+
+int UsageError(const std::string& what, const std::string& msg) {
+  std::cerr << "athanor " << what << ": " << msg << " (see --help)\n";
   return kExitUsage;
 }
 
 int FileError(const std::string& what, const absl::Status& s) {
-  std::cerr << "athanor admin " << what << ": " << s.message() << "\n";
+  std::cerr << "athanor " << what << ": " << s.message() << "\n";
   return kExitRpcError;
 }
 
@@ -64,37 +75,55 @@ std::string When(int64_t unix) {
   return buf;
 }
 
-int RunCa(const std::vector<std::string>& args) {
-  std::string verb = args.size() > 1 ? args[1] : "";
+po::positional_options_description FirstOperand(const char* name) {
+  po::positional_options_description p;
+  p.add(name, 1);
+  return p;
+}
+
+// ---------------------------------------------------------------- ca
+
+int CaVerb(const std::vector<std::string>& args, const Subcommand& verb) {
   std::string dir, node;
-  po::options_description desc("athanor admin ca options");
-  desc.add_options()
-      ("dir", po::value(&dir)->required(), "the cluster CA folder")
-      ("node", po::value(&node), "the node an agent certificate names");
+  po::options_description desc("options");
+  desc.add_options()("dir", po::value(&dir)->required(), "the cluster CA folder");
+  if (verb.name == "agent") desc.add_options()("node", po::value(&node)->required(), "the node the certificate names");
   ParsedCommandLine cmd;
-  std::vector<std::string> rest(args.begin() + 1, args.end());
-  if (rest.empty()) return Usage("ca: expected init, agent or coordinator");
-  rest[0] = "admin ca " + verb;
-  if (int rc = ParseFlags(rest, desc, kUsage, &cmd); rc >= 0) return rc;
+  if (int rc = ParseFlags(args, desc, VerbUsage("ca", verb), &cmd); rc >= 0) return rc;
   absl::Status s;
-  if (verb == "init") {
+  if (verb.name == "init") {
     s = security::InitClusterCa(dir);
     if (s.ok()) {
       std::cout << "cluster CA in " << dir << ": ca.crt, coordinator.crt/.key, admin.token "
                 << "(keep ca.key and admin.token private)\n";
     }
-  } else if (verb == "agent") {
-    if (node.empty()) return Usage("ca agent: --node is required");
+  } else if (verb.name == "agent") {
     s = security::IssueAgentCertificate(dir, node);
     if (s.ok()) std::cout << "agent certificate for node " << node << " in " << dir << "/agent-" << node << ".crt\n";
-  } else if (verb == "coordinator") {
+  } else {
     s = security::IssueCoordinatorCertificate(dir);
     if (s.ok()) std::cout << "coordinator certificate re-issued in " << dir << "/coordinator.crt\n";
-  } else {
-    return Usage("ca: expected init, agent or coordinator, got '" + verb + "'");
   }
-  return s.ok() ? kExitOk : FileError("ca " + verb, s);
+  return s.ok() ? kExitOk : FileError(args[0], s);
 }
+
+const Subcommand kCaInit{"init", "--dir DIR",
+                         "make the cluster CA, the coordinator's certificate and a bootstrap admin token"};
+const Subcommand kCaAgent{"agent", "--dir DIR --node NAME", "issue a node's agent certificate"};
+const Subcommand kCaCoordinator{"coordinator", "--dir DIR", "re-issue the coordinator's certificate"};
+
+int RunCaInit(CliContext&, const std::vector<std::string>& args) { return CaVerb(args, kCaInit); }
+int RunCaAgent(CliContext&, const std::vector<std::string>& args) { return CaVerb(args, kCaAgent); }
+int RunCaCoordinator(CliContext&, const std::vector<std::string>& args) {
+  return CaVerb(args, kCaCoordinator);
+}
+
+// ---------------------------------------------------------------- token
+
+const Subcommand kTokenCreate{"create", "--tenant T [--role user|admin] [--ttl D] [--description S]",
+                              "make a bearer token; it is printed once, alone on stdout"};
+const Subcommand kTokenList{"list", "[--tenant T] [--json]", "list tokens (never their secrets)"};
+const Subcommand kTokenRevoke{"revoke", "ID", "revoke a token at once"};
 
 void PrintToken(const rpc::TokenInfo& t) {
   std::cout << t.id() << "  " << t.tenant() << "  " << t.role() << "  created " << When(t.created_unix())
@@ -102,110 +131,91 @@ void PrintToken(const rpc::TokenInfo& t) {
             << (t.description().empty() ? "" : "  " + t.description()) << "\n";
 }
 
-int RunToken(CliContext& ctx, const std::vector<std::string>& args) {
-  std::string verb = args.size() > 1 ? args[1] : "";
-  std::string tenant, role = "user", ttl, description, id;
-  bool json = false;
-  po::options_description desc("athanor admin token options");
+int RunTokenCreate(CliContext& ctx, const std::vector<std::string>& args) {
+  std::string tenant, role, ttl, description;
+  po::options_description desc("options");
   desc.add_options()
-      ("tenant", po::value(&tenant), "the token's tenant")
+      ("tenant", po::value(&tenant)->required(), "the token's tenant")
       ("role", po::value(&role)->default_value("user"), "user or admin")
       ("ttl", po::value(&ttl), "lifetime, e.g. 30m, 12h, 90d (default: no expiry)")
-      ("description", po::value(&description), "a note shown by `token list`")
-      ("id", po::value(&id), "the token id to revoke")
-      ("json", po::bool_switch(&json), "print the response as JSON");
-  po::positional_options_description pos;
-  pos.add("id", 1);
-  std::vector<std::string> rest(args.begin() + 1, args.end());
-  if (rest.empty()) return Usage("token: expected create, list or revoke");
-  rest[0] = "admin token " + verb;
+      ("description", po::value(&description), "a note shown by `token list`");
   ParsedCommandLine cmd;
-  if (int rc = ParseFlags(rest, desc, kUsage, &cmd, &pos); rc >= 0) return rc;
+  if (int rc = ParseFlags(args, desc, VerbUsage("token", kTokenCreate), &cmd); rc >= 0) return rc;
+  rpc::CreateTokenRequest req;
+  req.set_tenant(tenant);
+  req.set_role(role);
+  req.set_description(description);
+  if (!ttl.empty()) {
+    std::optional<int64_t> s = ParseDurationSeconds(ttl);
+    if (!s || *s <= 0) return UsageError(args[0], "--ttl expects a duration like 30m, 12h or 90d");
+    req.set_ttl_s(*s);
+  }
   auto stub = rpc::Security::NewStub(ctx.channel);
   grpc::ClientContext c;
   PrepareCall(ctx, &c);
-  if (verb == "create") {
-    if (tenant.empty()) return Usage("token create: --tenant is required");
-    rpc::CreateTokenRequest req;
-    req.set_tenant(tenant);
-    req.set_role(role);
-    req.set_description(description);
-    if (!ttl.empty()) {
-      std::optional<int64_t> s = ParseDurationSeconds(ttl);
-      if (!s || *s <= 0) return Usage("token create: --ttl expects a duration like 30m, 12h or 90d");
-      req.set_ttl_s(*s);
-    }
-    rpc::CreateTokenResponse resp;
-    grpc::Status s = stub->CreateToken(&c, req, &resp);
-    if (!s.ok()) return RpcError("admin token create", ctx, s);
-    std::cout << resp.token() << "\n";
-    std::cerr << "token " << resp.info().id() << " for tenant " << resp.info().tenant() << " ("
-              << resp.info().role() << ", expires " << When(resp.info().expires_unix())
-              << "): shown once; store it mode 0600\n";
-    return kExitOk;
-  }
-  if (verb == "list") {
-    rpc::ListTokensRequest req;
-    req.set_tenant(tenant);
-    rpc::ListTokensResponse resp;
-    grpc::Status s = stub->ListTokens(&c, req, &resp);
-    if (!s.ok()) return RpcError("admin token list", ctx, s);
-    if (json) {
-      std::cout << ToJson(resp);
-    } else {
-      for (const rpc::TokenInfo& t : resp.tokens()) PrintToken(t);
-    }
-    return kExitOk;
-  }
-  if (verb == "revoke") {
-    if (id.empty()) return Usage("token revoke: expected a token ID");
-    rpc::RevokeTokenRequest req;
-    req.set_id(id);
-    rpc::RevokeTokenResponse resp;
-    grpc::Status s = stub->RevokeToken(&c, req, &resp);
-    if (!s.ok()) return RpcError("admin token revoke", ctx, s);
-    PrintToken(resp.info());
-    return kExitOk;
-  }
-  return Usage("token: expected create, list or revoke, got '" + verb + "'");
+  rpc::CreateTokenResponse resp;
+  grpc::Status s = stub->CreateToken(&c, req, &resp);
+  if (!s.ok()) return RpcError(args[0], ctx, s);
+  std::cout << resp.token() << "\n";
+  std::cerr << "token " << resp.info().id() << " for tenant " << resp.info().tenant() << " ("
+            << resp.info().role() << ", expires " << When(resp.info().expires_unix())
+            << "): shown once; store it mode 0600\n";
+  return kExitOk;
 }
 
-int RunTenant(CliContext& ctx, const std::vector<std::string>& args) {
-  std::string verb = args.size() > 1 ? args[1] : "";
+int RunTokenList(CliContext& ctx, const std::vector<std::string>& args) {
   std::string tenant;
-  int32_t max_priority = 0;
   bool json = false;
-  po::options_description desc("athanor admin tenant options");
+  po::options_description desc("options");
   desc.add_options()
-      ("tenant", po::value(&tenant), "the tenant")
-      ("max-priority", po::value(&max_priority), "highest priority its users may submit at")
-      ("json", po::bool_switch(&json), "print the response as JSON");
-  po::positional_options_description pos;
-  pos.add("tenant", 1);
-  std::vector<std::string> rest(args.begin() + 1, args.end());
-  if (rest.empty()) return Usage("tenant: expected set or list");
-  rest[0] = "admin tenant " + verb;
+      ("tenant", po::value(&tenant), "only this tenant's tokens")
+      ("json", po::bool_switch(&json), "print the ListTokensResponse as JSON");
   ParsedCommandLine cmd;
-  if (int rc = ParseFlags(rest, desc, kUsage, &cmd, &pos); rc >= 0) return rc;
+  if (int rc = ParseFlags(args, desc, VerbUsage("token", kTokenList), &cmd); rc >= 0) return rc;
+  rpc::ListTokensRequest req;
+  req.set_tenant(tenant);
   auto stub = rpc::Security::NewStub(ctx.channel);
   grpc::ClientContext c;
   PrepareCall(ctx, &c);
-  rpc::ListTenantPoliciesResponse resp;
-  grpc::Status s;
-  if (verb == "set") {
-    if (tenant.empty() || cmd.vars.count("max-priority") == 0) {
-      return Usage("tenant set: expected TENANT --max-priority P");
-    }
-    rpc::SetTenantPolicyRequest req;
-    req.mutable_policy()->set_tenant(tenant);
-    req.mutable_policy()->set_max_priority(max_priority);
-    s = stub->SetTenantPolicy(&c, req, &resp);
-  } else if (verb == "list") {
-    s = stub->ListTenantPolicies(&c, rpc::ListTenantPoliciesRequest(), &resp);
+  rpc::ListTokensResponse resp;
+  grpc::Status s = stub->ListTokens(&c, req, &resp);
+  if (!s.ok()) return RpcError(args[0], ctx, s);
+  if (json) {
+    std::cout << ToJson(resp);
   } else {
-    return Usage("tenant: expected set or list, got '" + verb + "'");
+    for (const rpc::TokenInfo& t : resp.tokens()) PrintToken(t);
   }
-  if (!s.ok()) return RpcError("admin tenant " + verb, ctx, s);
+  return kExitOk;
+}
+
+int RunTokenRevoke(CliContext& ctx, const std::vector<std::string>& args) {
+  std::string id;
+  po::options_description desc("options");
+  desc.add_options()("id", po::value(&id)->required(), "the token id (as `token list` shows it)");
+  po::positional_options_description pos = FirstOperand("id");
+  ParsedCommandLine cmd;
+  if (int rc = ParseFlags(args, desc, VerbUsage("token", kTokenRevoke), &cmd, &pos); rc >= 0) return rc;
+  rpc::RevokeTokenRequest req;
+  req.set_id(id);
+  auto stub = rpc::Security::NewStub(ctx.channel);
+  grpc::ClientContext c;
+  PrepareCall(ctx, &c);
+  rpc::RevokeTokenResponse resp;
+  grpc::Status s = stub->RevokeToken(&c, req, &resp);
+  if (!s.ok()) return RpcError(args[0], ctx, s);
+  PrintToken(resp.info());
+  return kExitOk;
+}
+
+// ---------------------------------------------------------------- tenant
+
+const Subcommand kTenantSet{"set", "TENANT --max-priority P [--json]",
+                            "cap the priority a tenant's users may submit at"};
+const Subcommand kTenantList{"list", "[--json]", "list tenants' priority caps"};
+
+int PrintPolicies(const std::string& what, const CliContext& ctx, const grpc::Status& s,
+                  const rpc::ListTenantPoliciesResponse& resp, bool json) {
+  if (!s.ok()) return RpcError(what, ctx, s);
   if (json) {
     std::cout << ToJson(resp);
   } else {
@@ -216,71 +226,211 @@ int RunTenant(CliContext& ctx, const std::vector<std::string>& args) {
   return kExitOk;
 }
 
-int RunCredentials(CliContext& ctx, const std::vector<std::string>& args) {
-  std::string verb = args.size() > 1 ? args[1] : "";
-  std::string tenant, file;
-  po::options_description desc("athanor admin credentials options");
+int RunTenantSet(CliContext& ctx, const std::vector<std::string>& args) {
+  std::string tenant;
+  int32_t max_priority = 0;
+  bool json = false;
+  po::options_description desc("options");
   desc.add_options()
-      ("tenant", po::value(&tenant), "the tenant")
-      ("file", po::value(&file), "key=value lines: access_key, secret_key, session_token (mode 0600)");
-  po::positional_options_description pos;
-  pos.add("tenant", 1);
-  std::vector<std::string> rest(args.begin() + 1, args.end());
-  if (rest.empty()) return Usage("credentials: expected set, clear or list");
-  rest[0] = "admin credentials " + verb;
+      ("tenant", po::value(&tenant)->required(), "the tenant")
+      ("max-priority", po::value(&max_priority)->required(), "highest priority its users may submit at")
+      ("json", po::bool_switch(&json), "print the ListTenantPoliciesResponse as JSON");
+  po::positional_options_description pos = FirstOperand("tenant");
   ParsedCommandLine cmd;
-  if (int rc = ParseFlags(rest, desc, kUsage, &cmd, &pos); rc >= 0) return rc;
+  if (int rc = ParseFlags(args, desc, VerbUsage("tenant", kTenantSet), &cmd, &pos); rc >= 0) return rc;
+  rpc::SetTenantPolicyRequest req;
+  req.mutable_policy()->set_tenant(tenant);
+  req.mutable_policy()->set_max_priority(max_priority);
+  auto stub = rpc::Security::NewStub(ctx.channel);
+  grpc::ClientContext c;
+  PrepareCall(ctx, &c);
+  rpc::ListTenantPoliciesResponse resp;
+  grpc::Status s = stub->SetTenantPolicy(&c, req, &resp);
+  return PrintPolicies(args[0], ctx, s, resp, json);
+}
+
+int RunTenantList(CliContext& ctx, const std::vector<std::string>& args) {
+  bool json = false;
+  po::options_description desc("options");
+  desc.add_options()("json", po::bool_switch(&json), "print the ListTenantPoliciesResponse as JSON");
+  ParsedCommandLine cmd;
+  if (int rc = ParseFlags(args, desc, VerbUsage("tenant", kTenantList), &cmd); rc >= 0) return rc;
+  auto stub = rpc::Security::NewStub(ctx.channel);
+  grpc::ClientContext c;
+  PrepareCall(ctx, &c);
+  rpc::ListTenantPoliciesResponse resp;
+  grpc::Status s = stub->ListTenantPolicies(&c, rpc::ListTenantPoliciesRequest(), &resp);
+  return PrintPolicies(args[0], ctx, s, resp, json);
+}
+
+// ---------------------------------------------------------------- credentials
+
+const Subcommand kCredentialsSet{
+    "set", "TENANT --file F",
+    "store a tenant's object-store credentials (F: mode 0600, lines access_key=..., "
+    "secret_key=..., session_token=...)"};
+const Subcommand kCredentialsClear{"clear", "TENANT", "forget a tenant's credentials"};
+const Subcommand kCredentialsList{"list", "", "list the tenants that have credentials"};
+
+// Reads `file`'s key=value lines into *creds.
+absl::Status ReadCredentialsFile(const std::string& file, rpc::SetTenantCredentialsRequest* req) {
+  absl::StatusOr<std::string> text = security::ReadPrivateFile(file);
+  if (!text.ok()) return text.status();
+  for (absl::string_view line : absl::StrSplit(*text, '\n', absl::SkipWhitespace())) {
+    std::pair<std::string, std::string> kv = absl::StrSplit(line, absl::MaxSplits('=', 1));
+    std::string key(absl::StripAsciiWhitespace(kv.first));
+    std::string value(absl::StripAsciiWhitespace(kv.second));
+    if (key == "access_key") {
+      req->mutable_credentials()->set_access_key(value);
+    } else if (key == "secret_key") {
+      req->mutable_credentials()->set_secret_key(value);
+    } else if (key == "session_token") {
+      req->mutable_credentials()->set_session_token(value);
+    } else {
+      return absl::InvalidArgumentError(file + ": unknown key '" + key + "'");
+    }
+  }
+  if (req->credentials().access_key().empty() || req->credentials().secret_key().empty()) {
+    return absl::InvalidArgumentError(file + ": needs access_key= and secret_key= lines");
+  }
+  return absl::OkStatus();
+}
+
+int PrintTenants(const std::string& what, const CliContext& ctx, const grpc::Status& s,
+                 const rpc::ListTenantCredentialsResponse& resp) {
+  if (!s.ok()) return RpcError(what, ctx, s);
+  for (const std::string& t : resp.tenants()) std::cout << t << "\n";
+  return kExitOk;
+}
+
+int SetOrClearCredentials(CliContext& ctx, const std::vector<std::string>& args, bool set) {
+  std::string tenant, file;
+  po::options_description desc("options");
+  desc.add_options()("tenant", po::value(&tenant)->required(), "the tenant");
+  if (set) {
+    desc.add_options()("file", po::value(&file)->required(),
+                       "key=value lines: access_key, secret_key, session_token (mode 0600; "
+                       "secrets never go on a command line)");
+  }
+  po::positional_options_description pos = FirstOperand("tenant");
+  ParsedCommandLine cmd;
+  if (int rc = ParseFlags(args, desc, VerbUsage("credentials", set ? kCredentialsSet : kCredentialsClear),
+                          &cmd, &pos);
+      rc >= 0) {
+    return rc;
+  }
+  rpc::SetTenantCredentialsRequest req;
+  req.set_tenant(tenant);
+  if (set) {
+    if (absl::Status s = ReadCredentialsFile(file, &req); !s.ok()) return FileError(args[0], s);
+  }
   auto stub = rpc::Security::NewStub(ctx.channel);
   grpc::ClientContext c;
   PrepareCall(ctx, &c);
   rpc::ListTenantCredentialsResponse resp;
-  grpc::Status s;
-  if (verb == "set" || verb == "clear") {
-    if (tenant.empty()) return Usage("credentials " + verb + ": expected a TENANT");
-    rpc::SetTenantCredentialsRequest req;
-    req.set_tenant(tenant);
-    if (verb == "set") {
-      if (file.empty()) return Usage("credentials set: --file is required (secrets never go on a command line)");
-      absl::StatusOr<std::string> text = security::ReadPrivateFile(file);
-      if (!text.ok()) return FileError("credentials set", text.status());
-      for (absl::string_view line : absl::StrSplit(*text, '\n', absl::SkipWhitespace())) {
-        std::pair<std::string, std::string> kv = absl::StrSplit(line, absl::MaxSplits('=', 1));
-        std::string key(absl::StripAsciiWhitespace(kv.first));
-        std::string value(absl::StripAsciiWhitespace(kv.second));
-        if (key == "access_key") req.mutable_credentials()->set_access_key(value);
-        else if (key == "secret_key") req.mutable_credentials()->set_secret_key(value);
-        else if (key == "session_token") req.mutable_credentials()->set_session_token(value);
-        else return FileError("credentials set", absl::InvalidArgumentError(file + ": unknown key '" + key + "'"));
-      }
-      if (req.credentials().access_key().empty() || req.credentials().secret_key().empty()) {
-        return FileError("credentials set",
-                         absl::InvalidArgumentError(file + ": needs access_key= and secret_key= lines"));
-      }
-    }
-    s = stub->SetTenantCredentials(&c, req, &resp);
-  } else if (verb == "list") {
-    s = stub->ListTenantCredentials(&c, rpc::ListTenantCredentialsRequest(), &resp);
-  } else {
-    return Usage("credentials: expected set, clear or list, got '" + verb + "'");
+  grpc::Status s = stub->SetTenantCredentials(&c, req, &resp);
+  return PrintTenants(args[0], ctx, s, resp);
+}
+
+int RunCredentialsSet(CliContext& ctx, const std::vector<std::string>& args) {
+  return SetOrClearCredentials(ctx, args, true);
+}
+int RunCredentialsClear(CliContext& ctx, const std::vector<std::string>& args) {
+  return SetOrClearCredentials(ctx, args, false);
+}
+
+int RunCredentialsList(CliContext& ctx, const std::vector<std::string>& args) {
+  po::options_description desc("options");
+  ParsedCommandLine cmd;
+  if (int rc = ParseFlags(args, desc, VerbUsage("credentials", kCredentialsList), &cmd); rc >= 0) return rc;
+  auto stub = rpc::Security::NewStub(ctx.channel);
+  grpc::ClientContext c;
+  PrepareCall(ctx, &c);
+  rpc::ListTenantCredentialsResponse resp;
+  grpc::Status s = stub->ListTenantCredentials(&c, rpc::ListTenantCredentialsRequest(), &resp);
+  return PrintTenants(args[0], ctx, s, resp);
+}
+
+// ---------------------------------------------------------------- the tree
+
+const std::vector<Group>& Groups() {
+  static const std::vector<Group>* groups = new std::vector<Group>{
+      {{"ca", "init|agent|coordinator --dir DIR", "the cluster CA and its certificates (files only)"},
+       "Makes the cluster CA and issues its certificates, in a folder; calls no coordinator.",
+       {{kCaInit, RunCaInit}, {kCaAgent, RunCaAgent}, {kCaCoordinator, RunCaCoordinator}}},
+      {{"token", "create|list|revoke", "bearer tokens of users and admins"},
+       "Bearer tokens: each names a tenant and a role (user or admin).",
+       {{kTokenCreate, RunTokenCreate}, {kTokenList, RunTokenList}, {kTokenRevoke, RunTokenRevoke}}},
+      {{"tenant", "set|list", "tenants' priority caps"},
+       "Tenants' policies: the highest priority their users may submit at.",
+       {{kTenantSet, RunTenantSet}, {kTenantList, RunTenantList}}},
+      {{"credentials", "set|clear|list", "tenants' object-store credentials (sealed)"},
+       "Tenants' object-store credentials, sealed by the coordinator and handed to their jobs.",
+       {{kCredentialsSet, RunCredentialsSet},
+        {kCredentialsClear, RunCredentialsClear},
+        {kCredentialsList, RunCredentialsList}}},
+  };
+  return *groups;
+}
+
+std::string AdminHelp() {
+  std::vector<Subcommand> list;
+  for (const Group& g : Groups()) list.push_back(g.help);
+  return absl::StrCat(
+      "usage: athanor admin GROUP VERB [ARGS...]\n"
+      "The cluster CA, bearer tokens, tenants' limits and their store credentials. `ca` works\n"
+      "on files only; the others call the coordinator's Security service (admins only).\n\n",
+      FormatSubcommands(list),
+      "\n`athanor admin GROUP --help` lists a group's verbs; `athanor admin GROUP VERB --help`\n"
+      "describes one.\n");
+}
+
+std::string GroupHelp(const Group& g) {
+  std::vector<Subcommand> list;
+  for (const Verb& v : g.verbs) list.push_back(v.help);
+  return absl::StrCat("usage: athanor admin ", g.help.name, " VERB [ARGS...]\n", g.about, "\n\n",
+                      FormatSubcommands(list), "\n`athanor admin ", g.help.name,
+                      " VERB --help` describes one.\n");
+}
+
+std::string VerbNames(const Group& g) {
+  std::vector<std::string> names;
+  for (const Verb& v : g.verbs) names.push_back(v.help.name);
+  return absl::StrJoin(names, ", ");
+}
+
+// args[0] is the group's name.
+int RunGroup(CliContext& ctx, const Group& g, const std::vector<std::string>& args) {
+  const std::string what = "admin " + g.help.name;
+  if (args.size() < 2) return UsageError(what, "expected one of " + VerbNames(g));
+  if (IsHelpFlag(args[1])) {
+    std::cout << GroupHelp(g);
+    return kExitOk;
   }
-  if (!s.ok()) return RpcError("admin credentials " + verb, ctx, s);
-  for (const std::string& t : resp.tenants()) std::cout << t << "\n";
-  return kExitOk;
+  for (const Verb& v : g.verbs) {
+    if (v.help.name != args[1]) continue;
+    std::vector<std::string> rest(args.begin() + 1, args.end());
+    rest[0] = what + " " + v.help.name;
+    return v.run(ctx, rest);
+  }
+  return UsageError(what, "expected one of " + VerbNames(g) + ", got '" + args[1] + "'");
 }
 
 }  // namespace
 
 int RunAdmin(CliContext& ctx, const std::vector<std::string>& args) {
-  std::vector<std::string> rest(args.begin() + 1, args.end());
-  if (rest.empty() || rest[0] == "--help" || rest[0] == "-h") {
-    std::cout << kUsage;
-    return rest.empty() ? kExitUsage : kExitOk;
+  if (args.size() < 2) {
+    std::cerr << AdminHelp();
+    return kExitUsage;
   }
-  if (rest[0] == "ca") return RunCa(rest);
-  if (rest[0] == "token") return RunToken(ctx, rest);
-  if (rest[0] == "tenant") return RunTenant(ctx, rest);
-  if (rest[0] == "credentials") return RunCredentials(ctx, rest);
-  return Usage("unknown admin command '" + rest[0] + "'");
+  if (IsHelpFlag(args[1])) {
+    std::cout << AdminHelp();
+    return kExitOk;
+  }
+  for (const Group& g : Groups()) {
+    if (g.help.name == args[1]) return RunGroup(ctx, g, std::vector<std::string>(args.begin() + 1, args.end()));
+  }
+  return UsageError("admin", "unknown admin command '" + args[1] + "'");
 }
 
 }  // namespace athanor::cli

@@ -14,6 +14,7 @@
 
 #include "absl/strings/numbers.h"
 #include "launcher/cli_commands.h"
+#include "launcher/cli_help.h"
 #include "launcher/cli_util.h"
 
 namespace athanor::cli {
@@ -78,7 +79,7 @@ int RunTop(CliContext& ctx, const std::vector<std::string>& args) {
     } else if (args[i] == "--interval" && i + 1 < args.size() && absl::SimpleAtod(args[i + 1], &interval_s) &&
                interval_s >= 0.1 && interval_s <= 3600) {
       ++i;
-    } else if (args[i] == "--help") {
+    } else if (IsHelpFlag(args[i])) {
       std::cout << "usage: athanor top [--interval S] [--once]\n"
                    "  live cluster view: nodes x GPUs, running jobs (step rate, loss, ETA), the queue\n"
                    "  with why each job waits. q quits.\n";

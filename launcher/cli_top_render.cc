@@ -3,6 +3,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/truncate.h"
 #include "launcher/cli_top.h"
 
 namespace athanor::cli {
@@ -22,7 +23,7 @@ std::string Eta(const rpc::JobStatus& j) {
   return absl::StrFormat("%dm%02ds", s / 60, s % 60);
 }
 
-std::string Clock(int64_t unix_ms) {
+std::string WallClockText(int64_t unix_ms) {
   time_t t = static_cast<time_t>(unix_ms / 1000);
   tm parts{};
   localtime_r(&t, &parts);
@@ -45,7 +46,7 @@ std::vector<std::string> RenderTop(const rpc::ClusterView& view, const std::stri
   }
   for (const rpc::JobStatus& j : view.jobs()) running += j.state() == "RUNNING" ? 1 : 0;
   lines.push_back(absl::StrFormat("athanor top  %s  %s  nodes %d  GPUs %d/%d  running %d  queue %d",
-                                  view.unix_ms() > 0 ? Clock(view.unix_ms()) : "--:--:--", coordinator,
+                                  view.unix_ms() > 0 ? WallClockText(view.unix_ms()) : "--:--:--", coordinator,
                                   view.nodes_size(), allocated, gpus, running, view.queue_length()));
   lines.push_back("");
   // Nodes x GPUs: each cell is the holding job (or '.') and its measured use.
@@ -97,8 +98,10 @@ std::vector<std::string> RenderTop(const rpc::ClusterView& view, const std::stri
   lines.push_back("QUEUE  TENANT     GPUS  WHY");
   for (const rpc::JobStatus* j : pending) {
     if (static_cast<int>(lines.size()) >= height - 1) break;
-    std::string why = j->why_size() > 0 ? j->why(0) : j->reason();
-    lines.push_back(absl::StrFormat("%-6s %-10s %4d  %s", Fit(j->id(), 6), Fit(j->tenant(), 10), j->gpus(), why));
+    std::string line = absl::StrFormat("%-6s %-10s %4d  ", Fit(j->id(), 6), Fit(j->tenant(), 10), j->gpus());
+    // The reason ends at a whole word, marked, where the screen cuts it (`athanor why` has it all).
+    const std::string why = j->why_size() > 0 ? j->why(0) : j->reason();
+    lines.push_back(line + TruncateAtWord(why, static_cast<size_t>(std::max(0, width - static_cast<int>(line.size())))));
   }
   if (pending.empty()) lines.push_back("  (queue empty)");
   lines.resize(std::max(0, height - 1));

@@ -56,7 +56,10 @@ TEST(TopRenderTest, ShowsGridJobsAndQueueWithinTheTerminal) {
   EXPECT_TRUE(has("node-b       UP        .:-      .:-")) << lines[4];
   // 600 steps to go at 2/s: 5 minutes.
   EXPECT_TRUE(has("7      alice      RUNNING       2    500    1.2500    2.00    5m00s")) << lines[7];
-  EXPECT_TRUE(has("8      bob           4  no node fits: needs 1 node with 4 free GPUs; 0 nodes hav")) << lines[9];
+  EXPECT_TRUE(has("8      bob           4  no node fits: needs 1 node with 4 free GPUs; 0 nodes\xE2\x80\xA6"))
+      << lines[9];
+  std::vector<std::string> narrow = RenderTop(view, "127.0.0.1:7700", 40, 24);
+  EXPECT_EQ(narrow[9], "8      bob           4  no node fits:\xE2\x80\xA6");
   EXPECT_EQ(lines.back(), "q quits");
 }
 

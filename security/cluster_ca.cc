@@ -22,14 +22,14 @@
 namespace athanor::security {
 namespace {
 
-struct Free {
+struct CaFree {
   void operator()(EVP_PKEY* p) const { EVP_PKEY_free(p); }
   void operator()(X509* p) const { X509_free(p); }
   void operator()(BIO* p) const { BIO_free(p); }
 };
-using Key = std::unique_ptr<EVP_PKEY, Free>;
-using Cert = std::unique_ptr<X509, Free>;
-using Bio = std::unique_ptr<BIO, Free>;
+using Key = std::unique_ptr<EVP_PKEY, CaFree>;
+using Cert = std::unique_ptr<X509, CaFree>;
+using Bio = std::unique_ptr<BIO, CaFree>;
 
 absl::Status OpenSslError(const std::string& what) {
   unsigned long e = ERR_get_error();

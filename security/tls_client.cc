@@ -18,7 +18,7 @@
 namespace athanor::security {
 namespace {
 
-struct Free {
+struct ClientFree {
   void operator()(SSL_CTX* p) const { SSL_CTX_free(p); }
   void operator()(SSL* p) const { SSL_free(p); }
   void operator()(BIO* p) const { BIO_free(p); }
@@ -51,9 +51,9 @@ absl::StatusOr<std::string> TlsExchange(const std::string& address, const std::s
     return absl::InvalidArgumentError("expected IPv4 HOST:PORT, got '" + address + "'");
   }
   sa.sin_port = htons(static_cast<uint16_t>(port));
-  std::unique_ptr<SSL_CTX, Free> ctx(SSL_CTX_new(TLS_client_method()));
-  std::unique_ptr<BIO, Free> bio(BIO_new_mem_buf(ca_pem.data(), static_cast<int>(ca_pem.size())));
-  std::unique_ptr<X509, Free> ca(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
+  std::unique_ptr<SSL_CTX, ClientFree> ctx(SSL_CTX_new(TLS_client_method()));
+  std::unique_ptr<BIO, ClientFree> bio(BIO_new_mem_buf(ca_pem.data(), static_cast<int>(ca_pem.size())));
+  std::unique_ptr<X509, ClientFree> ca(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
   if (!ctx || !ca || X509_STORE_add_cert(SSL_CTX_get_cert_store(ctx.get()), ca.get()) != 1) {
     return absl::InvalidArgumentError("the CA certificate is not PEM: " + Why(nullptr));
   }
@@ -69,7 +69,7 @@ absl::StatusOr<std::string> TlsExchange(const std::string& address, const std::s
     close(fd);
     return absl::UnavailableError("cannot connect to " + address + ": " + why);
   }
-  std::unique_ptr<SSL, Free> ssl(SSL_new(ctx.get()));
+  std::unique_ptr<SSL, ClientFree> ssl(SSL_new(ctx.get()));
   SSL_set_fd(ssl.get(), fd);
   SSL_set_tlsext_host_name(ssl.get(), server_name.c_str());
   SSL_set1_host(ssl.get(), server_name.c_str());

@@ -66,7 +66,9 @@ std::string NodeOf(const rpc::Job& job, int rank) {
 }
 
 TEST(HangTest, StoppedRankIsDetectedNamedStackedAndRequeued) {
-  LocalCluster cluster({"--checkpoint-poll-s", "0.2", "--hang-drain-after", "0"});
+  // The jobs' hang timeouts (5-6 s) are below the default floor of 30 s.
+  LocalCluster cluster(
+      {"--checkpoint-poll-s", "0.2", "--hang-drain-after", "0", "--hang-timeout-floor-s", "5"});
   cluster.StartCoordinator();
   cluster.StartAgent("node-a", 1);
   cluster.StartAgent("node-b", 1);
@@ -77,6 +79,8 @@ TEST(HangTest, StoppedRankIsDetectedNamedStackedAndRequeued) {
                                   "5",
                                   "--hidden",
                                   "48",
+                                  "--optimizer",
+                                  "sgd",
                                   "--lr",
                                   "0.05",
                                   "--timeout-s",
@@ -164,7 +168,9 @@ TEST(HangTest, SeriesOfStoppedAndSkippingRanksIsDetectedAndNamed) {
   std::vector<bool> skips = {false, false, false, false, false, true, true, true, true, true};
   std::shuffle(skips.begin(), skips.end(), rng);
 
-  LocalCluster cluster({"--checkpoint-poll-s", "0.2", "--hang-drain-after", "0"});
+  // The jobs' hang timeouts (5-6 s) are below the default floor of 30 s.
+  LocalCluster cluster(
+      {"--checkpoint-poll-s", "0.2", "--hang-drain-after", "0", "--hang-timeout-floor-s", "5"});
   cluster.StartCoordinator();
   cluster.StartAgent("node-a", 1);
   cluster.StartAgent("node-b", 1);
@@ -189,7 +195,7 @@ TEST(HangTest, SeriesOfStoppedAndSkippingRanksIsDetectedAndNamed) {
     args.insert(args.end(), {"--checkpoint-uri", "file://" + cluster.dir() + "/store"});
     if (skip) args.insert(args.end(), {"--env", absl::StrCat(kSkipHook, "=", rank, ":", step)});
     args.insert(args.end(), {"--", std::string(std::getenv("ATHANOR_BIN_DIR")) + "/athanor-train",
-                             "--seed", "5", "--hidden", "48", "--lr", "0.05", "--timeout-s", "60",
+                             "--seed", "5", "--hidden", "48", "--optimizer", "sgd", "--lr", "0.05", "--timeout-s", "60",
                              "--steps", "80", "--checkpoint-every", "5"});
     CliResult sub = cluster.Cli(args);
     ASSERT_EQ(sub.exit_code, 0) << sub.err;

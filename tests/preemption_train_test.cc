@@ -60,7 +60,7 @@ TEST(PreemptionTrainTest, PreemptedTrainingResumesFromCheckpointWithIdenticalWei
   const std::string steps = "300";
   auto train = [&](const std::string& weights) {
     return std::vector<std::string>{
-        std::string(std::getenv("ATHANOR_BIN_DIR")) + "/athanor-train", "--seed", "5", "--hidden", "48", "--lr", "0.05", "--bucket-mb", "0.05",
+        std::string(std::getenv("ATHANOR_BIN_DIR")) + "/athanor-train", "--seed", "5", "--hidden", "48", "--optimizer", "sgd", "--lr", "0.05", "--bucket-mb", "0.05",
         "--first-bucket-mb", "0.01", "--timeout-s", "20", "--steps", steps, "--checkpoint-every",
         "1", "--dump-weights", weights};
   };
@@ -103,7 +103,9 @@ TEST(PreemptionTrainTest, PreemptedTrainingResumesFromCheckpointWithIdenticalWei
     log1 += ReadFile(absl::StrCat(cluster.dir(), "/", node, "/jobs/", victim, "/attempt-1/rank-0.log"));
     log2 += ReadFile(absl::StrCat(cluster.dir(), "/", node, "/jobs/", victim, "/attempt-2/rank-0.log"));
   }
-  int64_t committed = EventValue(log1, "preempted", "committed_step");
+  // The agents run the node checkpoint service (the default): rank 0 hands its
+  // last step to it and exits; the service uploads it and the coordinator commits it.
+  int64_t committed = EventValue(log1, "preempted", "handed_off_step");
   ASSERT_GE(committed, 3) << log1;
   std::cerr << "victim preempted after committing step " << committed << " of " << steps << "\n";
   // Both ranks of attempt 1 exited 0 (checkpointed within the grace, no SIGKILL).

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -86,10 +87,18 @@ int Run(int collectives_per_step) {
 }  // namespace athanor
 
 int main(int argc, char** argv) {
-  int collectives = argc > 1 ? std::atoi(argv[1]) : 4;
-  if (collectives < 0 || collectives > 10000) {
-    std::fprintf(stderr, "usage: athanor-bench-progress [COLLECTIVES_PER_STEP (0..10000, default 4)]\n");
+  constexpr char kUsage[] =
+      "usage: athanor-bench-progress [COLLECTIVES_PER_STEP (0..10000, default 4)]\n"
+      "Times a rank's progress-page updates (hang detection) against a step without them.\n";
+  if (argc > 1 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0)) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  char* end = nullptr;
+  long collectives = argc > 1 ? std::strtol(argv[1], &end, 10) : 4;
+  if (argc > 2 || (argc > 1 && (end == argv[1] || *end != '\0')) || collectives < 0 || collectives > 10000) {
+    std::fputs(kUsage, stderr);
     return 2;
   }
-  return athanor::Run(collectives);
+  return athanor::Run(static_cast<int>(collectives));
 }

@@ -61,6 +61,19 @@ double RunOnce(const SubprocessOptions& options) {
 int Main(int argc, char** argv) {
   int iterations = 50;
   std::string json;
+  constexpr char kUsage[] =
+      "usage: athanor-bench-sandbox [--iterations N] [--json FILE]\n"
+      "As root: times starting a rank in the agent's sandbox against a plain fork/exec.\n";
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") {
+      std::cout << kUsage;
+      return 0;
+    }
+  }
+  if (argc % 2 == 0) {
+    std::cerr << kUsage;
+    return 2;
+  }
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
     if (flag == "--iterations" && absl::SimpleAtoi(argv[i + 1], &iterations) && iterations > 0) continue;
@@ -68,7 +81,7 @@ int Main(int argc, char** argv) {
       json = argv[i + 1];
       continue;
     }
-    std::cerr << "usage: athanor-bench-sandbox [--iterations N] [--json FILE]\n";
+    std::cerr << kUsage;
     return 2;
   }
   char tmpl[] = "/tmp/athanor-bench-sandbox.XXXXXX";

@@ -21,6 +21,16 @@ void JobQueue::Remove(const JobRequest& job) {
   if (cls->second.empty()) classes_.erase(cls);
 }
 
+size_t JobQueue::TenantSize(const std::string& tenant) const {
+  size_t n = 0;
+  for (const auto& [priority, tenants] : classes_) {
+    auto it = tenants.find(tenant);
+    if (it == tenants.end()) continue;
+    for (const auto& [shape, queue] : it->second) n += queue.size();
+  }
+  return n;
+}
+
 int JobQueue::Position(const JobRequest& job) const {
   int ahead = 0;
   bool found = false;

@@ -31,6 +31,8 @@ class JobQueue {
   void Remove(const JobRequest& job);
   const Classes& classes() const { return classes_; }
   size_t size() const { return size_; }
+  // Pending jobs of `tenant`, over every class and shape.
+  size_t TenantSize(const std::string& tenant) const;
   // 1-based rank among pending jobs by (priority desc, submit_seq); 0 if absent.
   int Position(const JobRequest& job) const;
 

@@ -99,6 +99,7 @@ class Scheduler {
   const Accounting& accounting() const { return s_.accounting; }
   const JobRecord* job(const JobId& id) const { return s_.Find(id); }
   size_t pending() const { return s_.queue.size(); }
+  size_t pending_of(const std::string& tenant) const { return s_.queue.TenantSize(tenant); }
   const PassSummary& last_pass() const { return s_.last_pass; }
 
  private:

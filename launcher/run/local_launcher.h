@@ -1,4 +1,5 @@
-// Runs N local ranks of any program with the env contract (DESIGN.md):
+// Runs N local ranks of any program with the env contract
+// (docs/architecture.md, "The env contract"):
 // RANK, WORLD_SIZE, LOCAL_RANK=RANK, LOCAL_WORLD_SIZE=N, NODE_RANK=0,
 // MASTER_ADDR=127.0.0.1, a free MASTER_PORT, ATHANOR_JOB_ID.
 //

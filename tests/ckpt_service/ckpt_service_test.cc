@@ -82,7 +82,7 @@ class CkptServiceTest : public ::testing::Test {
 
   std::vector<std::string> Train(const std::string& weights, int every) {
     return {std::string(getenv("ATHANOR_BIN_DIR")) + "/athanor-train", "--seed", "5", "--hidden",
-            "256", "--lr", "0.05", "--timeout-s", "20", "--steps", steps_, "--checkpoint-every",
+            "256", "--optimizer", "sgd", "--lr", "0.05", "--timeout-s", "20", "--steps", steps_, "--checkpoint-every",
             std::to_string(every), "--keep", "100", "--dump-weights", weights};
   }
   std::string Submit(std::vector<std::string> args, const std::vector<std::string>& cmd) {

@@ -54,7 +54,7 @@ until [ "$(cli nodes 2> /dev/null | grep -c ' UP ')" = 2 ]; do
   fi
 done
 
-train=("$bin_dir/athanor-train" --seed 7 --hidden 48 --lr 0.05 --steps 60 --timeout-s 30)
+train=("$bin_dir/athanor-train" --seed 7 --hidden 48 --optimizer sgd --lr 0.05 --steps 60 --timeout-s 30)
 # Both runs pin OpenBLAS's kernels the same way: the agents start ranks with
 # a clean environment and athanor-run passes its own on, so an
 # OPENBLAS_CORETYPE set on the machine would otherwise reach one run only

@@ -21,8 +21,8 @@ for b in athanor athanor-coordinator athanor-agent athanor-train; do
   [ -x "$bin_dir/$b" ] || { echo "FAIL: $bin_dir/$b is missing"; exit 1; }
 done
 s3rver_js="$src_dir/tests/s3rver/node_modules/s3rver/bin/s3rver.js"
-[ -f "$s3rver_js" ] || { echo "FAIL: $s3rver_js is missing (scripts/install-deps runs npm ci)"; exit 1; }
-command -v node > /dev/null || { echo "FAIL: node is missing (scripts/install-deps)"; exit 1; }
+[ -f "$s3rver_js" ] || { echo "FAIL: $s3rver_js is missing (scripts/install-test-tools runs npm ci)"; exit 1; }
+command -v node > /dev/null || { echo "FAIL: node is missing (scripts/install-test-tools)"; exit 1; }
 echo "e2e seed: $seed   (replay: ATHANOR_E2E_SEED=$seed $0 $bin_dir $src_dir)"
 
 # The order of the interruptions and the straggler's stretch, from the seed
@@ -103,7 +103,7 @@ start_coordinator() {
   spawn_on_host 0 "$work/coordinator.log" "$bin_dir/athanor-coordinator" --listen "$coordinator" \
     --state "$work/state.db" --master-port-range "$port_m-$((port_m + 50))" --min-run-time-s 0 --checkpoint-poll-s 0.2 --heartbeat-timeout-s 4 \
     --straggler-window-s 3 --straggler-windows 3 --straggler-ratio 2 --log-level debug \
-    --tls-dir "$work/tls" --allow-store-endpoint "http://${host_addr[0]}:$port_s"
+    --hang-timeout-floor-s 5 --tls-dir "$work/tls" --allow-store-endpoint "http://${host_addr[0]}:$port_s"
   coordinator_pid=$spawned_pid
 }
 sandbox=(--no-sandbox)
@@ -151,7 +151,7 @@ grep -q "S3rver listening" "$work/s3rver.log" || wait_for "s3rver" 30 grep -q "S
 steps=1600
 every=80
 train=("$bin_dir/athanor-train" --data /usr/share/common-licenses/GPL-3 --context 16 --embed 32
-       --hidden 1024 --micro-batch 16 --accum 4 --precision bf16 --lr 0.05 --seed 11
+       --hidden 1024 --micro-batch 16 --accum 4 --precision bf16 --optimizer sgd --lr 0.05 --seed 11
        --steps "$steps" --checkpoint-every "$every" --timeout-s 60
        --inject-slow "$slow_rank:$slow_from:$steps:3")
 submit() { cli submit --tenant e2e "$@" | head -n 1; }

@@ -189,10 +189,13 @@ TEST_F(SandboxEscapeTest, RunACommandFromAFolderTheTenantCannotRead) {
   command.insert(command.end(), attempts.begin(), attempts.end());
   std::string refused = Submit(command);
   CliResult wait = cluster_.Cli({"wait", refused, "--timeout", "30"});
-  EXPECT_EQ(wait.out, "job " + refused + " FAILED\n") << wait.err << AgentLog();
-  std::string reason = cluster_.Cli({"job", refused, "--json"}).out;
   const std::string expected = "the command " + tool + " lies under /tmp, which the rank's sandbox hides, and the "
                                "tenant's uid ";
+  EXPECT_EQ(wait.out.rfind("job " + refused + " FAILED: rank 0 on node node-a exited with code 127: cannot sandbox: " +
+                               expected, 0),
+            0u)
+      << wait.out << wait.err << AgentLog();
+  std::string reason = cluster_.Cli({"job", refused, "--json"}).out;
   EXPECT_NE(reason.find(expected), std::string::npos) << reason;
   std::smatch uid;
   ASSERT_TRUE(std::regex_search(reason, uid, std::regex("the tenant's uid ([0-9]+) cannot read and execute it there; "

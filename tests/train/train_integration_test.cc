@@ -151,7 +151,7 @@ TEST_F(TrainIntegrationTest, FactorisationsAndLaunchersTrainTheSameWeights) {
 
 TEST_F(TrainIntegrationTest, MpirunAloneUsesTheMpiBackend) {
   const std::vector<std::string> argv =
-      Train({"--steps", "20", "--micro-batch", "8", "--accum", "2"});
+      Train({"--steps", "20", "--optimizer", "sgd", "--micro-batch", "8", "--accum", "2"});
   const std::string path = dir_ + "/mpi.safetensors";
   Output r = Run(UnderMpirun(2, Concat(argv, {"--dump-weights", path})));
   ASSERT_EQ(r.exit.exit_code, 0) << r.err;

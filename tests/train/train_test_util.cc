@@ -65,8 +65,8 @@ std::set<int64_t> CommittedSteps(const std::string& root, const std::string& job
 
 std::vector<std::string> Runner::Train(const std::vector<std::string>& extra) const {
   std::vector<std::string> argv = {bin_ + "/athanor-train", "--seed", "5", "--hidden", "48",
-                                   "--lr", "0.05", "--bucket-mb", "0.05", "--first-bucket-mb",
-                                   "0.01", "--timeout-s", "20"};
+                                   "--optimizer", "sgd", "--lr", "0.05", "--bucket-mb", "0.05",
+                                   "--first-bucket-mb", "0.01", "--timeout-s", "20"};
   argv.insert(argv.end(), extra.begin(), extra.end());
   return argv;
 }

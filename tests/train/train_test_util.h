@@ -49,7 +49,8 @@ class Runner {
   Runner(std::string bin, std::string dir) : bin_(std::move(bin)), dir_(std::move(dir)) {}
   const std::string& bin() const { return bin_; }
 
-  // athanor-train with the small model every test uses, then `extra`.
+  // athanor-train with the small model every test uses (sgd at lr 0.05, and
+  // the default gradient clipping), then `extra`.
   std::vector<std::string> Train(const std::vector<std::string>& extra) const;
   // athanor-run --nproc n -- argv
   std::vector<std::string> UnderRun(int n, const std::vector<std::string>& argv) const;

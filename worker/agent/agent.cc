@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "common/logging.h"
+#include "common/truncate.h"
 #include "worker/agent/gpu_util.h"
 #include "worker/agent/workdir_archive.h"
 
@@ -144,7 +145,7 @@ void Agent::RunHealthCheck() {
     }
   }
   health_ok_ = ok;
-  health_message_ = ok ? "" : message.substr(0, 1024);
+  health_message_ = ok ? "" : TruncateAtWord(message, 1024);
 }
 
 void Agent::MeasureGpus(std::vector<RankStatusReport>* reports) {

@@ -1,4 +1,5 @@
-// Optimizers over flat f32 buffers: SGD with momentum and AdamW, state in f32.
+// Optimizers over flat f32 buffers: SGD with momentum and AdamW, state in f32,
+// and global gradient-norm clipping.
 //
 // Step() applies one update to `params` from `grads` (both `n` elements, the
 // same layout the optimizer was created for). State is exposed as named flat
@@ -15,9 +16,15 @@
 
 namespace athanor {
 
+// The learning rate each kind defaults to: one that trains athanor-train's
+// default model, and one 4x wider and twice as deep, with gradient clipping at
+// 1.0 (measurements at DefaultLearningRate's definition). AdamW's is PyTorch's.
+inline constexpr float kAdamWDefaultLr = 1e-3f;
+inline constexpr float kSgdDefaultLr = 0.02f;
+
 struct OptimizerOptions {
-  std::string kind = "sgd";  // "sgd" or "adamw"
-  float lr = 0.1f;
+  std::string kind = "adamw";  // "adamw" or "sgd"
+  float lr = kAdamWDefaultLr;
   float momentum = 0.9f;      // sgd
   float beta1 = 0.9f;         // adamw
   float beta2 = 0.999f;       // adamw
@@ -41,5 +48,17 @@ class Optimizer {
 // InvalidArgument for an unknown kind or a non-positive lr.
 absl::StatusOr<std::unique_ptr<Optimizer>> CreateOptimizer(const OptimizerOptions& options,
                                                            size_t n);
+
+// kAdamWDefaultLr or kSgdDefaultLr; 0 for an unknown kind (CreateOptimizer
+// names it).
+float DefaultLearningRate(const std::string& kind);
+
+// Scales `grads` (n elements) in place so that their global L2 norm is at
+// most `max_norm`, as torch.nn.utils.clip_grad_norm_; returns the norm before
+// clipping. The norm is summed in double in a fixed order, so equal buffers
+// give bitwise-equal results (every rank of a data-parallel step clips its
+// all-reduced gradients identically). A non-finite norm leaves `grads` as
+// they are: an overflow is the loss scaler's to skip, not the clip's to hide.
+double ClipGradNorm(float* grads, size_t n, float max_norm);
 
 }  // namespace athanor

@@ -1,5 +1,8 @@
 #include "worker/train/optimizer.h"
 
+#include <cmath>
+#include <limits>
+
 #include "gtest/gtest.h"
 
 namespace athanor {
@@ -42,6 +45,30 @@ TEST(OptimizerTest, AdamWFirstStepsMoveByLrTimesSign) {
   (*opt)->Step(p, g);  // constant gradient: still exactly sign(g) after correction
   EXPECT_NEAR(p[0], (0.999f - 0.1f) * 0.999f - 0.1f, 1e-6);
   EXPECT_EQ((*opt)->State()[1].first, "exp_avg_sq");
+}
+
+TEST(OptimizerTest, ClipGradNormScalesToTheLimitAndReturnsTheNormBefore) {
+  float g[3] = {3.0f, 0.0f, -4.0f};
+  EXPECT_EQ(ClipGradNorm(g, 3, 1.0f), 5.0);
+  EXPECT_NEAR(g[0], 0.6f, 1e-6);  // x 1/(5 + 1e-6), as torch
+  EXPECT_EQ(g[1], 0.0f);
+  EXPECT_NEAR(g[2], -0.8f, 1e-6);
+  float small[2] = {0.3f, 0.4f};
+  EXPECT_FLOAT_EQ(ClipGradNorm(small, 2, 1.0f), 0.5f);
+  EXPECT_EQ(small[0], 0.3f);  // under the limit: untouched, bit for bit
+  EXPECT_EQ(small[1], 0.4f);
+  float inf[2] = {std::numeric_limits<float>::infinity(), 1.0f};
+  EXPECT_TRUE(std::isinf(ClipGradNorm(inf, 2, 1.0f)));
+  EXPECT_EQ(inf[1], 1.0f);  // an overflow is left for the loss scaler
+}
+
+TEST(OptimizerTest, DefaultsAreAdamWAndEachKindHasItsOwnLearningRate) {
+  OptimizerOptions o;
+  EXPECT_EQ(o.kind, "adamw");
+  EXPECT_EQ(o.lr, DefaultLearningRate("adamw"));
+  EXPECT_EQ(DefaultLearningRate("adamw"), kAdamWDefaultLr);
+  EXPECT_EQ(DefaultLearningRate("sgd"), kSgdDefaultLr);
+  EXPECT_EQ(DefaultLearningRate("lion"), 0.0f);
 }
 
 TEST(OptimizerTest, RejectsUnknownKindAndBadLr) {

@@ -1,9 +1,12 @@
 #include "worker/train/train_flags.h"
 
+#include <cmath>
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/options.h"
+#include "worker/train/optimizer.h"
 
 namespace athanor {
 
@@ -38,8 +41,15 @@ absl::Status ParseTrainFlags(int argc, const char* const* argv, TrainFlags* f) {
   add("precision", po::value(&precision)->default_value("fp32"), "fp32 | bf16 | fp16");
   add("device", po::value(&t.device)->default_value("cpu"),
       "matrix products on cpu (OpenBLAS) or cuda (cuBLAS)");
-  add("optimizer", po::value(&t.optimizer.kind)->default_value("sgd"), "sgd | adamw");
-  add("lr", po::value(&t.optimizer.lr)->default_value(0.1f, "0.1"), "learning rate");
+  add("optimizer", po::value(&t.optimizer.kind)->default_value(t.optimizer.kind),
+      "adamw | sgd (with momentum)");
+  const std::string lr_help =
+      absl::StrFormat("learning rate (default: %g for adamw, %g for sgd)",
+                      DefaultLearningRate("adamw"), DefaultLearningRate("sgd"));
+  add("lr", po::value(&t.optimizer.lr), lr_help.c_str());
+  add("clip-grad-norm", po::value(&t.clip_grad_norm)->default_value(t.clip_grad_norm, "1"),
+      "clip the global L2 norm of the averaged gradient to this each step (after fp16 "
+      "unscaling; overflow steps are skipped, not clipped); 0: off");
   add("momentum", po::value(&t.optimizer.momentum)->default_value(0.9f, "0.9"), "sgd momentum");
   add("weight-decay", po::value(&t.optimizer.weight_decay)->default_value(0.0f, "0"),
       "weight decay (decoupled for adamw)");
@@ -80,11 +90,25 @@ absl::Status ParseTrainFlags(int argc, const char* const* argv, TrainFlags* f) {
   ParsedCommandLine parsed;
   absl::Status s =
       ParseOptions(argc, argv, desc,
-                   "usage: athanor-train [options]   (one JSON line per step on stdout)", &parsed);
+                   "usage: athanor-train [options]\n"
+                   "On a terminal, rank 0 shows a progress line (step, loss, tokens/s, ETA) and a\n"
+                   "summary; when stdout is a file or a pipe it prints one JSON line per step.",
+                   &parsed);
   if (!s.ok()) return s;
   f->help = parsed.help;
   if (f->help) return absl::OkStatus();
   f->backend_given = parsed.vars.count("backend") > 0;
+  if (parsed.vars.count("lr") == 0) {
+    t.optimizer.lr = DefaultLearningRate(t.optimizer.kind);  // 0 for an unknown kind: named below
+  }
+  if (t.optimizer.kind != "adamw" && t.optimizer.kind != "sgd") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--optimizer must be adamw or sgd, not '", t.optimizer.kind, "'"));
+  }
+  if (!(t.optimizer.lr > 0.0f)) return absl::InvalidArgumentError("--lr must be > 0");
+  if (!(t.clip_grad_norm >= 0.0f) || std::isinf(t.clip_grad_norm)) {
+    return absl::InvalidArgumentError("--clip-grad-norm must be a finite value >= 0 (0: off)");
+  }
   if (!ParsePrecision(precision, &t.precision)) {
     return absl::InvalidArgumentError(
         absl::StrCat("--precision must be fp32, bf16 or fp16, not '", precision, "'"));

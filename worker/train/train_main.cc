@@ -1,7 +1,9 @@
 // athanor-train: trains the character-level MLP language model on this rank,
 // data-parallel across the ranks named by the env contract (or mpirun, or
-// alone). One JSON line per step on stdout from rank 0 (every rank with
-// --all-ranks-log); a progress line on stderr when stdout is a terminal.
+// alone). Rank 0 (every rank with --all-ranks-log) prints one JSON line per
+// step on stdout when stdout is a file or a pipe, for scripts; when rank 0's
+// stdout is a terminal it shows a progress line and a summary instead
+// (ConsoleProgress).
 //
 // With --checkpoint-uri (or $ATHANOR_CHECKPOINT_URI) it resumes from the job's
 // newest valid committed checkpoint, checkpoints asynchronously every
@@ -35,6 +37,7 @@
 #include "common/status.h"
 #include "worker/train/telemetry_client.h"
 #include "worker/train/checkpointing.h"
+#include "worker/train/console_progress.h"
 #include "worker/train/inject_skip.h"
 #include "worker/train/inject_slow.h"
 #include "worker/train/state_file.h"
@@ -282,10 +285,18 @@ absl::Status Run(TrainFlags flags) {
     ATHANOR_LOG(INFO) << "training " << trainer->model().num_params() << " parameters on "
                       << env.world_size << " rank(s), backend " << comm->backend() << ", "
                       << PrecisionName(options.precision) << ", global batch "
-                      << env.world_size * options.micro_batch * options.accum;
+                      << env.world_size * options.micro_batch * options.accum << ", "
+                      << options.optimizer.kind << " lr " << options.optimizer.lr
+                      << ", clip-grad-norm " << options.clip_grad_norm;
   }
-  const bool print = env.rank == 0 || flags.all_ranks_log;
-  const bool progress = env.rank == 0 && isatty(STDOUT_FILENO);
+  // A person at rank 0's terminal gets a progress line; files and pipes get JSON.
+  std::optional<ConsoleProgress> console;
+  if (env.rank == 0 && isatty(STDOUT_FILENO)) {
+    console.emplace(&std::cout, trainer->step(), flags.steps,
+                    int64_t{env.world_size} * options.micro_batch * options.accum,
+                    SteadyClock::now());
+  }
+  const bool print = !console.has_value() && (env.rank == 0 || flags.all_ranks_log);
   bool stopped = false;
   double last_compute_ms = 0;
   double smoothed_compute_ms = -1;  // < 0: no step yet
@@ -298,6 +309,7 @@ absl::Status Run(TrainFlags flags) {
     if (skip_comm != nullptr) skip_comm->SetStep(i);
     absl::StatusOr<StepStats> stats = trainer->Step(g_stop_signal != 0);
     if (!stats.ok()) {
+      if (console.has_value()) console->Break();  // the error is logged below it
       comm->Abort();
       return Annotate(stats.status(), absl::StrCat("step ", i));
     }
@@ -348,18 +360,16 @@ absl::Status Run(TrainFlags flags) {
       }
       telemetry.Send(message);
     }
-    if (progress) {
-      std::cerr << absl::StrFormat("\rstep %d/%d loss %.4f %.0f tok/s", i + 1, flags.steps,
-                                   stats->loss, stats->tokens_per_s)
-                << (i + 1 == flags.steps ? "\n" : "") << std::flush;
-    }
+    if (console.has_value()) console->StepDone(stats->step, stats->loss, SteadyClock::now());
     if (stats->stop) {
+      if (console.has_value()) console->Break();
       ATHANOR_LOG(INFO) << "stopping after step " << stats->step << " as requested ("
                         << (g_stop_signal ? strsignal(g_stop_signal) : "by another rank") << ")";
       stopped = true;
       break;
     }
   }
+  if (console.has_value()) console->Break();  // the final save may log
   if (ckpt.has_value()) {
     // The last step (or the agreed preemption step) is saved synchronously.
     const int64_t step = trainer->step();
@@ -383,6 +393,7 @@ absl::Status Run(TrainFlags flags) {
     RETURN_IF_ERROR(WriteSafetensors(
         flags.dump_weights, NamedViews(trainer->model().layout(), trainer->params().data()), meta));
   }
+  if (console.has_value()) console->Finish(SteadyClock::now());
   return absl::OkStatus();
 }
 

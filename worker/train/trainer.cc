@@ -41,6 +41,11 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainerOptions& o
   if (data == nullptr || data->context() != m.context) {
     return absl::InvalidArgumentError("dataset missing or built for another context length");
   }
+  if (!(options.clip_grad_norm >= 0.0f) || std::isinf(options.clip_grad_norm)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("clip-grad-norm must be a finite value >= 0 (0: off), got ",
+                     options.clip_grad_norm));
+  }
   if (options.inject_overflow_step >= 0 && options.precision != Precision::kF16) {
     return absl::InvalidArgumentError("--inject-overflow-step needs --precision fp16");
   }
@@ -123,6 +128,11 @@ absl::StatusOr<StepStats> Trainer::Step(bool stop_requested) {
     RETURN_IF_ERROR(AllReduceScalars(&found_inf, 1, ReduceOp::kMax, kFoundInfTag));
     skip = scaler_.Update(found_inf > 0.0f);
   }
+  // After unscaling, so the limit is on the true gradient; never on a skipped step.
+  double grad_norm = 0.0;
+  if (!skip && options_.clip_grad_norm > 0.0f) {
+    grad_norm = ClipGradNorm(grads_.data(), grads_.size(), options_.clip_grad_norm);
+  }
   if (!skip) optimizer_->Step(params_.data(), grads_.data());
 
   // One small all-reduce carries the loss and the stop votes (any vote stops all).
@@ -135,6 +145,7 @@ absl::StatusOr<StepStats> Trainer::Step(bool stop_requested) {
   stats.loss = static_cast<double>(loss) / static_cast<double>(global);
   stats.loss_scale = scale;
   stats.skipped = skip;
+  stats.grad_norm = grad_norm;
   stats.stop = loss_and_stop[1] > 0.0f;
   stats.comm_wait_ms = wait_s * 1e3;
   stats.step_ms =

@@ -10,6 +10,10 @@
 // optimizer state; with bf16/fp16 the forward/backward use a rounded compute
 // copy and gradients travel in the compute dtype. fp16 uses a LossScaler whose
 // skip decision is all-reduced (max of a found-inf flag) so all ranks agree.
+// Gradient-norm clipping acts on the all-reduced, unscaled (mean) gradient,
+// which is bitwise the same on every rank, so every rank clips identically;
+// a step the scaler skips is not clipped. Clipping holds no state, so resumed
+// runs stay bitwise identical.
 //
 // Threading: single-threaded (one caller); `data` and `comm` are not owned,
 // must outlive the Trainer; comm may be null for a world of one.
@@ -37,6 +41,7 @@ struct TrainerOptions {
   Precision precision = Precision::kF32;
   std::string device = "cpu";  // matrix products: "cpu" (OpenBLAS) or "cuda" (cuBLAS)
   OptimizerOptions optimizer;
+  float clip_grad_norm = 1.0f;  // max L2 norm of the mean gradient; 0: no clipping
   int micro_batch = 8;
   int accum = 1;
   uint64_t seed = 1;
@@ -54,6 +59,7 @@ struct StepStats {
   double tokens_per_s = 0.0;  // global predicted tokens / step time
   float loss_scale = 1.0f;    // the scale used for this step
   bool skipped = false;       // fp16 overflow: no update applied
+  double grad_norm = 0.0;     // L2 norm of the mean gradient before clipping (0: not computed)
   bool stop = false;          // some rank asked to stop: every rank ends after this step
   double comm_wait_ms = 0.0;  // blocked waiting on gradient all-reduce
   double step_ms = 0.0;

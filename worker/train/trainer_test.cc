@@ -20,6 +20,7 @@ TrainerOptions SmallOptions() {
   o.model.embed = 8;
   o.model.hidden = 32;
   o.model.layers = 2;
+  o.optimizer.kind = "sgd";
   o.optimizer.lr = 0.05f;
   o.seed = 11;
   o.first_bucket_bytes = 4096;
@@ -159,6 +160,14 @@ TEST_F(TrainerTest, Fp16OverflowSkipsExactlyThatStepOnEveryRank) {
     for (int s = 0; s < 6; ++s) {
       EXPECT_EQ(r.stats[rank][s].skipped, s == 3) << "rank " << rank << " step " << s;
       EXPECT_EQ(r.stats[rank][s].loss_scale, s <= 3 ? 65536.0f : 32768.0f) << s;
+      // Clipping (on by default) saw the unscaled norm, and not the skipped step's.
+      if (s == 3) {
+        EXPECT_EQ(r.stats[rank][s].grad_norm, 0.0) << "rank " << rank;
+      } else {
+        EXPECT_GT(r.stats[rank][s].grad_norm, 0.0) << s;
+        EXPECT_LT(r.stats[rank][s].grad_norm, 100.0) << s << ": still scaled by 65536?";
+        EXPECT_EQ(r.stats[rank][s].grad_norm, r.stats[0][s].grad_norm) << s;
+      }
     }
   }
   EXPECT_EQ(r.all_params[0], r.all_params[1]);
@@ -206,11 +215,16 @@ TEST_F(TrainerTest, ResumingFromExportedStateIsBitwiseIdentical) {
   o.optimizer.kind = "adamw";
   o.optimizer.lr = 3e-3f;
   o.precision = Precision::kF16;  // the loss scaler's state travels too
+  o.clip_grad_norm = 0.05f;       // low enough to clip every step
   auto straight = Trainer::Create(o, &data_, nullptr);
   auto first = Trainer::Create(o, &data_, nullptr);
   auto second = Trainer::Create(o, &data_, nullptr);
   ASSERT_TRUE(straight.ok() && first.ok() && second.ok());
-  for (int s = 0; s < 6; ++s) ASSERT_TRUE((*straight)->Step().ok());
+  for (int s = 0; s < 6; ++s) {
+    absl::StatusOr<StepStats> st = (*straight)->Step();
+    ASSERT_TRUE(st.ok());
+    EXPECT_GT(st->grad_norm, o.clip_grad_norm) << "step " << s << " was not clipped";
+  }
   for (int s = 0; s < 3; ++s) ASSERT_TRUE((*first)->Step().ok());
   ASSERT_TRUE((*second)->LoadState(Copy((*first)->StateTensors()), (*first)->StateMetadata()).ok());
   EXPECT_EQ((*second)->step(), 3);
@@ -230,6 +244,54 @@ TEST_F(TrainerTest, ResumingFromExportedStateIsBitwiseIdentical) {
   s = (*second)->LoadState(partial, (*first)->StateMetadata());
   EXPECT_EQ(s.message(),
             "state tensor 'exp_avg.hidden.0.bias' is missing or has 0 values, want 32");
+}
+
+TEST_F(TrainerTest, ClippingScalesTheMeanGradientToTheLimit) {
+  // One SGD step from zero momentum moves the weights by -lr * (clipped) gradient.
+  TrainerOptions off = SmallOptions();
+  off.clip_grad_norm = 0.0f;
+  TrainerOptions on = SmallOptions();
+  on.clip_grad_norm = 0.1f;
+  RunResult init = Train(off, data_, 1, 0), free = Train(off, data_, 1, 1),
+            clipped = Train(on, data_, 1, 1);
+  EXPECT_EQ(free.stats[0][0].grad_norm, 0.0);  // off: not computed
+  const double norm = clipped.stats[0][0].grad_norm;
+  ASSERT_GT(norm, 0.1);
+  double free_sq = 0, clipped_sq = 0;
+  for (size_t i = 0; i < init.params.size(); ++i) {
+    const double f = (static_cast<double>(free.params[i]) - init.params[i]) / off.optimizer.lr;
+    const double c = (static_cast<double>(clipped.params[i]) - init.params[i]) / on.optimizer.lr;
+    free_sq += f * f;
+    clipped_sq += c * c;
+    EXPECT_NEAR(c, f * 0.1 / norm, 1e-4 * std::abs(f) + 1e-6) << i;
+  }
+  EXPECT_NEAR(std::sqrt(free_sq), norm, 1e-3 * norm);  // the norm is the unclipped gradient's
+  EXPECT_NEAR(std::sqrt(clipped_sq), 0.1, 1e-3);
+}
+
+TEST_F(TrainerTest, ClippingIsIdenticalOnEveryRankAndAcrossFactorisations) {
+  // Global batch 24 as 3 ranks x 4 x accum 2 and as 1 rank x 8 x accum 3.
+  TrainerOptions three = SmallOptions();
+  three.clip_grad_norm = 0.1f;
+  three.micro_batch = 4;
+  three.accum = 2;
+  TrainerOptions one = three;
+  one.micro_batch = 8;
+  one.accum = 3;
+  RunResult a = Train(three, data_, 3, 20), b = Train(one, data_, 1, 20);
+  for (int s = 0; s < 20; ++s) {
+    EXPECT_GT(a.stats[0][s].grad_norm, 0.1) << "step " << s << " was not clipped";
+    EXPECT_EQ(a.stats[1][s].grad_norm, a.stats[0][s].grad_norm) << s;
+    EXPECT_EQ(a.stats[2][s].grad_norm, a.stats[0][s].grad_norm) << s;
+    EXPECT_NEAR(a.stats[0][s].grad_norm, b.stats[0][s].grad_norm, 1e-5 * b.stats[0][s].grad_norm);
+  }
+  EXPECT_EQ(a.all_params[0], a.all_params[1]);
+  EXPECT_EQ(a.all_params[0], a.all_params[2]);
+  const double scale = MaxAbs(b.params);
+  EXPECT_LE(MaxDiff(a.params, b.params), 1e-5 * scale);
+  TrainerOptions unclipped = one;
+  unclipped.clip_grad_norm = 0.0f;
+  EXPECT_GT(MaxDiff(Train(unclipped, data_, 1, 20).params, b.params), 1e-3 * scale);
 }
 
 TEST_F(TrainerTest, AStopVoteEndsEveryRankAfterTheSameStep) {
@@ -262,6 +324,10 @@ TEST_F(TrainerTest, RejectsBadOptions) {
             absl::StatusCode::kInvalidArgument);
   o = SmallOptions();
   o.model.context = 5;  // dataset built for 4
+  EXPECT_EQ(Trainer::Create(o, &data_, nullptr).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  o = SmallOptions();
+  o.clip_grad_norm = -1.0f;
   EXPECT_EQ(Trainer::Create(o, &data_, nullptr).status().code(),
             absl::StatusCode::kInvalidArgument);
   o = SmallOptions();
