@@ -21,6 +21,7 @@
 
 #include <gtest/gtest.h>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -272,14 +273,16 @@ TEST_F(SandboxEscapeTest, DevicesCgroupRefusesUnallocatedGpu) {
   // cgroup refuses the GPU it was not given: a process put in that cgroup
   // opens the host's stand-in nodes.
   std::string a = StartServer(PickFreePort().value());
+  // The rank's own devices cgroup, as the kernel has it (a search by name
+  // could find another agent's group of a job with the same id).
   std::string group;
-  for (const auto& e : fs::recursive_directory_iterator("/sys/fs/cgroup/devices")) {
-    if (e.path().filename() == a + ".1" && e.path().parent_path().filename().string().rfind("athanor-node_a-", 0) == 0) {
-      group = e.path().string();
-      break;
-    }
+  std::ifstream cgroups(absl::StrCat("/proc/", RankHostPid(a), "/cgroup"));
+  for (std::string line; std::getline(cgroups, line);) {
+    std::vector<std::string> f = absl::StrSplit(line, absl::MaxSplits(':', 2));
+    if (f.size() == 3 && f[1] == "devices") group = "/sys/fs/cgroup/devices" + f[2];
   }
-  ASSERT_FALSE(group.empty()) << "no devices cgroup for job " << a;
+  ASSERT_TRUE(absl::EndsWith(group, "/" + a + ".1") && group.find("/athanor-node_a-") != std::string::npos)
+      << "no devices cgroup for job " << a << ": '" << group << "'";
   std::string cuda;
   std::ifstream env(absl::StrCat("/proc/", RankHostPid(a), "/environ"));
   for (std::string kv; std::getline(env, kv, '\0');) {

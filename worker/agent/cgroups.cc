@@ -1,7 +1,12 @@
 #include "worker/agent/cgroups.h"
 
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <set>
+#include <thread>
 
 #include <cerrno>
 #include <cmath>
@@ -16,6 +21,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/logging.h"
 #include "common/status.h"
 
 namespace athanor::agent {
@@ -76,6 +82,18 @@ absl::Status EnableV2Controllers(const std::string& dir, const std::string& leaf
   fs::create_directories(leaf, ec);
   RETURN_IF_ERROR(WriteText(leaf + "/cgroup.procs", std::to_string(getpid())));
   return WriteText(dir + "/cgroup.subtree_control", controllers);
+}
+
+// The group's devices.list is exactly `allow`: nothing more was inherited.
+absl::Status CheckDeviceList(const std::string& dir, const std::vector<std::string>& allow) {
+  std::set<std::string> want(allow.begin(), allow.end());
+  std::set<std::string> have;
+  for (absl::string_view line : absl::StrSplit(ReadText(dir + "/devices.list"), '\n', absl::SkipEmpty())) {
+    have.emplace(line);
+  }
+  if (have == want) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(dir, "/devices.list is '", absl::StrJoin(have, "; "), "', not '",
+                                          absl::StrJoin(want, "; "), "'"));
 }
 
 }  // namespace
@@ -148,7 +166,11 @@ absl::StatusOr<std::unique_ptr<JobCgroup>> JobCgroup::Create(const CgroupLayout&
   for (const std::string& base : layout.bases_) dirs.push_back(base + "/" + name);
   std::unique_ptr<JobCgroup> group(new JobCgroup(layout.v2_, dirs, layout.controllers_));
   for (const std::string& dir : dirs) {
-    if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return ErrnoStatus("mkdir " + dir);
+    if (mkdir(dir.c_str(), 0755) == 0) continue;
+    // A leftover of the same name: its rules and processes are not this box's.
+    if (errno != EEXIST || !RemoveTree(dir, std::chrono::seconds(5)) || mkdir(dir.c_str(), 0755) != 0) {
+      return ErrnoStatus("mkdir " + dir);
+    }
   }
   auto fail = [&](absl::Status s) {
     group->Remove();
@@ -190,6 +212,7 @@ absl::StatusOr<std::unique_ptr<JobCgroup>> JobCgroup::Create(const CgroupLayout&
       for (const std::string& allow : limits.device_allow) {
         if (s.ok()) s = WriteText(d + "/devices.allow", allow);
       }
+      if (s.ok()) s = CheckDeviceList(d, limits.device_allow);
     }
     if (!s.ok()) return fail(s);
   }
@@ -221,11 +244,51 @@ void JobCgroup::Remove() {
   for (const std::string& d : dirs_) rmdir(d.c_str());  // EBUSY while a process lingers
 }
 
+bool JobCgroup::RemoveTree(const std::string& dir, std::chrono::milliseconds timeout) {
+  std::error_code ec;
+  if (!fs::is_directory(fs::symlink_status(dir, ec))) return true;
+  std::vector<std::string> dirs = {dir};  // parents before children
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    if (it->is_directory(ec) && !it->is_symlink(ec)) dirs.push_back(it->path().string());
+  }
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    for (const std::string& d : dirs) {
+      // v2 only; ignored: a group whose processes just went may refuse, and
+      // the cgroup.procs loop below kills whatever is left all the same.
+      if (fs::exists(d + "/cgroup.kill", ec)) WriteText(d + "/cgroup.kill", "1").IgnoreError();
+      for (absl::string_view line : absl::StrSplit(ReadText(d + "/cgroup.procs"), '\n', absl::SkipEmpty())) {
+        pid_t pid = 0;
+        if (absl::SimpleAtoi(line, &pid) && pid > 1 && pid != getpid()) kill(pid, SIGKILL);
+      }
+    }
+    for (auto it = dirs.rbegin(); it != dirs.rend(); ++it) rmdir(it->c_str());  // EBUSY until they are gone
+    if (!fs::exists(dir, ec)) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    // Killed processes leave their cgroup as they exit; no event says when.
+    std::this_thread::sleep_for(std::chrono::milliseconds(5)); /* sleep override */
+  }
+}
+
 void JobCgroup::RemoveStale(const CgroupLayout& layout) {
-  for (const std::string& base : layout.bases_) {
+  for (size_t i = 0; i < layout.bases_.size(); ++i) {
+    const std::string& base = layout.bases_[i];
     std::error_code ec;
+    std::vector<std::string> children;
     for (const auto& entry : fs::directory_iterator(base, ec)) {
-      if (entry.is_directory(ec)) rmdir(entry.path().c_str());
+      if (entry.is_directory(ec) && !entry.is_symlink(ec)) children.push_back(entry.path().string());
+    }
+    for (const std::string& child : children) {
+      if (!RemoveTree(child, std::chrono::seconds(5))) {
+        ATHANOR_LOG(WARNING) << "cannot remove " << child << ", left by a previous agent: it still holds processes";
+      }
+    }
+    if (!layout.v2_ && layout.controllers_[i] == "devices") {
+      // The agent's own rules, not whatever a leftover base was given; a job
+      // cgroup's allow-list fails loudly where the agent's cgroup forbids a device.
+      absl::Status s = WriteText(base + "/devices.allow", "a");
+      if (!s.ok()) ATHANOR_LOG(WARNING) << "cannot reset the device rules of " << base << ": " << s;
     }
   }
 }

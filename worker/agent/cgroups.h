@@ -10,7 +10,9 @@
 // on one host never share one.
 //
 // JobCgroup::Create() makes <agent dir>/<job>.<attempt> in every hierarchy
-// and writes the limits; ProcsFiles() are the files a process writes a pid
+// (a same-named leftover is ended and removed first) and writes the limits,
+// on v1 the devices list from scratch ("a" denied, then each rule allowed,
+// then devices.list checked against exactly those rules); ProcsFiles() are the files a process writes a pid
 // into to join; OomKills() reads the kernel's OOM kill count for the group
 // (v2 memory.events, v1 memory.oom_control); Remove() deletes the
 // directories once they hold no process.
@@ -24,6 +26,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -71,8 +74,14 @@ class JobCgroup {
   void Remove();
   const std::vector<std::string>& dirs() const { return dirs_; }
 
-  // Removes every empty job cgroup a previous agent left under `layout`.
+  // Ends and removes every job cgroup a previous agent left under `layout`
+  // (nested ones included, processes SIGKILLed), then resets the bases' v1
+  // device rules to the agent's own, so no new box inherits a leftover rule.
   static void RemoveStale(const CgroupLayout& layout);
+  // SIGKILLs every process in `dir` and below (cgroup.kill on v2) and removes
+  // the directories, deepest first, polling until `timeout`. True when `dir`
+  // is gone (or never was). Blocks up to `timeout`.
+  static bool RemoveTree(const std::string& dir, std::chrono::milliseconds timeout);
 
  private:
   JobCgroup(bool v2, std::vector<std::string> dirs, std::vector<std::string> controllers)

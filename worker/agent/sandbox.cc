@@ -1,6 +1,7 @@
 #include "worker/agent/sandbox.h"
 
 #include <openssl/evp.h>
+#include <fcntl.h>
 #include <openssl/hmac.h>
 #include <poll.h>
 #include <signal.h>
@@ -15,6 +16,7 @@
 #include <filesystem>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/strip.h"
 #include "absl/strings/numbers.h"
@@ -33,6 +35,11 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr char kDefaultPath[] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+// The helper's own environment: it runs as root, so nothing of the job's.
+constexpr char kHelperPath[] = "/usr/sbin:/usr/bin:/sbin:/bin";
+// Bounds on a rank's environment (athanor-sandbox-exec checks them again).
+constexpr size_t kMaxEnvVars = 4096;
+constexpr size_t kMaxEnvBytes = size_t{1} << 20;
 // Nodes every program may use, and the GPU control nodes CUDA opens.
 constexpr const char* kStandardDevices[] = {"null", "zero", "full", "random", "urandom", "tty"};
 constexpr const char* kGpuControlDevices[] = {"nvidiactl", "nvidia-uvm", "nvidia-uvm-tools",
@@ -81,6 +88,66 @@ bool UsablePath(const std::string& p) {
   return !p.empty() && p[0] == '/' && p.find(':') == std::string::npos;
 }
 
+// A folder of root's that nobody else may enter, made afresh.
+absl::Status MakeRootOnlyDir(const std::string& path) {
+  std::error_code ec;
+  fs::remove_all(path, ec);  // a previous incarnation's files
+  if (mkdir(path.c_str(), 0700) != 0) return ErrnoStatus("mkdir " + path);
+  struct stat st;
+  if (lstat(path.c_str(), &st) != 0) return ErrnoStatus("stat " + path);
+  if (!S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 077) != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(path, " is not a folder of root's, mode 0700"));
+  }
+  return absl::OkStatus();
+}
+
+// Writes `env` for athanor-sandbox-exec --env-file: NAME=VALUE entries each
+// ended by a NUL, in a new 0600 file of root's, bounded in count and bytes.
+absl::Status WriteEnvFile(const std::string& path, const std::map<std::string, std::string>& env) {
+  if (env.size() > kMaxEnvVars) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the rank's environment has ", env.size(), " variables; at most ", kMaxEnvVars));
+  }
+  std::string bytes;
+  for (const auto& [name, value] : env) {
+    if (name.empty() || name.find_first_of(std::string("=\0", 2)) != std::string::npos ||
+        value.find('\0') != std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat("environment variable '", absl::CEscape(name.substr(0, 64)),
+                                                     "': a name is not empty and holds no '=' or NUL, a "
+                                                     "value holds no NUL"));
+    }
+    absl::StrAppend(&bytes, name, "=", value);
+    bytes.push_back('\0');
+    if (bytes.size() > kMaxEnvBytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the rank's environment is over ", kMaxEnvBytes, " bytes"));
+    }
+  }
+  std::string tmp = path + ".tmp";
+  unlink(tmp.c_str());
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return ErrnoStatus("create " + tmp);
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      absl::Status s = ErrnoStatus("write " + tmp);
+      close(fd);
+      unlink(tmp.c_str());
+      return s;
+    }
+    done += static_cast<size_t>(n);
+  }
+  close(fd);
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    absl::Status s = ErrnoStatus("rename " + tmp);
+    unlink(tmp.c_str());
+    return s;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Sandbox>> Sandbox::Create(SandboxOptions options) {
@@ -113,8 +180,14 @@ absl::StatusOr<std::unique_ptr<Sandbox>> Sandbox::Create(SandboxOptions options)
   std::string name;
   for (char c : options.node_name) name += absl::ascii_isalnum(static_cast<unsigned char>(c)) ? c : '_';
   std::string tag = absl::StrCat(name.substr(0, 32), "-", absl::Hex(Fnv1a(options.work_dir), absl::kZeroPad8));
+  // A clean slate: what killed agents left (this one's previous incarnation
+  // included, whatever cgroup it ran in) is ended and removed before a rank runs.
+  ASSIGN_OR_RETURN(std::unique_ptr<AgentRegistry> registry, AgentRegistry::Claim(options.registry_dir, tag));
+  registry->Reap();
   ASSIGN_OR_RETURN(CgroupLayout layout, CgroupLayout::Detect(tag));
   JobCgroup::RemoveStale(layout);
+  RETURN_IF_ERROR(registry->Record(layout.bases()));
+  RETURN_IF_ERROR(MakeRootOnlyDir(options.work_dir + "/sandbox-env"));
   std::string root_dir = options.work_dir + "/sandbox-root";
   std::error_code ec;
   fs::create_directories(root_dir, ec);
@@ -123,7 +196,8 @@ absl::StatusOr<std::unique_ptr<Sandbox>> Sandbox::Create(SandboxOptions options)
   fs::remove_all(shm, ec);  // a previous incarnation's boxes
   fs::create_directories(shm, ec);
   if (ec) return absl::FailedPreconditionError(absl::StrCat("cannot create ", shm, ": ", ec.message()));
-  std::unique_ptr<Sandbox> sandbox(new Sandbox(std::move(options), std::move(layout), root_dir, tag));
+  std::unique_ptr<Sandbox> sandbox(
+      new Sandbox(std::move(options), std::move(layout), root_dir, tag, std::move(registry)));
   // Prove a namespace can be made before claiming to sandbox.
   RankTarget probe;
   probe.key = {"sandbox-probe", 0, 0};
@@ -134,9 +208,10 @@ absl::StatusOr<std::unique_ptr<Sandbox>> Sandbox::Create(SandboxOptions options)
   return sandbox;
 }
 
-Sandbox::Sandbox(SandboxOptions options, CgroupLayout layout, std::string root_dir, std::string tag)
+Sandbox::Sandbox(SandboxOptions options, CgroupLayout layout, std::string root_dir, std::string tag,
+                 std::unique_ptr<AgentRegistry> registry)
     : options_(std::move(options)), layout_(std::move(layout)), root_dir_(std::move(root_dir)),
-      tag_(std::move(tag)) {}
+      env_dir_(options_.work_dir + "/sandbox-env"), tag_(std::move(tag)), registry_(std::move(registry)) {}
 
 Sandbox::~Sandbox() {
   for (auto& [name, box] : boxes_) EndBox(name, box);
@@ -327,12 +402,17 @@ absl::Status Sandbox::Wrap(const RankTarget& target, const JobShare& share, cons
   }
   std::string secret = RendezvousSecret(options_.rendezvous_key, key.job_id, key.attempt);
   if (!secret.empty()) env.emplace("ATHANOR_RENDEZVOUS_SECRET", secret);
-  options->env = std::move(env);
+  // The helper runs as root before it drops privileges: it gets its own
+  // environment, and the rank's through a root-only file it applies at the end.
+  std::string env_file = EnvFile(key);
+  RETURN_IF_ERROR(WriteEnvFile(env_file, env));
+  options->env = {{"PATH", kHelperPath}};
   options->inherit_env = false;
 
   std::vector<std::string> argv = {options_.exec_path, "rank", "--pidns",
                                    absl::StrCat("/proc/", box->holder, "/ns/pid"), "--root", root_dir_,
-                                   "--uid", std::to_string(uid), "--gid", std::to_string(uid), "--cwd", cwd};
+                                   "--uid", std::to_string(uid), "--gid", std::to_string(uid), "--cwd", cwd,
+                                   "--env-file", env_file};
   for (const std::string& f : box->cgroup->ProcsFiles()) {
     argv.push_back("--cgroup");
     argv.push_back(f);
@@ -368,7 +448,12 @@ std::string Sandbox::HiddenBy(const std::vector<std::string>& mounts, const std:
   return hides ? best : "";
 }
 
+std::string Sandbox::EnvFile(const RankKey& key) const {
+  return absl::StrCat(env_dir_, "/", key.job_id, ".", key.attempt, ".", key.rank, ".env");
+}
+
 std::string Sandbox::Ended(const RankKey& key, int signal) {
+  unlink(EnvFile(key).c_str());  // the helper unlinks it once read; not if it never ran
   std::string name = absl::StrCat(key.job_id, ".", key.attempt);
   auto it = boxes_.find(name);
   if (it == boxes_.end()) return "";

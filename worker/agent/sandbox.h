@@ -14,6 +14,14 @@
 // tenant's uid with no capabilities and no_new_privs, with an environment
 // built from an allow-list (the RankSpec env, PATH, HOME, TMPDIR, the
 // operator's --sandbox-env names, and the attempt's rendezvous secret).
+// The helper runs as root: it starts with PATH alone, and reads the rank's
+// environment from a root-only file (WORK_DIR/sandbox-env/<rank>.env) that it
+// applies only in the rank's execve, as the tenant's uid.
+//
+// Before the first rank, Create() ends and removes what killed agents left
+// on this host (AgentRegistry in orphans.h, JobCgroup::RemoveStale), so no
+// box depends on a leftover; each job cgroup's device rules are written
+// afresh and checked.
 //
 // The box goes when its last rank has ended: the holder is SIGKILLed (which
 // ends anything the ranks left in the namespace), the cgroup and /dev/shm
@@ -34,6 +42,7 @@
 #include "absl/status/statusor.h"
 #include "common/subprocess.h"
 #include "worker/agent/cgroups.h"
+#include "worker/agent/orphans.h"
 #include "worker/agent/rank_supervisor.h"
 
 namespace athanor::agent {
@@ -54,6 +63,7 @@ struct SandboxOptions {
   int32_t node_cpus = 0;
   int32_t node_gpus = 0;
   std::string rendezvous_key;           // cluster key; empty: no per-attempt secret
+  std::string registry_dir = "/run/athanor/agents";  // AgentRegistry (orphans.h)
 };
 
 // What the job asked for on this node (0: its share of the node by GPUs).
@@ -101,15 +111,19 @@ class Sandbox {
     std::string shm_dir;
     std::set<int32_t> ranks;
   };
-  Sandbox(SandboxOptions options, CgroupLayout layout, std::string root_dir, std::string tag);
+  Sandbox(SandboxOptions options, CgroupLayout layout, std::string root_dir, std::string tag,
+          std::unique_ptr<AgentRegistry> registry);
   absl::StatusOr<Box*> BoxFor(const RankTarget& target, const JobShare& share, uint32_t uid);
   void EndBox(const std::string& name, Box& box);
   std::vector<std::string> DeviceAllowList(const std::vector<int32_t>& gpus) const;
+  std::string EnvFile(const RankKey& key) const;  // the rank's environment for the helper
 
   const SandboxOptions options_;
   const CgroupLayout layout_;
   const std::string root_dir_;  // empty mount point for a rank's new root
+  const std::string env_dir_;   // root-only: ranks' environments on their way to the helper
   const std::string tag_;       // names this agent's cgroups and /dev/shm folder
+  const std::unique_ptr<AgentRegistry> registry_;  // holds this agent's claim on its tag
   std::map<std::string, Box> boxes_;  // by "<job>.<attempt>"
 };
 

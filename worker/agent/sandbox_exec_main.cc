@@ -8,7 +8,7 @@
 //       ends every process in the namespace.
 //
 //   athanor-sandbox-exec rank --pidns FILE --root DIR --uid U --gid G --cwd DIR
-//       [--cgroup PROCS_FILE]... [--mount KIND:SRC:DST]... -- COMMAND...
+//       --env-file FILE [--cgroup PROCS_FILE]... [--mount KIND:SRC:DST]... -- COMMAND...
 //       Joins the attempt's PID namespace and forks the rank; places it in
 //       the job's cgroups before it runs anything; in a new mount namespace
 //       builds a read-only view of "/" under DIR with the listed mounts
@@ -16,9 +16,21 @@
 //       SRC writable at DST; robind: SRC read-only at DST; rofile: the one
 //       file SRC read-only at DST; dev: device node SRC at DST; proc), pivots into
 //       it, drops to U:G with no capabilities and no_new_privs, and execs
-//       COMMAND with this process's environment. This process stays as the
+//       COMMAND with the environment read from FILE (looked up on that
+//       environment's PATH). This process stays as the
 //       rank's parent outside the namespace, ignores SIGTERM/SIGINT (the
 //       agent signals the whole process group) and exits as the rank did.
+//
+// The rank's environment is the tenant's: it never becomes this process's.
+// The agent starts the helper with an environment of its own (PATH alone) and
+// writes the rank's into FILE, a root-owned 0600 file in a root-only folder:
+// NAME=VALUE entries, each ended by a NUL, at most kMaxEnvVars of them and
+// kMaxEnvBytes in all. The helper reads and unlinks it while still root and
+// applies it only in the rank's execve, after dropping privileges. Run as
+// root in the host's namespaces, the helper trusts nothing the loader reads:
+// it is linked statically (worker/agent/CMakeLists.txt), and it refuses to
+// run when its own environment holds anything but PATH (LD_PRELOAD,
+// GCONV_PATH, GLIBC_TUNABLES, ...), in case it is ever started some other way.
 //
 // Errors before exec go to stderr (the rank's log) with exit code 127.
 #include <fcntl.h>
@@ -43,7 +55,13 @@
 #include <string>
 #include <vector>
 
+extern char** environ;
+
 namespace {
+
+// Bounds on the rank's environment (sandbox.cc refuses bigger ones first).
+constexpr size_t kMaxEnvVars = 4096;
+constexpr size_t kMaxEnvBytes = size_t{1} << 20;
 
 struct MountOp {
   std::string kind, src, dst;
@@ -56,6 +74,9 @@ struct RankArgs {
   std::vector<std::string> cgroups;
   std::vector<MountOp> mounts;
   std::vector<char*> command;
+  std::string env_file;
+  std::string env_bytes;     // the entries, each NUL-terminated
+  std::vector<char*> env;    // into env_bytes, ending with nullptr
 };
 
 [[noreturn]] void Die(const std::string& what) {
@@ -63,6 +84,58 @@ struct RankArgs {
   ssize_t unused = write(STDERR_FILENO, msg.data(), msg.size());
   (void)unused;
   _exit(127);
+}
+
+// Refuses an environment of its own holding anything but PATH: the agent
+// gives the helper PATH alone, and every other variable is one the loader or
+// libc might act on as root (LD_*, GCONV_PATH, GLIBC_TUNABLES, MALLOC_*, ...).
+void RefuseForeignEnvironment() {
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    if (strncmp(*e, "PATH=", 5) == 0) continue;
+    const char* eq = strchr(*e, '=');
+    std::string name = eq != nullptr ? std::string(*e, eq - *e) : std::string(*e);
+    errno = 0;
+    Die("refusing to run with " + name.substr(0, 64) +
+        " in the helper's own environment (the agent passes a rank's environment in --env-file)");
+  }
+}
+
+// Reads the rank's environment from `a->env_file` (root's, 0600, bounded)
+// and unlinks the file.
+void ReadEnvFile(RankArgs* a) {
+  int fd = open(a->env_file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) Die("open " + a->env_file);
+  struct stat st;
+  if (fstat(fd, &st) != 0) Die("stat " + a->env_file);
+  errno = 0;
+  if (!S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 077) != 0) {
+    Die(a->env_file + " is not a regular file of root's, mode 0600");
+  }
+  if (st.st_size < 0 || static_cast<uint64_t>(st.st_size) > kMaxEnvBytes) {
+    Die(a->env_file + ": the environment is over " + std::to_string(kMaxEnvBytes) + " bytes");
+  }
+  a->env_bytes.resize(static_cast<size_t>(st.st_size));
+  size_t got = 0;
+  while (got < a->env_bytes.size()) {
+    ssize_t n = read(fd, a->env_bytes.data() + got, a->env_bytes.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) Die("read " + a->env_file);
+    got += static_cast<size_t>(n);
+  }
+  close(fd);
+  if (unlink(a->env_file.c_str()) != 0) Die("unlink " + a->env_file);
+  errno = 0;
+  if (!a->env_bytes.empty() && a->env_bytes.back() != '\0') Die(a->env_file + ": the last entry is not ended");
+  for (size_t at = 0; at < a->env_bytes.size();) {
+    char* entry = a->env_bytes.data() + at;
+    size_t len = strlen(entry);
+    const char* eq = static_cast<const char*>(memchr(entry, '=', len));
+    if (eq == nullptr || eq == entry) Die(a->env_file + ": an entry is not NAME=VALUE");
+    if (a->env.size() == kMaxEnvVars) Die(a->env_file + ": over " + std::to_string(kMaxEnvVars) + " variables");
+    a->env.push_back(entry);
+    at += len + 1;
+  }
+  a->env.push_back(nullptr);
 }
 
 void CloseExtraFds(int keep) {
@@ -253,6 +326,9 @@ int Rank(const RankArgs& a) {
     BuildRoot(a);
     DropPrivileges(a);
     if (chdir(a.cwd.c_str()) != 0) Die("chdir " + a.cwd);
+    // Only now, as the tenant's uid, the tenant's environment: execvp looks
+    // the command up on its PATH and passes it on.
+    environ = const_cast<char**>(a.env.data());
     execvp(a.command[0], a.command.data());
     Die(std::string("cannot execute '") + a.command[0] + "'");
   }
@@ -291,7 +367,7 @@ bool ParseId(const char* text, unsigned* out) {
 
 int Usage(const std::string& why) {
   fprintf(stderr, "athanor-sandbox-exec: %s\nusage: athanor-sandbox-exec holder | rank --pidns F --root D "
-                  "--uid U --gid G --cwd D [--cgroup F]... [--mount KIND:SRC:DST]... -- COMMAND...\n",
+                  "--uid U --gid G --cwd D --env-file F [--cgroup F]... [--mount KIND:SRC:DST]... -- COMMAND...\n",
           why.c_str());
   return 127;
 }
@@ -299,6 +375,18 @@ int Usage(const std::string& why) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
+    printf("athanor-sandbox-exec: the agent's helper that builds a rank's sandbox (run as root by\n"
+           "athanor-agent only; see worker/agent/sandbox.h and docs/security.md)\n"
+           "usage: athanor-sandbox-exec holder\n"
+           "         make a job attempt's PID namespace; prints its pid 1\n"
+           "       athanor-sandbox-exec rank --pidns F --root D --uid U --gid G --cwd D --env-file F\n"
+           "                            [--cgroup F]... [--mount KIND:SRC:DST]... -- COMMAND...\n"
+           "         run COMMAND in that namespace, in a new mount namespace, as U:G, with the\n"
+           "         environment in F (NAME=VALUE entries ended by NULs; root's, 0600; unlinked)\n");
+    return 0;
+  }
+  RefuseForeignEnvironment();
   if (argc >= 2 && std::string(argv[1]) == "holder") return Holder();
   if (argc < 2 || std::string(argv[1]) != "rank") return Usage("expected 'holder' or 'rank'");
   RankArgs a;
@@ -321,6 +409,8 @@ int main(int argc, char** argv) {
       if (!ParseId(value.c_str(), &a.uid)) return Usage("--uid: expected a non-root uid, got " + value);
     } else if (flag == "--gid") {
       if (!ParseId(value.c_str(), &a.gid)) return Usage("--gid: expected a non-root gid, got " + value);
+    } else if (flag == "--env-file") {
+      a.env_file = value;
     } else if (flag == "--cgroup") {
       a.cgroups.push_back(value);
     } else if (flag == "--mount") {
@@ -336,8 +426,9 @@ int main(int argc, char** argv) {
   for (; i < argc; ++i) a.command.push_back(argv[i]);
   a.command.push_back(nullptr);
   if (a.command.size() < 2) return Usage("no command");
-  if (a.pidns.empty() || a.root.empty() || a.cwd.empty() || a.uid == 0 || a.gid == 0) {
-    return Usage("--pidns, --root, --cwd, --uid and --gid are required");
+  if (a.pidns.empty() || a.root.empty() || a.cwd.empty() || a.env_file.empty() || a.uid == 0 || a.gid == 0) {
+    return Usage("--pidns, --root, --cwd, --env-file, --uid and --gid are required");
   }
+  ReadEnvFile(&a);
   return Rank(a);
 }
