@@ -13,8 +13,8 @@
 #include "checkpoint/commit_barrier.h"
 #include "checkpoint/fake_object_store.h"
 #include "checkpoint/layout.h"
-#include "collectives/bootstrap/store_protocol.h"
 #include "coordinator/record_codec.h"
+#include "fuzz/store_frame_seeds.h"
 
 namespace {
 
@@ -68,13 +68,7 @@ int main(int argc, char** argv) {
   Write(dir, "fuzz_safetensors", "shard_rank0", s0);
   Write(dir, "fuzz_safetensors", "shard_rank1", s1);
 
-  namespace proto = athanor::store_protocol;
-  int64_t one = 1;
-  const std::string delta(reinterpret_cast<const char*>(&one), 8);
-  Write(dir, "fuzz_store_frame", "set_get_add_check",
-        std::string(1, '\x07') + proto::Encode(proto::kSet, "k", "value") + proto::Encode(proto::kGet, "k", "") +
-            proto::Encode(proto::kAdd, "n", delta) + proto::Encode(proto::kAdd, "k", delta) +
-            proto::Encode(proto::kCheck, "k", "") + proto::Encode(proto::kCancel, "k", ""));
+  for (const auto& [name, bytes] : athanor::fuzz::StoreFrameSeeds()) Write(dir, "fuzz_store_frame", name, bytes);
 
   athanor::coord::JobRecord job;
   job.id = "7";

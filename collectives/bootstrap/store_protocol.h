@@ -6,7 +6,8 @@
 // value) and an empty key. Lengths are capped (kMaxKeyBytes, kMaxValueBytes)
 // before anything is buffered, so one peer cannot make rank 0 hold gigabytes;
 // a frame that breaks the format is a protocol error and its peer is
-// disconnected. Pure functions; thread-safe.
+// disconnected. The handshake that proves the rendezvous secret ('H', 'N',
+// 'P', 'D') is in store_auth.h. Pure functions; thread-safe.
 #pragma once
 
 #include <cstddef>
@@ -20,6 +21,8 @@ namespace athanor::store_protocol {
 
 constexpr char kSet = 'S', kGet = 'G', kAdd = 'A', kCheck = 'C', kCancel = 'X', kHello = 'H';
 constexpr char kReply = 'R', kCancelled = 'Z', kError = 'E';
+// The handshake's: the store's challenge, the client's proof, a refusal.
+constexpr char kChallenge = 'N', kProof = 'P', kDenied = 'D';
 
 constexpr size_t kHeaderBytes = 9;  // op + two u32 lengths
 constexpr size_t kMaxKeyBytes = 4096;

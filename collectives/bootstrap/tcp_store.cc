@@ -12,12 +12,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
-#include <set>
 #include <optional>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/time.h"
+#include "collectives/bootstrap/store_auth.h"
 #include "collectives/bootstrap/store_protocol.h"
 #include "common/logging.h"
 #include "common/status.h"
@@ -26,19 +27,25 @@ namespace athanor {
 namespace {
 
 namespace proto = store_protocol;
-using proto::kAdd, proto::kCancel, proto::kCancelled, proto::kCheck, proto::kError, proto::kGet,
-    proto::kHello, proto::kReply, proto::kSet;
+using proto::kAdd, proto::kCancel, proto::kCancelled, proto::kChallenge, proto::kCheck,
+    proto::kDenied, proto::kError, proto::kGet, proto::kHello, proto::kReply, proto::kSet;
 using proto::Encode;
 
-// Bytes an unauthenticated client may send before its hello is complete.
-constexpr size_t kMaxHelloBytes = proto::kHeaderBytes + 1024;
+// Bytes a client may send before it has proven the secret (hello and proof
+// are under 100 bytes).
+constexpr size_t kMaxHandshakeBytes = proto::kHeaderBytes + 1024;
+// The largest answer a client reads from a listener it does not trust yet.
+constexpr size_t kMaxChallengeBytes = proto::kHeaderBytes + 256;
+// A store answers the challenge at once; a listener that does not is no
+// store of this attempt, and the rank should learn so quickly.
+constexpr std::chrono::milliseconds kHandshakeTimeout = std::chrono::seconds(10);
+// Refusals logged one by one; after these, one line in every kLogEveryRefusal.
+constexpr uint64_t kLoggedRefusals = 16, kLogEveryRefusal = 256;
 
-// Compares in time independent of where the strings differ.
-bool SameSecret(const std::string& a, const std::string& b) {
-  if (a.size() != b.size()) return false;
-  unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
+std::string PeerAddress(const sockaddr_in& addr) {
+  char ip[INET_ADDRSTRLEN] = "?";
+  inet_ntop(AF_INET, &addr.sin_addr, ip, sizeof(ip));
+  return absl::StrCat(ip, ":", ntohs(addr.sin_port));
 }
 
 bool WriteAll(int fd, const std::string& data) {
@@ -93,9 +100,16 @@ absl::StatusOr<std::unique_ptr<TcpStoreServer>> TcpStoreServer::Start(const std:
   int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || listen(fd, 1024) != 0) {
-    absl::Status s = ErrnoStatus(absl::StrCat("TCP store: bind/listen ", host, ":", port));
+    const int err = errno;
     close(fd);
-    return s;
+    if (err == EADDRINUSE) {
+      // SO_REUSEADDR only skips TIME_WAIT: a process listens on the port.
+      return absl::UnavailableError(absl::StrCat(
+          "TCP store: cannot listen on ", host, ":", port,
+          ": address already in use; another process on this node (possibly another tenant's, "
+          "squatting on the port) listens there, so this attempt's ranks cannot rendezvous on it"));
+    }
+    return ErrnoStatus(absl::StrCat("TCP store: bind/listen ", host, ":", port), err);
   }
   socklen_t len = sizeof(addr);
   getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
@@ -123,6 +137,32 @@ void TcpStoreServer::Drain(std::chrono::milliseconds grace) {
   thread_.join();
 }
 
+void TcpStoreServer::Refused(const std::string& peer, const std::string& why) {
+  std::string line = absl::StrCat("TCP store on port ", port_, " refused ", peer, ": ", why);
+  uint64_t count = 0;
+  {
+    absl::MutexLock lock(&refusals_mu_);
+    count = ++refusal_count_;
+    refusals_.push_back(line);
+    if (refusals_.size() > kMaxRefusals) refusals_.pop_front();
+  }
+  if (count <= kLoggedRefusals || count % kLogEveryRefusal == 0) {
+    ATHANOR_LOG(WARNING) << line << " (refusal " << count << ")";
+  }
+}
+
+std::vector<std::string> TcpStoreServer::Refusals(size_t at_least, std::chrono::milliseconds timeout) {
+  struct Enough {
+    const uint64_t* count;
+    size_t at_least;
+    bool operator()() const { return *count >= at_least; }
+  };
+  absl::MutexLock lock(&refusals_mu_);
+  Enough enough{&refusal_count_, at_least};
+  refusals_mu_.AwaitWithTimeout(absl::Condition(&enough), absl::FromChrono(timeout));
+  return {refusals_.begin(), refusals_.end()};
+}
+
 TcpStoreServer::~TcpStoreServer() {
   char c = 'x';
   (void)!write(wake_write_, &c, 1);
@@ -137,12 +177,22 @@ namespace {
 using KeyValues = std::map<std::string, std::string>;
 using Waiters = std::multimap<std::string, int>;  // key -> fds waiting in Get
 
-void Disconnect(int fd, std::map<int, std::string>* inbox, Waiters* waiting, std::set<int>* admitted) {
+// One client connection, as the server thread sees it.
+struct Peer {
+  std::string inbox;    // bytes read but not yet decoded
+  std::string address;  // "ip:port", for refusals
+  // Until the client has proven the secret; null once admitted, and always
+  // for a store without a secret.
+  std::unique_ptr<store_auth::StoreHandshake> handshake;
+  bool spoke = false;  // sent at least one byte (a bare connect is no refusal)
+};
+using Peers = std::map<int, Peer>;  // by fd
+
+void Disconnect(int fd, Peers* peers, Waiters* waiting) {
   for (auto it = waiting->begin(); it != waiting->end();) {
     it = it->second == fd ? waiting->erase(it) : std::next(it);
   }
-  inbox->erase(fd);
-  admitted->erase(fd);
+  peers->erase(fd);
   close(fd);
 }
 
@@ -192,9 +242,6 @@ bool Handle(int fd, const proto::Frame& f, KeyValues* data, Waiters* waiting, st
     case kCheck:
       WriteAll(fd, Encode(kReply, "", data->count(f.key) ? "1" : "0"));
       return true;
-    case kHello:  // already admitted (or no secret): nothing to check
-      WriteAll(fd, Encode(kReply, "", ""));
-      return true;
   }
   *error = "unknown op";
   return false;
@@ -204,15 +251,14 @@ bool Handle(int fd, const proto::Frame& f, KeyValues* data, Waiters* waiting, st
 
 void TcpStoreServer::Run() {
   KeyValues data;
-  std::map<int, std::string> inbox;  // client fd -> unparsed bytes
+  Peers peers;
   Waiters waiting;
-  std::set<int> admitted;  // fds that presented the secret
   bool draining = false;
   std::chrono::steady_clock::time_point drain_end;
   for (;;) {
-    if (draining && (inbox.empty() || std::chrono::steady_clock::now() >= drain_end)) break;
+    if (draining && (peers.empty() || std::chrono::steady_clock::now() >= drain_end)) break;
     std::vector<pollfd> fds = {{wake_read_, POLLIN, 0}, {listen_fd_, draining ? short{0} : short{POLLIN}, 0}};
-    for (auto& [fd, unused] : inbox) fds.push_back({fd, POLLIN, 0});
+    for (auto& [fd, unused] : peers) fds.push_back({fd, POLLIN, 0});
     int wait_ms = -1;
     if (draining) {
       wait_ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -230,26 +276,49 @@ void TcpStoreServer::Run() {
       drain_end = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms_.load());
     }
     if (fds[1].revents & POLLIN) {
-      int c = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      sockaddr_in from{};
+      socklen_t from_len = sizeof(from);
+      int c = accept4(listen_fd_, reinterpret_cast<sockaddr*>(&from), &from_len, SOCK_CLOEXEC);
       if (c >= 0) {
         int one = 1;
         setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-        inbox[c];
+        Peer peer;
+        peer.address = PeerAddress(from);
+        if (!secret_.empty()) {
+          absl::StatusOr<std::string> nonce = store_auth::NewNonce();
+          if (!nonce.ok()) {
+            ATHANOR_LOG(ERROR) << nonce.status() << "; dropping " << peer.address;
+            close(c);
+            c = -1;
+          } else {
+            peer.handshake = std::make_unique<store_auth::StoreHandshake>(secret_, *std::move(nonce));
+          }
+        }
+        if (c >= 0) peers.emplace(c, std::move(peer));
       }
     }
     for (size_t i = 2; i < fds.size(); ++i) {
       if (!fds[i].revents) continue;
       int fd = fds[i].fd;
+      Peer& peer = peers.at(fd);
       char buf[4096];
       ssize_t n = recv(fd, buf, sizeof(buf), 0);
       if (n <= 0) {
-        Disconnect(fd, &inbox, &waiting, &admitted);
+        if (peer.handshake != nullptr && peer.spoke) {
+          Refused(peer.address,
+                  "it hung up during the rendezvous handshake without proving the secret (a rank "
+                  "of another attempt or tenant that could not verify this store's proof?)");
+        }
+        Disconnect(fd, &peers, &waiting);
         continue;
       }
-      std::string& in = inbox[fd];
+      peer.spoke = true;
+      std::string& in = peer.inbox;
       in.append(buf, n);
-      if (!secret_.empty() && !admitted.count(fd) && in.size() > kMaxHelloBytes) {
-        Disconnect(fd, &inbox, &waiting, &admitted);  // no hello this long: not one of ours
+      if (peer.handshake != nullptr && in.size() > kMaxHandshakeBytes) {
+        Refused(peer.address, absl::StrCat("it sent over ", kMaxHandshakeBytes,
+                                           " bytes without proving the rendezvous secret"));
+        Disconnect(fd, &peers, &waiting);
         continue;
       }
       proto::Frame frame;
@@ -257,33 +326,44 @@ void TcpStoreServer::Run() {
       for (;;) {
         proto::DecodeResult r = proto::Decode(&in, &frame, &error);
         if (r == proto::DecodeResult::kIncomplete) break;
-        if (r == proto::DecodeResult::kFrame && !secret_.empty() && !admitted.count(fd)) {
-          // The first frame of a client must present the secret; anything
-          // else is a stranger, dropped without an answer.
-          if (frame.op != kHello || !SameSecret(frame.value, secret_)) {
-            Disconnect(fd, &inbox, &waiting, &admitted);
+        if (r == proto::DecodeResult::kFrame && peer.handshake != nullptr) {
+          std::string reply, why;
+          const auto outcome = peer.handshake->OnFrame(frame, &reply, &why);
+          WriteAll(fd, reply);
+          if (outcome == store_auth::StoreHandshake::Outcome::kRefused) {
+            Refused(peer.address, why);
+            Disconnect(fd, &peers, &waiting);
             break;
           }
-          admitted.insert(fd);
-          WriteAll(fd, Encode(kReply, "", ""));
+          if (outcome == store_auth::StoreHandshake::Outcome::kAdmitted) peer.handshake.reset();
           continue;
         }
-        if (r == proto::DecodeResult::kFrame && !proto::IsRequestOp(frame.op)) {
+        if (r == proto::DecodeResult::kFrame && frame.op == kHello && secret_.empty()) {
+          // Admitting it would let a squatter pass for this store; the
+          // client must hear that no proof will come.
+          WriteAll(fd, Encode(kDenied, store_auth::kDeniedNoSecret, ""));
+          Refused(peer.address,
+                  "it asked for proof of a rendezvous secret, and this store was started without one");
+          Disconnect(fd, &peers, &waiting);
+          break;
+        }
+        if (r == proto::DecodeResult::kFrame && (!proto::IsRequestOp(frame.op) || frame.op == kHello)) {
           r = proto::DecodeResult::kInvalid;
-          error = absl::StrCat("unknown op 0x", absl::Hex(static_cast<unsigned char>(frame.op)));
+          error = absl::StrCat("unexpected op 0x", absl::Hex(static_cast<unsigned char>(frame.op)));
         }
         if (r == proto::DecodeResult::kFrame && !Handle(fd, frame, &data, &waiting, &error)) {
           r = proto::DecodeResult::kInvalid;
         }
         if (r == proto::DecodeResult::kInvalid) {
-          ATHANOR_LOG(WARNING) << "TCP store: disconnecting a peer that broke the protocol: " << error;
-          Disconnect(fd, &inbox, &waiting, &admitted);
+          ATHANOR_LOG(WARNING) << "TCP store: disconnecting " << peer.address
+                               << ", which broke the protocol: " << error;
+          Disconnect(fd, &peers, &waiting);
           break;
         }
       }
     }
   }
-  for (auto& [fd, unused] : inbox) close(fd);
+  for (auto& [fd, unused] : peers) close(fd);
 }
 
 absl::StatusOr<std::unique_ptr<TcpStoreClient>> TcpStoreClient::Connect(
@@ -298,14 +378,7 @@ absl::StatusOr<std::unique_ptr<TcpStoreClient>> TcpStoreClient::Connect(
       int one = 1;
       setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
       std::unique_ptr<TcpStoreClient> client(new TcpStoreClient(fd, host, port));
-      if (!secret.empty()) {
-        absl::StatusOr<std::string> hello = client->Call(kHello, "", secret, timeout);
-        if (!hello.ok()) {
-          return absl::PermissionDeniedError(absl::StrCat(
-              "TCP store at ", host, ":", port, " refused this client (rendezvous secret not accepted: ",
-              hello.status().message(), ")"));
-        }
-      }
+      if (!secret.empty()) RETURN_IF_ERROR(client->Authenticate(secret, std::min(timeout, kHandshakeTimeout)));
       return client;
     }
     int err = errno;
@@ -325,16 +398,70 @@ TcpStoreClient::~TcpStoreClient() {
   if (fd_ >= 0) close(fd_);
 }
 
-absl::Status TcpStoreClient::ReadReply(std::chrono::steady_clock::time_point deadline, char* op,
-                                       std::string* value) {
-  proto::Frame frame;
+std::string TcpStoreClient::Address() const { return absl::StrCat(host_, ":", port_); }
+
+absl::Status TcpStoreClient::Authenticate(const std::string& secret, std::chrono::milliseconds timeout) {
+  ASSIGN_OR_RETURN(std::string nonce, store_auth::NewNonce());
+  const store_auth::ClientHandshake handshake(secret, std::move(nonce));
+  const std::string untrusted =
+      absl::StrCat("TCP store at ", Address(),
+                   ": the listener does not know this attempt's rendezvous secret (possibly another "
+                   "tenant's process on the port); nothing secret was sent to it: ");
+  absl::MutexLock lock(&mu_);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  if (!WriteAll(fd_, handshake.Hello())) {
+    const int err = errno;
+    Break();
+    return absl::UnavailableError(absl::StrCat("TCP store at ", Address(),
+                                               ": sending the rendezvous challenge failed: ", strerror(err)));
+  }
+  proto::Frame challenge;
+  absl::Status read = ReadReply(deadline, &challenge, kMaxChallengeBytes);
+  if (absl::IsDeadlineExceeded(read)) {
+    Break();
+    return absl::DeadlineExceededError(absl::StrCat(
+        "TCP store at ", Address(), ": the listener did not prove within ", timeout.count(),
+        " ms that it knows this attempt's rendezvous secret (possibly another tenant's process on "
+        "the port, or a store too busy to answer); nothing secret was sent to it"));
+  }
+  if (!read.ok()) return absl::PermissionDeniedError(absl::StrCat(untrusted, read.message()));
+  absl::StatusOr<std::string> proof = handshake.OnChallenge(challenge);
+  if (!proof.ok()) {
+    Break();
+    return absl::PermissionDeniedError(absl::StrCat(untrusted, proof.status().message()));
+  }
+  // The listener has proven the secret: from here on it is this attempt's store.
+  proto::Frame verdict;
+  absl::Status sent = WriteAll(fd_, *proof) ? ReadReply(deadline, &verdict, kMaxChallengeBytes)
+                                            : absl::UnavailableError(strerror(errno));
+  if (sent.ok() && verdict.op == kReply) return absl::OkStatus();
+  Break();
+  if (sent.ok() && verdict.op == kDenied) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "TCP store at ", Address(), " proved this attempt's rendezvous secret but refused this rank's "
+        "proof (a relay between two stores?)"));
+  }
+  return absl::UnavailableError(absl::StrCat(
+      "TCP store at ", Address(), ": the rendezvous handshake broke off after the store's proof: ",
+      sent.ok() ? absl::StrCat("op 0x", absl::Hex(static_cast<unsigned char>(verdict.op))) : sent.message()));
+}
+
+absl::Status TcpStoreClient::ReadReply(std::chrono::steady_clock::time_point deadline,
+                                       proto::Frame* frame, size_t max_bytes) {
   std::string error;
   for (;;) {
-    proto::DecodeResult r = proto::Decode(&inbox_, &frame, &error);
-    if (r == proto::DecodeResult::kFrame && frame.op != kReply && frame.op != kError &&
-        frame.op != kCancelled) {
+    proto::DecodeResult r = proto::Decode(&inbox_, frame, &error);
+    if (r == proto::DecodeResult::kFrame && frame->op != kReply && frame->op != kError &&
+        frame->op != kCancelled && frame->op != kChallenge && frame->op != kDenied) {
       r = proto::DecodeResult::kInvalid;
-      error = absl::StrCat("unknown reply op 0x", absl::Hex(static_cast<unsigned char>(frame.op)));
+      error = absl::StrCat("unknown reply op 0x", absl::Hex(static_cast<unsigned char>(frame->op)));
+    }
+    const size_t size = r == proto::DecodeResult::kFrame
+                            ? proto::kHeaderBytes + frame->key.size() + frame->value.size()
+                            : inbox_.size();
+    if (r != proto::DecodeResult::kInvalid && size > max_bytes) {
+      r = proto::DecodeResult::kInvalid;
+      error = absl::StrCat("a reply of over ", max_bytes, " bytes where at most that was expected");
     }
     if (r == proto::DecodeResult::kInvalid) {
       Break();
@@ -352,12 +479,10 @@ absl::Status TcpStoreClient::ReadReply(std::chrono::steady_clock::time_point dea
     ssize_t n = recv(fd_, buf, sizeof(buf), 0);
     if (n <= 0) {
       Break();
-      return absl::UnavailableError("TCP store: server closed the connection");
+      return absl::UnavailableError(absl::StrCat("TCP store at ", host_, ":", port_, " closed the connection"));
     }
     inbox_.append(buf, n);
   }
-  *op = frame.op;
-  *value = std::move(frame.value);
   return absl::OkStatus();
 }
 
@@ -380,11 +505,22 @@ absl::StatusOr<std::string> TcpStoreClient::Call(char op, const std::string& key
   if (!WriteAll(fd_, Encode(op, key, value))) {
     return absl::UnavailableError(absl::StrCat("TCP store: send failed: ", strerror(errno)));
   }
-  char rop;
-  std::string reply;
-  absl::Status s = ReadReply(std::chrono::steady_clock::now() + timeout, &rop, &reply);
-  if (s.ok() && rop == kError) return absl::FailedPreconditionError(absl::StrCat("TCP store: ", reply));
-  if (s.ok()) return reply;
+  proto::Frame reply;
+  absl::Status s = ReadReply(std::chrono::steady_clock::now() + timeout, &reply);
+  if (s.ok() && reply.op == kDenied) {
+    // The store hangs up after a refusal. Unavailable, as for any closed
+    // connection; the message says why.
+    Break();
+    return absl::UnavailableError(absl::StrCat(
+        "TCP store at ", Address(), " requires this attempt's rendezvous secret and this client has none "
+        "(ATHANOR_RENDEZVOUS_SECRET unset?); it refused the request and closed the connection"));
+  }
+  if (s.ok() && reply.op == kChallenge) {
+    Break();
+    return absl::UnavailableError(absl::StrCat("TCP store at ", Address(), " sent a challenge unasked"));
+  }
+  if (s.ok() && reply.op == kError) return absl::FailedPreconditionError(absl::StrCat("TCP store: ", reply.value));
+  if (s.ok()) return std::move(reply.value);
   if (!absl::IsDeadlineExceeded(s)) return s;
   const auto timed_out = absl::DeadlineExceededError(
       absl::StrCat("TCP store: key '", key, "' not available within ", timeout.count(), " ms"));
@@ -396,9 +532,9 @@ absl::StatusOr<std::string> TcpStoreClient::Call(char op, const std::string& key
   if (!WriteAll(fd_, Encode(kCancel, key, ""))) return absl::UnavailableError("TCP store: send failed");
   std::optional<std::string> late;
   for (;;) {
-    RETURN_IF_ERROR(ReadReply(std::chrono::steady_clock::now() + std::chrono::seconds(10), &rop, &reply));
-    if (rop == kCancelled) break;
-    late = reply;
+    RETURN_IF_ERROR(ReadReply(std::chrono::steady_clock::now() + std::chrono::seconds(10), &reply));
+    if (reply.op == kCancelled) break;
+    late = std::move(reply.value);
   }
   if (late.has_value()) return *late;
   return timed_out;

@@ -5,20 +5,27 @@
 // Set, Get (waits until the key exists, up to a deadline), Add (atomic int64
 // add, returns the new value), Check (non-blocking existence).
 //
-// Rendezvous secret: a server given a non-empty secret requires every client
-// to present it in its first message (op 'H'); a client that sends anything
-// else, or another secret, is disconnected before any key is read or set.
-// A client given a secret presents it on connecting and fails with
-// PermissionDenied when the server hangs up on it. By default both take the
-// secret from ATHANOR_RENDEZVOUS_SECRET (the agent sets it per attempt; see
-// docs/security.md); without it they behave as before.
+// Rendezvous secret: a server given a non-empty secret and each client given
+// one prove to each other that they know it, with an HMAC challenge and
+// response in both directions, and never send it (store_auth.h). The server
+// proves first: a client that meets a listener that cannot prove the secret
+// (another tenant's process squatting on the port, a store of another
+// attempt, a store without a secret) fails with PermissionDenied naming the
+// address and has sent it nothing derived from the secret. The server refuses
+// a client that does not prove the secret (or has none) before any key is
+// read or set, hangs up, and records why (Refusals()). By default both take
+// the secret from ATHANOR_RENDEZVOUS_SECRET (the agent sets it per attempt;
+// see docs/security.md); when neither has one (athanor-run, unsandboxed
+// agents) the wire is as it always was.
 //
 // Threading: both classes are thread-safe (the client serialises calls with a
 // mutex). Errors: Unavailable when the server cannot be reached or the
-// connection breaks; DeadlineExceeded when a Get or the connect outlives its
-// timeout (the message names the key; a timed-out Get is withdrawn, so the
-// connection stays usable); FailedPrecondition for an Add on a value that is
-// not an 8-byte counter. The server caps key and value sizes and disconnects
+// connection breaks, and for a client without a secret refused by a server
+// with one (the message says so); DeadlineExceeded when a Get or the connect
+// outlives its timeout (the message names the key; a timed-out Get is
+// withdrawn, so the connection stays usable), or a listener does not answer
+// the secret's challenge within min(timeout, 10 s); FailedPrecondition for an
+// Add on a value that is not an 8-byte counter. The server caps key and value sizes and disconnects
 // a peer that breaks the wire format (see store_protocol.h); a client whose
 // server sends a malformed reply drops the connection (Unavailable after).
 // Hosts are IPv4 literals or names that resolve to IPv4.
@@ -26,6 +33,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <thread>
@@ -34,6 +43,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "collectives/bootstrap/store_protocol.h"
 
 namespace athanor {
 
@@ -42,7 +52,9 @@ std::string RendezvousSecretFromEnv();
 
 class TcpStoreServer {
  public:
-  // Listens on host:port (port 0 picks one; see port()).
+  // Listens on host:port (port 0 picks one; see port()). Unavailable, saying
+  // that another process (possibly another tenant's) holds the port, when
+  // host:port is already in use.
   static absl::StatusOr<std::unique_ptr<TcpStoreServer>> Start(
       const std::string& host, int port, const std::string& secret = RendezvousSecretFromEnv());
   ~TcpStoreServer();  // stops the thread and closes every connection
@@ -51,10 +63,20 @@ class TcpStoreServer {
   // or `grace` passed, so that ranks still reading (say, to learn which rank
   // never joined) are not cut off by rank 0 leaving first.
   void Drain(std::chrono::milliseconds grace);
+  // Why peers were refused (one line each, naming the peer's address), oldest
+  // first, the last kMaxRefusals of them. Blocks until there are at least
+  // `at_least` or `timeout` passed. Thread-safe.
+  std::vector<std::string> Refusals(size_t at_least, std::chrono::milliseconds timeout)
+      ABSL_LOCKS_EXCLUDED(refusals_mu_);
+
+  static constexpr size_t kMaxRefusals = 64;
 
  private:
   TcpStoreServer(int listen_fd, int port, int wake_read, int wake_write, std::string secret);
   void Run();
+  // Records a refusal for Refusals() and logs it (the first 16, then one in
+  // 256, so that a peer that keeps knocking cannot flood the log).
+  void Refused(const std::string& peer, const std::string& why) ABSL_LOCKS_EXCLUDED(refusals_mu_);
 
   const int listen_fd_;
   const int port_;
@@ -62,6 +84,9 @@ class TcpStoreServer {
   const std::string secret_;  // empty: every client is served
   std::atomic<int64_t> grace_ms_{0};  // set by Drain() before the wake-up byte
   std::thread thread_;
+  absl::Mutex refusals_mu_;
+  std::deque<std::string> refusals_ ABSL_GUARDED_BY(refusals_mu_);
+  uint64_t refusal_count_ ABSL_GUARDED_BY(refusals_mu_) = 0;  // all of them, not only the kept
 };
 
 class TcpStoreClient {
@@ -80,11 +105,19 @@ class TcpStoreClient {
  private:
   TcpStoreClient(int fd, std::string host, int port)
       : host_(std::move(host)), port_(port), fd_(fd) {}
+  // The mutual proof of `secret` (store_auth.h), within `timeout`.
+  absl::Status Authenticate(const std::string& secret, std::chrono::milliseconds timeout)
+      ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<std::string> Call(char op, const std::string& key, const std::string& value,
                                    std::chrono::milliseconds timeout) ABSL_LOCKS_EXCLUDED(mu_);
-  // Reads one message into (op, value); DeadlineExceeded / Unavailable. Needs mu_.
-  absl::Status ReadReply(std::chrono::steady_clock::time_point deadline, char* op,
-                         std::string* value) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Reads one message into `frame`; DeadlineExceeded / Unavailable. A reply
+  // whose frame would pass `max_bytes` is malformed (the handshake expects a
+  // small one from a listener it does not trust yet).
+  absl::Status ReadReply(std::chrono::steady_clock::time_point deadline, store_protocol::Frame* frame,
+                         size_t max_bytes = store_protocol::kHeaderBytes + store_protocol::kMaxKeyBytes +
+                                            store_protocol::kMaxValueBytes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::string Address() const;  // "host:port"
   // Closes the connection for good (after a timeout or a malformed reply).
   void Break() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

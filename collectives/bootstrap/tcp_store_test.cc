@@ -8,6 +8,7 @@
 
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -76,25 +77,57 @@ TEST(TcpStore, SecretAdmitsOnlyClientsThatPresentIt) {
   auto wrong = TcpStoreClient::Connect("127.0.0.1", port, std::chrono::seconds(5),
                                        "0123456789abcdef0123456789abcdeX");
   EXPECT_EQ(wrong.status().code(), absl::StatusCode::kPermissionDenied);
-  EXPECT_THAT(wrong.status().message(), HasSubstr("refused this client"));
-  // No secret: its first request gets the connection closed, not an answer.
+  EXPECT_THAT(wrong.status().message(),
+              HasSubstr(absl::StrCat("TCP store at 127.0.0.1:", port,
+                                     ": the listener does not know this attempt's rendezvous secret")));
+  // No secret: its first request is refused, saying why, and the connection closed.
   auto none = TcpStoreClient::Connect("127.0.0.1", port, std::chrono::seconds(5), "");
   ASSERT_TRUE(none.ok());
   absl::Status set = (*none)->Set("k", "overwritten");
   EXPECT_EQ(set.code(), absl::StatusCode::kUnavailable) << set;
+  EXPECT_THAT(set.message(), HasSubstr("requires this attempt's rendezvous secret and this client has none"));
   EXPECT_EQ((*none)->Get("k", std::chrono::seconds(1)).status().code(), absl::StatusCode::kUnavailable);
   auto value = (*good)->Get("k", std::chrono::seconds(5));
   ASSERT_TRUE(value.ok());
   EXPECT_EQ(*value, "v");
 }
 
-TEST(TcpStore, ServerWithoutSecretServesClientsWithOne) {
+// A store without a secret cannot prove one, so a client with one refuses
+// it (a squatter could pass for it otherwise); the store records the refusal.
+TEST(TcpStore, ClientWithSecretRefusesServerWithout) {
   auto server = TcpStoreServer::Start("127.0.0.1", 0, "");
   ASSERT_TRUE(server.ok());
-  auto c = TcpStoreClient::Connect("127.0.0.1", (*server)->port(), std::chrono::seconds(5), "s3cret-s3cret-s3cret");
-  ASSERT_TRUE(c.ok()) << c.status();
-  ASSERT_TRUE((*c)->Set("a", "b").ok());
-  EXPECT_EQ(*(*c)->Get("a", std::chrono::seconds(5)), "b");
+  const int port = (*server)->port();
+  auto c = TcpStoreClient::Connect("127.0.0.1", port, std::chrono::seconds(5), "s3cret-s3cret-s3cret");
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(c.status().message(), HasSubstr(absl::StrCat("TCP store at 127.0.0.1:", port)));
+  EXPECT_THAT(c.status().message(), HasSubstr("started without a rendezvous secret, while this rank has one"));
+  std::vector<std::string> refused = (*server)->Refusals(1, std::chrono::seconds(10));
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_THAT(refused[0], HasSubstr("this store was started without one"));
+  // Clients without a secret are served as before.
+  auto plain = TcpStoreClient::Connect("127.0.0.1", port, std::chrono::seconds(5), "");
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  ASSERT_TRUE((*plain)->Set("a", "b").ok());
+  EXPECT_EQ(*(*plain)->Get("a", std::chrono::seconds(5)), "b");
+}
+
+TEST(TcpStore, PortInUseSaysAnotherProcessListens) {
+  int squatter = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  ASSERT_EQ(bind(squatter, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(listen(squatter, 4), 0);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(getsockname(squatter, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const int port = ntohs(addr.sin_port);
+  auto server = TcpStoreServer::Start("127.0.0.1", port, "0123456789abcdef0123456789abcdef");
+  close(squatter);
+  EXPECT_EQ(server.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(server.status().message(),
+              HasSubstr(absl::StrCat("cannot listen on 127.0.0.1:", port, ": address already in use; "
+                                     "another process on this node (possibly another tenant's")));
 }
 
 }  // namespace
