@@ -8,6 +8,7 @@
 // 2. Agents stopped with kill -9 left their cgroups behind, and a later
 //    sandbox could depend on them. Now a restarted agent ends and removes
 //    everything a killed agent made, even when it restarts in another cgroup.
+// 3. A link planted in a file:// checkpoint root (below).
 //
 // Needs root, as CI runs it (the agent sandboxes only as root).
 #include <fcntl.h>
@@ -216,6 +217,38 @@ TEST_F(AgentFindingsTest, RestartedAgentStartsFromACleanSlate) {
   // Whatever the outcome, leave the host's hierarchy as it was.
   for (const std::string& d : killed_agents) agent::JobCgroup::RemoveTree(d, std::chrono::seconds(5));
   EXPECT_TRUE(agent::JobCgroup::RemoveTree(memory_away, std::chrono::seconds(5))) << memory_away;
+}
+
+// 3. A relative link planted in a job's file:// checkpoint folder led the
+//    agent (as root) to make, own and bind a folder through it: a later job
+//    naming the link as its checkpoint root got the agent's masked work dir
+//    (other tenants' logs, the agent's records) owned by its uid and mounted
+//    writable. Now checkpoint folders are made only along real folders.
+TEST_F(AgentFindingsTest, LinkInACheckpointRootReachesNothing) {
+  StartAgent();
+  ASSERT_TRUE(cluster_.WaitForNodesUp(1)) << AgentLog();
+  const std::string store = cluster_.dir() + "/store";  // shared with ranks (the harness's dir)
+  // Job 1 plants, in its own checkpoint folder, a link up to the agent's work dir.
+  std::string planter = Submit({"--checkpoint-uri", "file://" + store},
+                               {"sh", "-c", "ln -s ../../node-a " + store + "/$ATHANOR_JOB_ID/escape && echo planted"});
+  CliResult wait = cluster_.Cli({"wait", planter, "--timeout", "30"});
+  ASSERT_EQ(wait.out, "job " + planter + " SUCCEEDED\n") << Log(planter) << AgentLog();
+  const std::string link = store + "/" + planter + "/escape";
+  ASSERT_TRUE(fs::is_symlink(link)) << Log(planter);
+  ASSERT_TRUE(fs::exists(link + "/jobs/" + planter)) << "the link must lead to the work dir for the attempt to mean anything";
+  // Job 2 names the link as its checkpoint root, and would read job 1's log through it.
+  std::string thief = Submit({"--checkpoint-uri", "file://" + link},
+                             {"sh", "-c", "cat " + link + "/jobs/" + planter + "/attempt-1/rank-0.log"});
+  wait = cluster_.Cli({"wait", thief, "--timeout", "30"});
+  EXPECT_EQ(wait.out, absl::StrCat("job ", thief, " FAILED: rank 0 on node node-a exited with code 127: cannot sandbox: "
+                                   "ATHANOR_CHECKPOINT_URI: ", link,
+                                   " is a link; a checkpoint folder is made only along real folders\n"))
+      << AgentLog();
+  EXPECT_FALSE(fs::exists(NodeDir() + "/" + thief)) << "a folder was made through the link";
+  struct stat st;
+  ASSERT_EQ(stat(NodeDir().c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 0u) << "the agent's work dir was given away";
+  EXPECT_EQ(Log(thief).find("planted"), std::string::npos);
 }
 
 }  // namespace

@@ -26,6 +26,7 @@
 #include "common/status.h"
 #include "worker/agent/command_access.h"
 #include "worker/agent/orphans.h"
+#include "worker/agent/tenant_paths.h"
 
 extern char** environ;
 
@@ -375,7 +376,10 @@ absl::Status Sandbox::Wrap(const RankTarget& target, const JobShare& share, cons
                                                      "' is not an absolute file:// path without ':'"));
     }
     std::string job_dir = root + "/" + key.job_id;
-    RETURN_IF_ERROR(MakeOwnedDir(job_dir, uid, 0750));
+    std::vector<std::string> forbidden = options_.hide;
+    forbidden.push_back(options_.work_dir);
+    absl::Status made = MakeTenantDir(job_dir, uid, 0750, forbidden);
+    if (!made.ok()) return absl::InvalidArgumentError(absl::StrCat("ATHANOR_CHECKPOINT_URI: ", made.message()));
     mounts.push_back(absl::StrCat("bind:", job_dir, ":", job_dir));
   }
   if (!options->argv.empty()) {
