@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -86,6 +87,7 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Start(const SubprocessOp
     return ErrnoStatus("pipe2");
   }
 
+  const pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) {
     int err = errno;
@@ -97,6 +99,10 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Start(const SubprocessOp
   }
   if (pid == 0) {
     if (options.new_process_group) setpgid(0, 0);
+    if (options.parent_death_signal != 0) {
+      prctl(PR_SET_PDEATHSIG, options.parent_death_signal);
+      if (getppid() != parent) raise(options.parent_death_signal);  // it died before the prctl
+    }
     sigset_t all;
     sigemptyset(&all);
     sigprocmask(SIG_SETMASK, &all, nullptr);

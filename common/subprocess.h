@@ -27,6 +27,9 @@ struct SubprocessOptions {
   std::string stderr_path;                   // append to this file; "=stdout" joins stdout
   bool capture_stdout = false;               // a pipe readable through stdout_fd()
   bool new_process_group = true;
+  // Sent to the child when the thread that started it ends (PR_SET_PDEATHSIG),
+  // e.g. when its parent process dies, however; 0: none.
+  int parent_death_signal = 0;
 };
 
 // How a child ended: exit_code is its exit status, or 128+signal when killed.

@@ -2,6 +2,9 @@
 
 #include <signal.h>
 
+#include <memory>
+#include <thread>
+
 #include <gtest/gtest.h>
 
 namespace athanor {
@@ -67,6 +70,37 @@ TEST(Subprocess, WaitForReturnsAtExitOrAfterTheTimeout) {
   e = (*slow)->WaitFor(std::chrono::seconds(30));
   ASSERT_TRUE(e.has_value());
   EXPECT_EQ(e->signal, SIGKILL);
+}
+
+}  // namespace
+}  // namespace athanor
+
+namespace athanor {
+namespace {
+
+// A child asked for a parent-death signal gets it when the thread that
+// started it ends (as when its whole process dies), and one not asked does not.
+TEST(Subprocess, ParentDeathSignalReachesTheChild) {
+  std::unique_ptr<Subprocess> told, untold;
+  std::thread starter([&] {
+    SubprocessOptions o;
+    o.argv = {"sleep", "30"};
+    o.parent_death_signal = SIGTERM;
+    auto p = Subprocess::Start(o);
+    ASSERT_TRUE(p.ok()) << p.status();
+    told = std::move(*p);
+    o.parent_death_signal = 0;
+    p = Subprocess::Start(o);
+    ASSERT_TRUE(p.ok()) << p.status();
+    untold = std::move(*p);
+  });
+  starter.join();
+  ASSERT_NE(told, nullptr);
+  ExitInfo e = told->Wait();  // ends only through the signal (sleep 30 is the watchdog)
+  EXPECT_EQ(e.signal, SIGTERM);
+  EXPECT_FALSE(untold->WaitFor(std::chrono::milliseconds(100)).has_value());
+  ASSERT_TRUE(untold->Signal(SIGKILL).ok());
+  EXPECT_EQ(untold->Wait().signal, SIGKILL);
 }
 
 }  // namespace

@@ -4,8 +4,10 @@
 #include <dirent.h>
 #include <sys/stat.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -19,6 +21,8 @@
 
 namespace athanor::ckptsvc {
 namespace {
+
+constexpr int kSendTimeoutSeconds = 30;
 
 // "job J step S rank R of W attempt A" (the .handoff note) into `event`.
 bool ParseHandoffNote(const std::string& note, ShardUploadEvent* event) {
@@ -107,7 +111,6 @@ CheckpointService::~CheckpointService() {
   for (auto& [key, area] : areas_) {
     if (area->uploader.joinable()) area->uploader.join();
     if (area->fd >= 0) ::close(area->fd);
-    ::unlink(area->path.c_str());
   }
   ::unlink(options_.socket_path.c_str());
 }
@@ -135,30 +138,101 @@ void CheckpointService::AcceptLoop() {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       return;  // shut down
     }
-    absl::MutexLock lock(&mu_);
-    if (stopping_) {
-      ::close(fd);
-      return;
-    }
-    // Reap connections whose rank has gone.
-    for (auto it = connections_.begin(); it != connections_.end();) {
-      if ((*it)->done) {
-        (*it)->thread.join();
-        ::close((*it)->fd);
-        it = connections_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    auto conn = std::make_unique<Connection>();
-    conn->fd = fd;
+    // A rank that never reads its replies cannot hold a thread forever.
+    const struct timeval send_timeout = {kSendTimeoutSeconds, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &send_timeout, sizeof(send_timeout));
     struct ucred cred = {};
     socklen_t len = sizeof(cred);
-    if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) conn->uid = cred.uid;
-    Connection* c = conn.get();
-    connections_.push_back(std::move(conn));
-    c->thread = std::thread([this, c] { Serve(c); });
+    std::string refusal;
+    if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+      refusal = absl::StrCat("cannot read the peer's credentials: ", strerror(errno));
+    }
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) {
+        ::close(fd);
+        return;
+      }
+      // Reap connections whose rank has gone.
+      for (auto it = connections_.begin(); it != connections_.end();) {
+        if ((*it)->done) {
+          (*it)->thread.join();
+          ::close((*it)->fd);
+          it = connections_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      if (refusal.empty()) refusal = ConnectionRefusalLocked(cred.uid);
+      if (refusal.empty()) {
+        auto conn = std::make_unique<Connection>();
+        conn->fd = fd;
+        conn->uid = cred.uid;
+        conn->gid = cred.gid;
+        Connection* c = conn.get();
+        connections_.push_back(std::move(conn));
+        c->thread = std::thread([this, c] { Serve(c); });
+        continue;
+      }
+    }
+    ATHANOR_LOG(WARNING) << "checkpoint service: refusing a connection from uid " << cred.uid
+                         << " (pid " << cred.pid << "): " << refusal;
+    // A fresh socket's buffer takes this small frame without blocking; an
+    // error in sending changes nothing, the connection is closed either way.
+    SendFrame(fd, {{"ok", false}, {"error", absl::ResourceExhaustedError(refusal).ToString()}})
+        .IgnoreError();
+    ::close(fd);
   }
+}
+
+std::string CheckpointService::ConnectionRefusalLocked(uid_t uid) {
+  int all = 0, mine = 0;
+  for (const auto& c : connections_) {
+    if (c->done) continue;
+    ++all;
+    if (c->uid == uid) ++mine;
+  }
+  if (mine >= options_.max_connections_per_uid) {
+    return absl::StrCat("uid ", uid, " already has ", mine,
+                        " connections to the checkpoint service (the most one uid may have)");
+  }
+  if (all >= options_.max_connections) {
+    return absl::StrCat("the checkpoint service already serves ", all,
+                        " connections (the most it takes)");
+  }
+  return "";
+}
+
+uint64_t CheckpointService::UidBytesLocked(uid_t uid) const {
+  uint64_t bytes = 0;
+  for (const auto& [key, area] : areas_) {
+    if (area->uid == uid) bytes += area->capacity;
+  }
+  return bytes;
+}
+
+absl::Time CheckpointService::ReclaimExpiredLocked(absl::Time now, const Area* except) {
+  absl::Time earliest = absl::InfiniteFuture();
+  for (auto& [key, area] : areas_) {
+    if (area.get() == except || !area->staged || area->uploading) continue;
+    const absl::Time expiry = area->granted_at + options_.handoff_timeout;
+    if (expiry > now) {
+      earliest = std::min(earliest, expiry);
+      continue;
+    }
+    area->reclaimed = absl::StrCat("its staging area was reclaimed: not handed off within ",
+                                   absl::FormatDuration(options_.handoff_timeout),
+                                   " while other ranks waited for the node's staging budget");
+    ATHANOR_LOG(WARNING) << "checkpoint service: rank " << area->rank << " of " << area->job
+                         << " (uid " << area->uid << "): " << area->reclaimed;
+    area->staged = false;
+    ::close(area->fd);
+    area->fd = -1;
+    used_bytes_ -= area->capacity;
+    area->capacity = 0;
+    cv_.SignalAll();  // other waiting requests may fit now
+  }
+  return earliest;
 }
 
 void CheckpointService::Serve(Connection* conn) {
@@ -213,7 +287,6 @@ void CheckpointService::ReleaseIfUnusedLocked(Area* area) {
     }
   }
   if (area->fd >= 0) ::close(area->fd);
-  ::unlink(area->path.c_str());
   used_bytes_ -= area->capacity;
   areas_.erase(area->key);
   cv_.SignalAll();

@@ -1,12 +1,23 @@
-// CheckpointService: the node checkpoint service (DESIGN.md, "Who uploads").
+// CheckpointService: the node checkpoint service (docs/architecture.md, "Who uploads").
 //
-// Ranks connect to its unix socket (wire.h). For each (job, rank) the service
-// owns one staging area (bound to the uid of the rank that first staged it,
-// from SO_PEERCRED: a sandboxed rank of another tenant cannot take it over): a file in `staging_dir` (tmpfs, mode 0600, the
-// service's uid) whose descriptor it passes to the rank, which maps it and
-// copies its shard in; the rank never learns a path, so another job's ranks
-// cannot open it. An area is reused by the rank's next checkpoint and freed
-// when the rank has gone and its upload is done.
+// Ranks connect to its unix socket (wire.h); the service learns each peer's
+// uid and gid from SO_PEERCRED and treats everything a rank sends as hostile
+// (docs/security.md):
+//  - Identity: a job id is bound, for this run of the service, to the uid
+//    that first staged it; another uid's stage of any rank of that job is
+//    refused (PermissionDenied). Full binding of a connection to its job,
+//    attempt, rank and checkpoint root needs the agent to register ranks.
+//  - Areas: for each (job, rank) the service owns one staging area, a memfd
+//    it sizes and seals (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) before it
+//    passes the descriptor to the rank, which maps it and copies its shard
+//    in. The rank cannot shrink it under the upload (no SIGBUS), and no path
+//    names it, so another job's ranks cannot open it. An area is reused by
+//    the rank's next checkpoint (a larger one gets a fresh area) and freed
+//    when the rank has gone and its upload is done.
+//  - Files: the store is opened and written with the rank's uid and gid as
+//    the upload thread's file-system identity (tenant_identity.h), so a
+//    file:// root, a symlink planted in it, or a file an AWS_* variable
+//    names reaches only what the rank itself could.
 //
 // Hand-off: once the service has accepted a hand-off it owns the bytes; it
 // streams them to the job's store (the ObjectStore's multipart, retries and
@@ -14,9 +25,14 @@
 // the rank exits or is killed meanwhile, then reports the shard durable to the
 // DurableReporter (the coordinator, which writes COMMIT).
 //
-// Budget: the areas of all ranks together stay within `budget_bytes`. A stage
-// request that does not fit (or whose area is still uploading) waits, or is
-// answered "skip" when the rank's policy is skip.
+// Budget: the areas of all ranks together stay within `budget_bytes`, and
+// those of one uid within `uid_budget_bytes`. A stage request that does not
+// fit (or whose area is still uploading) waits, at most `stage_wait_timeout`,
+// or is answered "skip" at once when the rank's policy is skip: every request
+// gets a reply. An area granted but not handed off within `handoff_timeout`
+// is reclaimed when another request waits (its hand-off is then refused).
+// Live connections are capped per uid and in all; one over the cap is
+// answered with an error and closed.
 //
 // Restart: areas left by an earlier run are discarded at Start, and each one
 // that was handed off but not durable is named in the log and reported failed
@@ -29,6 +45,8 @@
 // (in-flight uploads finish first).
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -40,6 +58,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "checkpoint/manifest.h"
 #include "checkpoint/object_store.h"
 #include "nlohmann/json.hpp"
 
@@ -91,8 +111,20 @@ using StoreOpener = std::function<absl::StatusOr<std::unique_ptr<ObjectStore>>(
 
 struct CheckpointServiceOptions {
   std::string socket_path;
-  std::string staging_dir;
+  std::string staging_dir;  // the hand-off notes a restart reads (areas are memfds)
   uint64_t budget_bytes = 8ull << 30;
+  // The share of `budget_bytes` one uid's areas may hold together (0: all of
+  // it). The agent knows each tenant's share of the node's GPUs.
+  uint64_t uid_budget_bytes = 0;
+  // An area granted but not handed off within this is reclaimed once another
+  // request waits for budget.
+  absl::Duration handoff_timeout = absl::Minutes(5);
+  // A stage request waits at most this for budget or for its previous upload,
+  // then is answered "skip".
+  absl::Duration stage_wait_timeout = absl::Minutes(10);
+  // Live rank connections of one uid, and of all uids together.
+  int max_connections_per_uid = 64;
+  int max_connections = 1024;
   size_t upload_chunk_bytes = 1 << 20;
   // Caps the upload rate of each shard (0: unlimited), to leave the node's
   // network to training.
@@ -133,7 +165,19 @@ class CheckpointService {
   absl::Status HandleStage(Connection* conn, const nlohmann::json& msg);
   absl::Status HandleHandoff(Connection* conn, const nlohmann::json& msg);
   void UploadArea(Area* area);
+  // Opens the job's store and uploads the handed-off shard from the area's
+  // `fd`, with uid/gid as the calling thread's file-system identity.
+  absl::Status UploadAs(uid_t uid, gid_t gid, int fd, const std::string& uri,
+                        const std::map<std::string, std::string>& env, RankManifest* m);
   void ReleaseIfUnusedLocked(Area* area) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes back the budget of every area granted to another rank more than
+  // handoff_timeout before `now` and not handed off; returns the earliest
+  // time one still granted expires (InfiniteFuture if none).
+  absl::Time ReclaimExpiredLocked(absl::Time now, const Area* except)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  uint64_t UidBytesLocked(uid_t uid) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Why a new connection from `uid` is refused; empty if it is not.
+  std::string ConnectionRefusalLocked(uid_t uid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Adds one upload to the totals and rewrites options_.stats_path.
   void CountUpload(bool ok, uint64_t bytes, double seconds);
 
@@ -149,6 +193,10 @@ class CheckpointService {
   uint64_t used_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t next_area_id_ ABSL_GUARDED_BY(mu_) = 1;
   std::map<std::string, std::unique_ptr<Area>> areas_ ABSL_GUARDED_BY(mu_);  // "<job>/<rank>"
+  // Each job id staged in this run, bound to the uid that staged it first,
+  // and how many job ids each uid has bound (capped: the table stays small).
+  std::map<std::string, uid_t> job_uids_ ABSL_GUARDED_BY(mu_);
+  std::map<uid_t, int> jobs_per_uid_ ABSL_GUARDED_BY(mu_);
   std::vector<std::unique_ptr<Connection>> connections_ ABSL_GUARDED_BY(mu_);
   // Held across writing the stats file, so that concurrent uploads' writes do
   // not interleave; never taken under mu_.

@@ -1,6 +1,7 @@
-// CheckpointService: the stage and hand-off requests and the upload itself.
+// CheckpointService: the hand-off request and the upload itself.
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -15,7 +16,7 @@
 #include "checkpoint/manifest.h"
 #include "checkpoint/service/checkpoint_service.h"
 #include "checkpoint/service/service_area.h"
-#include "checkpoint/service/stage_request.h"
+#include "checkpoint/service/tenant_identity.h"
 #include "checkpoint/service/throttled_store.h"
 #include "checkpoint/service/wire.h"
 #include "checkpoint/shard_upload.h"
@@ -31,93 +32,6 @@ nlohmann::json ErrorReply(const absl::Status& s) {
 
 }  // namespace
 
-absl::Status CheckpointService::HandleStage(Connection* conn, const nlohmann::json& msg) {
-  absl::StatusOr<StageRequest> req = ParseStageRequest(msg, options_.budget_bytes);
-  if (!req.ok()) return SendFrame(conn->fd, ErrorReply(req.status()));
-  const std::string key = absl::StrCat(req->job, "/", req->rank);
-  std::thread finished_uploader;
-  int fd = -1;
-  uint64_t area_id = 0, capacity = 0;
-  std::string skip;
-  {
-    absl::MutexLock lock(&mu_);
-    if (conn->area != nullptr && conn->area->key != key) {
-      return SendFrame(conn->fd, ErrorReply(absl::FailedPreconditionError(absl::StrCat(
-                                     "this connection stages for ", conn->area->key, ", not ", key))));
-    }
-    std::unique_ptr<Area>& slot = areas_[key];
-    if (slot == nullptr) {
-      slot = std::make_unique<Area>();
-      slot->id = next_area_id_++;
-      slot->key = key;
-      slot->job = req->job;
-      slot->rank = req->rank;
-      slot->uid = conn->uid;
-      slot->path = absl::StrCat(options_.staging_dir, "/", req->job, ".", req->rank, ".", slot->id,
-                                ".area");
-    }
-    Area* area = slot.get();
-    if (area->uid != conn->uid) {
-      return SendFrame(conn->fd, ErrorReply(absl::PermissionDeniedError(absl::StrCat(
-                                     "rank ", req->rank, " of ", req->job,
-                                     " stages from another uid"))));
-    }
-    if (area->owner != nullptr && area->owner != conn) {
-      return SendFrame(conn->fd, ErrorReply(absl::AlreadyExistsError(absl::StrCat(
-                                     "rank ", req->rank, " of ", req->job,
-                                     " is already connected to the checkpoint service"))));
-    }
-    area->owner = conn;
-    conn->area = area;
-    for (;;) {
-      if (stopping_) return absl::CancelledError("the checkpoint service is stopping");
-      const uint64_t grow = req->bytes > area->capacity ? req->bytes - area->capacity : 0;
-      if (area->uploading) {
-        skip = "the previous checkpoint of this rank is still uploading";
-      } else if (used_bytes_ + grow > options_.budget_bytes) {
-        skip = absl::StrCat("the node's staging budget (", options_.budget_bytes, " bytes, ",
-                            used_bytes_, " in use) cannot take ", grow, " more");
-      } else {
-        skip.clear();
-        used_bytes_ += grow;
-        break;
-      }
-      if (!req->wait) break;
-      cv_.Wait(&mu_);
-    }
-    if (skip.empty()) {
-      if (area->uploader.joinable()) finished_uploader = std::move(area->uploader);
-      if (area->fd < 0) {
-        area->fd = ::open(area->path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-      }
-      if (area->fd < 0 || (req->bytes > area->capacity &&
-                           ::ftruncate(area->fd, static_cast<off_t>(req->bytes)) != 0)) {
-        absl::Status s = absl::ResourceExhaustedError(
-            absl::StrCat("creating staging area ", area->path, ": ", strerror(errno)));
-        used_bytes_ -= req->bytes > area->capacity ? req->bytes - area->capacity : 0;
-        ATHANOR_LOG(ERROR) << s.ToString();
-        return SendFrame(conn->fd, ErrorReply(s));
-      }
-      area->capacity = std::max(area->capacity, req->bytes);
-      area->staged = true;
-      area->attempt = req->attempt;
-      area->world_size = req->world_size;
-      area->keep_last = req->keep_last;
-      area->step = req->step;
-      area->uri = req->uri;
-      area->env = req->env;
-      fd = area->fd;
-      area_id = area->id;
-      capacity = area->capacity;
-    }
-  }
-  if (finished_uploader.joinable()) finished_uploader.join();
-  if (!skip.empty()) {
-    return SendFrame(conn->fd, {{"ok", false}, {"skip", true}, {"reason", skip}});
-  }
-  return SendFrame(conn->fd, {{"ok", true}, {"area", area_id}, {"capacity", capacity}}, fd);
-}
-
 absl::Status CheckpointService::HandleHandoff(Connection* conn, const nlohmann::json& msg) {
   auto field = msg.find("manifest");
   if (field == msg.end() || !field->is_string()) {
@@ -127,12 +41,14 @@ absl::Status CheckpointService::HandleHandoff(Connection* conn, const nlohmann::
   const std::string text = field->get<std::string>();
   absl::StatusOr<RankManifest> manifest = DecodeManifest(text);
   if (!manifest.ok()) return SendFrame(conn->fd, ErrorReply(manifest.status()));
-  Area* area;
+  absl::Status bad;  // replied after mu_ is released
   {
     absl::MutexLock lock(&mu_);
-    area = conn->area;
-    absl::Status bad;
-    if (area == nullptr || !area->staged) {
+    Area* area = conn->area;
+    if (area != nullptr && !area->staged && !area->reclaimed.empty()) {
+      bad = absl::FailedPreconditionError(absl::StrCat("the hand-off of step ", area->step,
+                                                       " is refused: ", area->reclaimed));
+    } else if (area == nullptr || !area->staged) {
       bad = absl::FailedPreconditionError("hand-off without a staged area (send 'stage' first)");
     } else if (manifest->job != area->job || manifest->rank != area->rank ||
                manifest->world_size != area->world_size || manifest->step != area->step ||
@@ -146,16 +62,57 @@ absl::Status CheckpointService::HandleHandoff(Connection* conn, const nlohmann::
                                                     manifest->shard_size, " bytes, the area ",
                                                     area->capacity));
     }
-    if (!bad.ok()) return SendFrame(conn->fd, ErrorReply(bad));
-    area->manifest = std::move(*manifest);
-    area->staged = false;
-    area->uploading = true;
-    std::ofstream(area->path + ".handoff")
-        << "job " << area->job << " step " << area->step << " rank " << area->rank << " of "
-        << area->world_size << " attempt " << area->attempt;
-    area->uploader = std::thread([this, area] { UploadArea(area); });
+    if (bad.ok()) {
+      area->manifest = std::move(*manifest);
+      area->staged = false;
+      area->uploading = true;
+      area->note_path = absl::StrCat(options_.staging_dir, "/", area->job, ".", area->rank, ".",
+                                     area->id, ".handoff");
+      std::ofstream(area->note_path)
+          << "job " << area->job << " step " << area->step << " rank " << area->rank << " of "
+          << area->world_size << " attempt " << area->attempt;
+      area->uploader = std::thread([this, area] { UploadArea(area); });
+    }
   }
+  if (!bad.ok()) return SendFrame(conn->fd, ErrorReply(bad));
   return SendFrame(conn->fd, {{"ok", true}});
+}
+
+absl::Status CheckpointService::UploadAs(uid_t uid, gid_t gid, int fd, const std::string& uri,
+                                         const std::map<std::string, std::string>& env,
+                                         RankManifest* m) {
+  // The area is a sealed memfd (it cannot shrink); checked again here, since
+  // mapping past its end would kill the service with SIGBUS.
+  struct stat st = {};
+  const int seals = ::fcntl(fd, F_GET_SEALS);
+  if (::fstat(fd, &st) != 0 || seals < 0 || (seals & F_SEAL_SHRINK) == 0 ||
+      static_cast<uint64_t>(st.st_size) < m->shard_size) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the staging area of ", m->shard_key, " holds ", st.st_size, " bytes (seals ", seals,
+        "), not the ", m->shard_size, " bytes handed off"));
+  }
+  // Every file the store opens (a file:// root, a file an AWS_* variable
+  // names) is opened as the rank's uid.
+  ASSIGN_OR_RETURN(std::unique_ptr<TenantFsIdentity> identity, TenantFsIdentity::Become(uid, gid));
+  absl::StatusOr<std::unique_ptr<ObjectStore>> store = opener_(uri, env);
+  if (!store.ok()) return Annotate(store.status(), uri);
+  std::unique_ptr<ObjectStore> target = std::move(*store);
+  if (options_.upload_bytes_per_second > 0) {
+    target = std::make_unique<ThrottledStore>(std::move(target), options_.upload_bytes_per_second);
+  }
+  void* base = nullptr;
+  if (m->shard_size > 0) {
+    base = ::mmap(nullptr, m->shard_size, PROT_READ, MAP_SHARED, fd, 0);
+    if (base == MAP_FAILED) {
+      return absl::InternalError(
+          absl::StrCat("mapping the staging area of ", m->shard_key, ": ", strerror(errno)));
+    }
+  }
+  absl::Status status =
+      UploadStagedShard(target.get(), static_cast<const char*>(base), options_.upload_chunk_bytes, m);
+  target.reset();  // closes the store's files as the rank's uid
+  if (base != nullptr) ::munmap(base, m->shard_size);
+  return status;
 }
 
 void CheckpointService::UploadArea(Area* area) {
@@ -165,28 +122,10 @@ void CheckpointService::UploadArea(Area* area) {
   if (absl::Status r = reporter_->ShardUpload(event); !r.ok()) {
     ATHANOR_LOG(WARNING) << "reporting the hand-off of " << m.shard_key << " failed: " << r.ToString();
   }
-  absl::Status status;
   const auto upload_start = std::chrono::steady_clock::now();
-  void* base = MAP_FAILED;
-  if (m.shard_size > 0) {
-    base = ::mmap(nullptr, m.shard_size, PROT_READ, MAP_SHARED, area->fd, 0);
-  }
-  if (base == MAP_FAILED) {
-    status = absl::InternalError(absl::StrCat("mapping ", area->path, ": ", strerror(errno)));
-  }
   ATHANOR_LOG(INFO) << "checkpoint service: uploading " << m.shard_key << " (" << m.shard_size
                     << " bytes) for attempt " << area->attempt;
-  absl::StatusOr<std::unique_ptr<ObjectStore>> store = opener_(area->uri, area->env);
-  if (status.ok() && !store.ok()) status = Annotate(store.status(), area->uri);
-  if (status.ok()) {
-    std::unique_ptr<ObjectStore> target = std::move(*store);
-    if (options_.upload_bytes_per_second > 0) {
-      target = std::make_unique<ThrottledStore>(std::move(target), options_.upload_bytes_per_second);
-    }
-    status = UploadStagedShard(target.get(), static_cast<const char*>(base),
-                               options_.upload_chunk_bytes, &m);
-  }
-  if (base != MAP_FAILED) ::munmap(base, m.shard_size);
+  absl::Status status = UploadAs(area->uid, area->gid, area->fd, area->uri, area->env, &m);
   CountUpload(status.ok(), m.shard_size,
               std::chrono::duration<double>(std::chrono::steady_clock::now() - upload_start).count());
   if (status.ok()) {
@@ -208,7 +147,7 @@ void CheckpointService::UploadArea(Area* area) {
                            << " failed: " << r.ToString();
     }
   }
-  ::unlink((area->path + ".handoff").c_str());
+  ::unlink(area->note_path.c_str());
   absl::MutexLock lock(&mu_);
   area->uploading = false;
   cv_.SignalAll();

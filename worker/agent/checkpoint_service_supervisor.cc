@@ -45,6 +45,10 @@ void CheckpointServiceSupervisor::Loop() {
   if (!options_.stats_path.empty()) {
     opts.argv.insert(opts.argv.end(), {"--stats-file", options_.stats_path});
   }
+  // An agent that dies (even of SIGKILL) stops its service the graceful way:
+  // uploads in flight finish, then it exits, rather than outliving every agent
+  // after it on the node.
+  opts.parent_death_signal = SIGTERM;
   opts.stdout_path = options_.log_path;
   opts.stderr_path = "=stdout";
   for (;;) {

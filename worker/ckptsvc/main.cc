@@ -1,8 +1,10 @@
-// athanor-checkpoint-service: the node checkpoint service (DESIGN.md, "Who
-// uploads"), started and supervised by the agent, one per node.
+// athanor-checkpoint-service: the node checkpoint service (docs/architecture.md,
+// "Who uploads"), started and supervised by the agent, one per node.
 //
 //   athanor-checkpoint-service --socket PATH --staging-dir DIR
-//       [--budget-mb N] [--upload-mbps N] [--coordinator HOST:PORT --node NAME]
+//       [--budget-mb N] [--budget-per-uid-mb N] [--handoff-timeout-s S]
+//       [--stage-wait-timeout-s S] [--max-connections-per-uid N] [--max-connections N]
+//       [--upload-mbps N] [--coordinator HOST:PORT --node NAME]
 //
 // Ranks hand their checkpoint shards to it over the unix socket at --socket;
 // it uploads them with each job's credentials and reports each durable shard
@@ -36,8 +38,8 @@ class LogReporter final : public DurableReporter {
 int Run(int argc, char** argv) {
   CheckpointServiceOptions options;
   std::string coordinator, node, log_level, tls_dir;
-  int64_t budget_mb = 8192;
-  double upload_mbps = 0;
+  int64_t budget_mb = 8192, uid_budget_mb = 0;
+  double upload_mbps = 0, handoff_timeout_s = 300, stage_wait_timeout_s = 600;
   po::options_description desc("athanor-checkpoint-service options");
   desc.add_options()
       ("socket", po::value(&options.socket_path)->required(), "unix socket ranks connect to")
@@ -45,6 +47,16 @@ int Run(int argc, char** argv) {
        "where staging areas live (tmpfs, e.g. /dev/shm/athanor-checkpoint); emptied at start")
       ("budget-mb", po::value(&budget_mb)->default_value(8192),
        "staging memory of all ranks of the node together, MiB")
+      ("budget-per-uid-mb", po::value(&uid_budget_mb)->default_value(0),
+       "staging memory one uid's ranks may hold together, MiB (0: the whole --budget-mb)")
+      ("handoff-timeout-s", po::value(&handoff_timeout_s)->default_value(300),
+       "an area not handed off within this is reclaimed when other ranks wait for budget")
+      ("stage-wait-timeout-s", po::value(&stage_wait_timeout_s)->default_value(600),
+       "a stage request waits at most this for budget, then is answered 'skip'")
+      ("max-connections-per-uid", po::value(&options.max_connections_per_uid)->default_value(64),
+       "live rank connections one uid may hold")
+      ("max-connections", po::value(&options.max_connections)->default_value(1024),
+       "live rank connections of all uids together")
       ("upload-mbps", po::value(&upload_mbps)->default_value(0),
        "cap each shard's upload at this many MB/s (0: none)")
       ("coordinator", po::value(&coordinator)->default_value(""),
@@ -68,13 +80,20 @@ int Run(int argc, char** argv) {
   if (cmd.help) return 0;
   LogLevel level;
   if (ParseLogLevel(log_level, &level)) SetMinLogLevel(level);
-  if (budget_mb <= 0 || upload_mbps < 0 || (!coordinator.empty() && node.empty())) {
-    std::cerr << "athanor-checkpoint-service: --budget-mb must be > 0, --upload-mbps >= 0, and "
+  if (budget_mb <= 0 || uid_budget_mb < 0 || uid_budget_mb > budget_mb || upload_mbps < 0 ||
+      !(handoff_timeout_s > 0) || !(stage_wait_timeout_s > 0) ||
+      options.max_connections_per_uid <= 0 || options.max_connections <= 0 ||
+      (!coordinator.empty() && node.empty())) {
+    std::cerr << "athanor-checkpoint-service: --budget-mb must be > 0, --budget-per-uid-mb in [0, "
+                 "--budget-mb], --upload-mbps >= 0, the timeouts and connection caps > 0, and "
                  "--coordinator needs --node"
               << std::endl;
     return 2;
   }
   options.budget_bytes = static_cast<uint64_t>(budget_mb) << 20;
+  options.uid_budget_bytes = static_cast<uint64_t>(uid_budget_mb) << 20;
+  options.handoff_timeout = absl::Seconds(handoff_timeout_s);
+  options.stage_wait_timeout = absl::Seconds(stage_wait_timeout_s);
   options.upload_bytes_per_second = static_cast<uint64_t>(upload_mbps * 1e6);
 
   sigset_t signals;
