@@ -33,8 +33,20 @@ size_t ReadBody(char* dst, size_t size, size_t n, void* user) {
   return take;
 }
 
+// Where a response body goes, and how much of it may come.
+struct BodySink {
+  std::string* body;
+  uint64_t max;
+  bool over = false;  // the server announced or sent more than `max`
+};
+
 size_t WriteBody(char* src, size_t size, size_t n, void* user) {
-  static_cast<std::string*>(user)->append(src, size * n);
+  auto* sink = static_cast<BodySink*>(user);
+  if (sink->body->size() + size * n > sink->max) {
+    sink->over = true;
+    return 0;  // curl stops the transfer (CURLE_WRITE_ERROR)
+  }
+  sink->body->append(src, size * n);
   return size * n;
 }
 
@@ -143,6 +155,7 @@ absl::StatusOr<S3Response> S3Client::SendOnce(const S3Request& req, void* handle
 
   S3Response response;
   UploadCursor cursor{req.body, 0};
+  BodySink sink{&response.body, req.max_body > 0 ? req.max_body : kMaxMetadataBody};
   curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
@@ -150,7 +163,9 @@ absl::StatusOr<S3Response> S3Client::SendOnce(const S3Request& req, void* handle
   curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
   curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, static_cast<long>(options_.low_speed_seconds));
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, WriteBody);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &response.body);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &sink);
+  // curl refuses a Content-Length over this before any of the body is read.
+  curl_easy_setopt(curl, CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(sink.max));
   curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, WriteHeader);
   curl_easy_setopt(curl, CURLOPT_HEADERDATA, &response);
   if (req.method == "PUT") {
@@ -169,6 +184,11 @@ absl::StatusOr<S3Response> S3Client::SendOnce(const S3Request& req, void* handle
   }
   CURLcode rc = curl_easy_perform(curl);
   curl_slist_free_all(headers);
+  if (sink.over || rc == CURLE_FILESIZE_EXCEEDED) {
+    *retryable = false;
+    return absl::ResourceExhaustedError(absl::StrCat(req.method, " ", url, ": the response body is over ",
+                                                     sink.max, " bytes, the most this request takes"));
+  }
   if (rc != CURLE_OK) {
     *retryable = rc != CURLE_URL_MALFORMAT && rc != CURLE_UNSUPPORTED_PROTOCOL;
     std::string detail = absl::StrCat(req.method, " ", url, ": ", curl_easy_strerror(rc));

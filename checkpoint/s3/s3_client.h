@@ -34,7 +34,14 @@ struct S3Request {
   // a failed attempt whose effect may still have happened (a lost response).
   // When it returns true, Send stops retrying and answers 200 with an empty body.
   std::function<bool()> already_applied;
+  // The most body bytes the response may bring (0: kMaxMetadataBody, for
+  // listings, errors and multipart answers). A response announcing or
+  // sending more fails, not retried.
+  uint64_t max_body = 0;
 };
+
+// The bound on a response body when a request sets none.
+inline constexpr uint64_t kMaxMetadataBody = uint64_t{64} << 20;
 
 struct S3Response {
   long status = 0;

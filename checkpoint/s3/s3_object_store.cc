@@ -41,6 +41,7 @@ absl::StatusOr<std::string> S3ObjectStore::Get(const std::string& key, uint64_t 
     req.headers["range"] = length < 0 ? absl::StrCat("bytes=", offset, "-")
                                       : absl::StrCat("bytes=", offset, "-", offset + length - 1);
   }
+  req.max_body = length > 0 ? static_cast<uint64_t>(length) : client_.options().max_object_bytes;
   ASSIGN_OR_RETURN(S3Response r, client_.Send(req));
   if (r.status == 416 && length < 0) {
     // "bytes=SIZE-" of a SIZE-byte object: an empty tail.

@@ -112,5 +112,26 @@ TEST(S3ObjectStoreHostile, AKeyShorterThanThePrefixIsDataLoss) {
   EXPECT_EQ(listed.status().code(), absl::StatusCode::kDataLoss) << listed.status();
 }
 
+// Before, a response body was kept whole however large: a server (or one
+// named by a tenant's endpoint) could fill the reader's memory. Now a listing
+// takes at most kMaxMetadataBody and an object GET its range or max_object_mb.
+TEST(S3ObjectStoreHostile, AResponseBodyPastItsBoundFailsTheRequest) {
+  ScriptedServer server(std::string(3 << 20, 'x'));  // 3 MiB to every request
+  auto options = ParseS3Options(absl::StrCat("s3://b/p?endpoint=http://127.0.0.1:", server.port(),
+                                             "&access_key=k&secret_key=s&max_attempts=3&max_object_mb=2"),
+                                {});
+  ASSERT_TRUE(options.ok()) << options.status();
+  S3ObjectStore store(*options);
+  auto whole = store.Get("k", 0, -1);
+  EXPECT_EQ(whole.status().code(), absl::StatusCode::kResourceExhausted) << whole.status();
+  EXPECT_NE(whole.status().message().find("the response body is over 2097152 bytes"), absl::string_view::npos)
+      << whole.status();
+  EXPECT_EQ(server.requests(), 1) << "a body over its bound is not retried";
+  auto ranged = store.Get("k", 0, 10);
+  EXPECT_EQ(ranged.status().code(), absl::StatusCode::kResourceExhausted) << ranged.status();
+  EXPECT_NE(ranged.status().message().find("over 10 bytes"), absl::string_view::npos) << ranged.status();
+  EXPECT_EQ(server.requests(), 2);
+}
+
 }  // namespace
 }  // namespace athanor

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
@@ -72,6 +73,15 @@ absl::StatusOr<S3Options> ParseS3Options(const std::string& uri,
   };
   o.region = pick("region", from_env({"AWS_REGION", "AWS_DEFAULT_REGION"}));
   if (o.region.empty()) o.region = "us-east-1";
+  // The region becomes part of the default endpoint's host name and of every
+  // signature: letters, digits and '-' only (e.g. eu-west-1).
+  bool region_ok = o.region.size() <= 32;
+  for (char c : o.region) region_ok = region_ok && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-');
+  if (!region_ok) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "s3 region '", absl::CHexEscape(o.region.substr(0, 64)),
+        "' is not a region name (at most 32 of a-z, 0-9 and '-', e.g. eu-west-1)"));
+  }
   o.endpoint = pick("endpoint", from_env({"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"}));
   if (o.endpoint.empty()) o.endpoint = absl::StrCat("https://s3.", o.region, ".amazonaws.com");
   while (!o.endpoint.empty() && o.endpoint.back() == '/') o.endpoint.pop_back();
@@ -93,6 +103,12 @@ absl::StatusOr<S3Options> ParseS3Options(const std::string& uri,
   RETURN_IF_ERROR(ParseNumber<int>(q, "connect_timeout_ms", &o.connect_timeout_ms, 1));
   RETURN_IF_ERROR(ParseNumber<int>(q, "low_speed_seconds", &o.low_speed_seconds, 1));
   RETURN_IF_ERROR(ParseNumber<int>(q, "list_page_size", &o.list_page_size, 0));
+  uint64_t max_object_mb = o.max_object_bytes >> 20;
+  RETURN_IF_ERROR(ParseNumber<uint64_t>(q, "max_object_mb", &max_object_mb, 1));
+  if (max_object_mb > (uint64_t{1} << 24)) {
+    return absl::InvalidArgumentError("s3 max_object_mb: at most 16777216 (16 TiB)");
+  }
+  o.max_object_bytes = max_object_mb << 20;
   RETURN_IF_ERROR(ParseBool(q, "conditional_put", &o.conditional_put));
   RETURN_IF_ERROR(ParseBool(q, "sign_payload", &o.sign_payload));
   return o;

@@ -4,7 +4,7 @@
 //   s3://BUCKET/PREFIX?endpoint=http://127.0.0.1:9000&region=us-east-1
 //       &access_key=..&secret_key=..&part_size=16777216&upload_threads=4
 //       &max_attempts=8&retry_base_ms=50&conditional_put=false
-//       &low_speed_seconds=10&sign_payload=true&list_page_size=1000
+//       &low_speed_seconds=10&sign_payload=true&list_page_size=1000&max_object_mb=65536
 //
 // Query parameters win over AWS_ENDPOINT_URL, AWS_REGION (or
 // AWS_DEFAULT_REGION), AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and
@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <string>
 
@@ -39,6 +40,9 @@ struct S3Options {
   int low_speed_seconds = 10;   // a transfer below 1 byte/s this long is a timeout
   bool sign_payload = true;     // false: UNSIGNED-PAYLOAD
   int list_page_size = 0;       // ListObjectsV2 max-keys; 0: the server's default (1000)
+  // The most bytes a whole-object GET may bring back (max_object_mb); a server
+  // sending more, or announcing more, fails the request instead of filling memory.
+  uint64_t max_object_bytes = uint64_t{64} << 30;
 };
 
 // InvalidArgument naming the bad parameter.

@@ -38,5 +38,22 @@ TEST(S3Options, DefaultsToAwsAndRejectsBadInput) {
   EXPECT_EQ(ParseS3Options("file:///x", {}).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// The region shapes the default endpoint's host: only a region name passes.
+TEST(S3Options, RegionMustBeARegionName) {
+  for (const char* bad : {"evil.example.com%23", "x/y", "EU-WEST-1", "a:1", "a@b"}) {
+    auto o = ParseS3Options(absl::StrCat("s3://b/p?region=", bad, "&access_key=k&secret_key=s"), {});
+    ASSERT_FALSE(o.ok()) << bad;
+    EXPECT_EQ(o.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(o.status().message().find("is not a region name (at most 32 of a-z, 0-9 and '-', e.g. eu-west-1)"),
+              absl::string_view::npos)
+        << o.status();
+  }
+  auto o = ParseS3Options("s3://b/p?region=ap-southeast-2&access_key=k&secret_key=s", {});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->endpoint, "https://s3.ap-southeast-2.amazonaws.com");
+  auto env = ParseS3Options("s3://b/p?access_key=k&secret_key=s", {{"AWS_REGION", "evil.com/"}});
+  EXPECT_EQ(env.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace athanor
