@@ -369,6 +369,18 @@ TEST_F(ClusterStateTest, TimeFieldsAreCappedAtValidation) {
   EXPECT_TRUE(ListJobs(state_.jobs(), true).size() == 1);
 }
 
+TEST_F(ClusterStateTest, NamesWithControlCharactersAreRefused) {
+  JobSpec spec = Spec(1, 1);
+  spec.name = "train\x1b[2J";
+  EXPECT_EQ(state_.SubmitJob(spec).status().message(),
+            "spec.name: holds a control character (0x1b); names are printable text");
+  spec.name = "line\nbreak";
+  EXPECT_EQ(state_.SubmitJob(spec).status().message(),
+            "spec.name: holds a control character (0x0a); names are printable text");
+  spec.name = "caf\xc3\xa9 run";  // UTF-8 and spaces are text
+  EXPECT_EQ(state_.SubmitJob(spec)->job_id, "1");
+}
+
 TEST_F(ClusterStateTest, NodeTableIsTheSchedulersAndGenerationsArePerNode) {
   const uint64_t n1_before = state_.log().NodeGeneration("n1");
   const uint64_t n2_before = state_.log().NodeGeneration("n2");

@@ -38,6 +38,13 @@ absl::Status ValidateJobSpec(const JobSpec& spec) {
         {"spec.checkpoint_uri", &spec.checkpoint_uri}}) {
     if (absl::Status s = CheckLength(field, *value); !s.ok()) return s;
   }
+  // A name is a label shown in listings, logs and terminals: no control characters.
+  for (unsigned char c : spec.name) {
+    if (c < 0x20 || c == 0x7f) {
+      return Invalid("spec.name", absl::StrCat("holds a control character (0x", absl::Hex(c, absl::kZeroPad2),
+                                               "); names are printable text"));
+    }
+  }
   if (spec.nodes < 1) return Invalid("spec.nodes", absl::StrCat("must be >= 1, got ", spec.nodes));
   if (spec.nodes > kMaxNodesPerJob) {
     return Invalid("spec.nodes", absl::StrCat("must be <= ", kMaxNodesPerJob, ", got ", spec.nodes));

@@ -34,7 +34,26 @@ std::string StateName(rpc::NodeState s) {
   return std::string(absl::StripPrefix(rpc::NodeState_Name(s), "NODE_"));
 }
 
-std::string FormatTable(const std::vector<std::vector<std::string>>& rows) {
+std::string EscapeControls(absl::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (unsigned char c : text) {
+    if (c < 0x20 || c == 0x7f) {
+      absl::StrAppend(&out, "\\x", absl::Hex(c, absl::kZeroPad2));
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
+  }
+  return out;
+}
+
+std::string FormatTable(const std::vector<std::vector<std::string>>& raw_rows) {
+  // Names, commands and reasons come from tenants and agents: a terminal gets
+  // their control characters (escape sequences, carriage returns) escaped.
+  std::vector<std::vector<std::string>> rows = raw_rows;
+  for (auto& row : rows) {
+    for (std::string& cell : row) cell = EscapeControls(cell);
+  }
   std::vector<size_t> width;
   for (const auto& row : rows) {
     if (width.size() < row.size()) width.resize(row.size(), 0);

@@ -5,12 +5,17 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "google/protobuf/message.h"
 #include "proto/athanor.pb.h"
 
 namespace athanor::cli {
 
+// `text` with every C0 control character and DEL written as \xNN (bytes of
+// UTF-8 past ASCII are kept), so that it cannot steer a terminal.
+std::string EscapeControls(absl::string_view text);
 // Left-aligned columns separated by two spaces; the first row is the header.
+// Every cell is passed through EscapeControls.
 std::string FormatTable(const std::vector<std::vector<std::string>>& rows);
 
 std::string FormatJobs(const rpc::ListJobsResponse& jobs);

@@ -59,4 +59,17 @@ TEST(CliFormatTest, JobShowsRanksAndExits) {
 }
 
 }  // namespace
+TEST(CliFormatTest, ControlCharactersNeverReachTheTerminal) {
+  EXPECT_EQ(EscapeControls("a\x1b[2Jb\rc\nd\x7f\xc3\xa9"), "a\\x1b[2Jb\\x0dc\\x0ad\\x7f\xc3\xa9");
+  rpc::Job j;
+  j.set_id("7");
+  j.mutable_spec()->set_name("x");
+  j.mutable_spec()->add_command("sh");
+  j.mutable_spec()->add_command("-c");
+  j.mutable_spec()->add_command("printf '\x1b]0;owned\x07'\n");
+  std::string out = FormatJob(j);
+  EXPECT_EQ(out.find('\x1b'), std::string::npos) << out;
+  EXPECT_NE(out.find("command:  sh -c printf '\\x1b]0;owned\\x07'\\x0a"), std::string::npos) << out;
+}
+
 }  // namespace athanor::cli
