@@ -361,7 +361,7 @@ void Agent::Run() {
       desired.push_back(std::move(t));
     }
     supervisor_->Converge(desired);
-    CaptureHungStacks(supervisor_);
+    stacks_.TakeNew();  // captured off this loop (stack_capturer.h)
     if (telemetry_ != nullptr) {
       std::set<std::pair<std::string, int32_t>> keep;
       for (const RankTarget& t : desired) keep.emplace(t.key.job_id, t.key.attempt);

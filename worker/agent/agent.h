@@ -29,6 +29,7 @@
 #include "worker/agent/inventory.h"
 #include "worker/agent/metrics_agent.h"
 #include "worker/agent/rank_supervisor.h"
+#include "worker/agent/stack_capturer.h"
 #include "worker/agent/telemetry_hub.h"
 
 namespace athanor::agent {
@@ -95,6 +96,7 @@ class Agent {
   uint64_t known_generation_ = 0;
   std::thread reaper_;
   std::thread health_;
+  StackCapturer stacks_{supervisor_, StackCaptureBounds{}};  // hung ranks' stacks, off the heartbeat loop
   const bool gpus_visible_ = options_.inventory.gpus > 0 && options_.inventory.gpu_model != "none";
   absl::CondVar health_wake_;
   bool health_ok_ ABSL_GUARDED_BY(mu_) = true;

@@ -92,18 +92,31 @@ RankProgress ReadRankProgress(const std::string& page_path, pid_t leader,
   return p;
 }
 
-std::string CaptureStacks(RankSupervisor* supervisor, pid_t leader, Duration bound) {
+std::string CaptureStacks(RankSupervisor* supervisor, pid_t leader, const StackCaptureBounds& bounds) {
   const bool eu_stack = OnPath("eu-stack");
   if (!eu_stack && !OnPath("gdb")) {
     return "no stack capture tool (install elfutils for eu-stack, or gdb)\n";
   }
   std::string out;
-  const auto limit = std::chrono::duration_cast<std::chrono::milliseconds>(bound);
+  const auto start = std::chrono::steady_clock::now();
+  const auto rank_limit = std::chrono::duration_cast<std::chrono::milliseconds>(bounds.per_rank);
   char tmpl[] = "/tmp/athanor-stacks-XXXXXX";
   int fd = mkstemp(tmpl);
   if (fd < 0) return "cannot capture stacks: no temporary file\n";
   close(fd);
-  for (pid_t pid : ProcessTree(leader)) {
+  std::vector<pid_t> tree = ProcessTree(leader);
+  size_t done = 0;
+  for (pid_t pid : tree) {
+    auto left = rank_limit - std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 std::chrono::steady_clock::now() - start);
+    if (done == bounds.max_processes || left <= std::chrono::milliseconds(0)) {
+      absl::StrAppend(&out, "(", tree.size() - done, " more process(es) not captured: at most ",
+                      bounds.max_processes, " processes and ", rank_limit.count(), " ms a rank)\n");
+      break;
+    }
+    ++done;
+    const auto limit =
+        std::min(left, std::chrono::duration_cast<std::chrono::milliseconds>(bounds.per_process));
     SubprocessOptions opts;
     if (eu_stack) {
       opts.argv = {"eu-stack", "-p", std::to_string(pid)};
@@ -122,7 +135,7 @@ std::string CaptureStacks(RankSupervisor* supervisor, pid_t leader, Duration bou
     }
     std::optional<ExitInfo> e = (*p)->WaitFor(limit);
     if (!e.has_value()) {
-      (*p)->Signal(SIGKILL).IgnoreError();
+      (*p)->Signal(SIGKILL).IgnoreError();  // a debugger past its bound: its partial output is kept
       (*p)->Wait();
       absl::StrAppend(&out, "(cut short after ", limit.count(), " ms)\n");
     }
@@ -136,18 +149,6 @@ std::string CaptureStacks(RankSupervisor* supervisor, pid_t leader, Duration bou
   }
   unlink(tmpl);
   return out;
-}
-
-void CaptureHungStacks(RankSupervisor* supervisor) {
-  for (const StackCaptureTask& t : supervisor->TakeStackCaptures()) {
-    ATHANOR_LOG(WARNING) << "job " << t.key.job_id << " attempt " << t.key.attempt << " rank "
-                         << t.key.rank << " is hung: capturing its stacks into its log";
-    std::string stacks = CaptureStacks(supervisor, t.leader, Seconds(3));
-    std::ofstream(t.log_path, std::ios::app)
-        << "athanor: hang detected; thread stacks of rank " << t.key.rank << ":\n"
-        << stacks << "athanor: end of stacks\n";
-    supervisor->StacksCaptured(t.key);  // hung: no point waiting for SIGTERM to work
-  }
 }
 
 void ProgressToProto(const RankProgress& progress, rpc::RankReport* out) {

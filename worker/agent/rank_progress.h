@@ -55,14 +55,17 @@ RankProgress ReadRankProgress(const std::string& page_path, pid_t leader,
 // `leader` and its descendants, parents first (from /proc/<pid>/task/*/children).
 std::vector<pid_t> ProcessTree(pid_t leader, const std::string& proc_root = "/proc");
 
-// Thread stacks of every process in the tree of `leader`, by eu-stack (or gdb
-// when eu-stack is missing), each run bounded by `bound`; what could not be
-// captured is said in the text.
-std::string CaptureStacks(RankSupervisor* supervisor, pid_t leader, Duration bound);
+// How much one hung rank's stack capture may take (stack_capturer.h).
+struct StackCaptureBounds {
+  size_t max_processes = 16;          // of the rank's process tree, parents first
+  Duration per_process = Seconds(3);  // each debugger run
+  Duration per_rank = Seconds(10);    // all of them together
+};
 
-// Captures the stacks of every rank the supervisor has newly marked
-// capture_stacks and appends them to each rank's log (agent loop).
-void CaptureHungStacks(RankSupervisor* supervisor);
+// Thread stacks of the processes in the tree of `leader`, by eu-stack (or gdb
+// when eu-stack is missing), within `bounds`; what could not be captured
+// (processes past the bound, runs cut short) is said in the text.
+std::string CaptureStacks(RankSupervisor* supervisor, pid_t leader, const StackCaptureBounds& bounds);
 
 void ProgressToProto(const RankProgress& progress, rpc::RankReport* out);
 
