@@ -6,6 +6,9 @@
 #       a clone under /tmp whose path holds a space, as the calling user (as
 #       root: sandboxed ranks run the clone's athanor-train, shown to them
 #       because their uid may read it)
+#   demo_anywhere_test.sh BIN_DIR SOURCE_DIR root-home
+#       a clone in root's home folder, as root (needs root: skipped, exit 77,
+#       otherwise)
 #   demo_anywhere_test.sh BIN_DIR SOURCE_DIR home-user
 #       a clone in the home folder of an ordinary user made for the test under
 #       /home, run as that user (needs root to make the user: skipped, exit 77,
@@ -26,6 +29,13 @@ case "$mode" in
     chmod 0755 "$top"  # as `git clone REPO /tmp/NAME` leaves it
     clone="$top/my clone"
     ;;
+  root-home)
+    # root's own home (mode 0700 on Debian): tenants' uids cannot read the
+    # clone's build there, so the demo installs athanor-train where they can.
+    if [ "$(id -u)" != 0 ]; then echo "SKIP: running as root in /root needs root"; exit 77; fi
+    top="$(mktemp -d /root/athanor-anywhere.XXXXXX)"
+    clone="$top/athanor"
+    ;;
   home-user)
     if [ "$(id -u)" != 0 ]; then echo "SKIP: making a user for the test needs root"; exit 77; fi
     user="athanor-demo-$$"
@@ -33,7 +43,7 @@ case "$mode" in
     top="/home/$user"
     clone="$top/athanor"
     ;;
-  *) echo "usage: $0 BIN_DIR SOURCE_DIR tmp-space|home-user" >&2; exit 2 ;;
+  *) echo "usage: $0 BIN_DIR SOURCE_DIR tmp-space|root-home|home-user" >&2; exit 2 ;;
 esac
 log="$(mktemp /tmp/athanor-anywhere-log.XXXXXX)"
 cleanup() {
@@ -71,6 +81,21 @@ if [ "$rc" != 0 ] || ! grep -q "identical (" "$log"; then
   echo "FAIL: the demo exited $rc without finding identical weights"
   exit 1
 fi
-grep -E "identical \(|installed a copy|phases|took" "$log" || true
+# Where the ranks got athanor-train: from the clone itself, shown to them by
+# the agent, when their uid can read it there (a clone under /tmp); a copy the
+# demo installed when it cannot (root's home).
+if [ "$(id -u)" = 0 ]; then
+  copied=0
+  grep -q "installed a copy" "$log" && copied=1
+  want=0
+  [ "$mode" = root-home ] && want=1
+  if [ "$copied" != "$want" ]; then
+    tail -n 60 "$log"
+    if [ "$want" = 1 ]; then echo "FAIL: the demo did not install a copy of athanor-train";
+    else echo "FAIL: the demo installed a copy of athanor-train, though the tenant may read the clone's"; fi
+    exit 1
+  fi
+fi
+grep -E "identical \(|installed a copy|took" "$log" || true
 passed=1
 echo "PASS: the demo from '$clone' ended with identical weights"
