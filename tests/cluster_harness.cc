@@ -99,6 +99,23 @@ std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
+std::string ProbeLine(const std::string& log, const std::string& attempt) {
+  size_t at = log.find(attempt + ": ");
+  if (at == std::string::npos) return "missing";
+  size_t from = at + attempt.size() + 2;
+  return log.substr(from, log.find('\n', from) - from);
+}
+
+pid_t RankHostPid(const std::string& node_dir, const std::string& id) {
+  std::ifstream in(absl::StrCat(node_dir, "/run/", id, ".1.0.pid"));
+  pid_t helper = 0;
+  in >> helper;
+  std::ifstream children(absl::StrCat("/proc/", helper, "/task/", helper, "/children"));
+  pid_t child = 0;
+  children >> child;
+  return child;
+}
+
 void LocalCluster::RearmWatchdog() { ArmWatchdog(); }
 
 LocalCluster::LocalCluster(std::vector<std::string> coordinator_flags)

@@ -145,6 +145,14 @@ class LocalCluster {
 // Reads a whole file ("" when missing).
 std::string ReadFile(const std::string& path);
 
+// The result sandbox_probe printed for `attempt` in `log` ("<attempt>: <result>"
+// lines; "missing" when none).
+std::string ProbeLine(const std::string& log, const std::string& attempt);
+
+// Host pid of the rank process of attempt 1, rank 0 of job `id` on the agent
+// whose work dir is `node_dir` (the sandbox helper's child); 0 when not found.
+pid_t RankHostPid(const std::string& node_dir, const std::string& id);
+
 // A free port that this test process has not handed out before: two ports
 // picked back to back (one agent's metrics port, then the next agent's) are
 // never the same one, even before the first is bound.

@@ -71,14 +71,6 @@ const auto* const kTable = ::testing::AddGlobalTestEnvironment(new PrintTable);
 
 constexpr char kKey[] = "sandbox-escape-test-cluster-key";
 
-// The result the probe printed for `attempt` ("missing" when none).
-std::string LineOf(const std::string& log, const std::string& attempt) {
-  size_t at = log.find(attempt + ": ");
-  if (at == std::string::npos) return "missing";
-  size_t from = at + attempt.size() + 2;
-  return log.substr(from, log.find('\n', from) - from);
-}
-
 class SandboxEscapeTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -143,16 +135,7 @@ class SandboxEscapeTest : public ::testing::Test {
     return id;
   }
   rpc::JobState State(const std::string& id) { return cluster_.GetJob(id).state(); }
-  // Host pid of a running rank's process (the sandbox helper's child).
-  pid_t RankHostPid(const std::string& id) {
-    std::ifstream in(absl::StrCat(NodeDir(), "/run/", id, ".1.0.pid"));
-    pid_t helper = 0;
-    in >> helper;
-    std::ifstream children(absl::StrCat("/proc/", helper, "/task/", helper, "/children"));
-    pid_t child = 0;
-    children >> child;
-    return child;
-  }
+  pid_t RankHostPid(const std::string& id) { return athanor::testing::RankHostPid(NodeDir(), id); }
 
   LocalCluster cluster_;
   std::string dev_, probe_;
@@ -227,7 +210,7 @@ TEST_F(SandboxEscapeTest, ReadAgentEnvironment) {
   std::string id = Submit({"sh", "-c", absl::StrCat("env; exec ", probe_, " open:", environ_path)});
   ASSERT_EQ(cluster_.Cli({"wait", id, "--timeout", "30"}).exit_code, 0) << Log(id) << AgentLog();
   std::string log = Log(id);
-  Attempt("read /proc/<agent>/environ", "ENOENT", LineOf(log, "open:" + environ_path));
+  Attempt("read /proc/<agent>/environ", "ENOENT", ProbeLine(log, "open:" + environ_path));
   bool leaked = log.find("agent-only") != std::string::npos;
   Attempt("find the agent's variables in its own env", "none", leaked ? "found" : "none");
   EXPECT_NE(log.find("ATHANOR_JOB_ID=" + id), std::string::npos) << log;  // the env contract is there
@@ -262,7 +245,7 @@ TEST_F(SandboxEscapeTest, OpenUnallocatedGpu) {
   std::smatch m;
   ASSERT_TRUE(std::regex_search(log, m, std::regex("gpu=([01])\n"))) << log;
   int mine = std::stoi(m[1]), other = 1 - mine;
-  auto line = [&](const std::string& attempt) { return LineOf(log, attempt); };
+  auto line = [&](const std::string& attempt) { return ProbeLine(log, attempt); };
   Attempt("open its own GPU (no driver here)", "ENXIO", line(absl::StrCat("open:/dev/nvidia", mine)));
   Attempt("open a GPU not allocated to it", "ENOENT", line(absl::StrCat("open:/dev/nvidia", other)));
   Attempt("open the GPU control node", "ENXIO", line("open:/dev/nvidiactl"));
@@ -349,7 +332,7 @@ TEST_F(SandboxEscapeTest, WriteOutsideWorkFolderAndTmp) {
                                                     "write:", agent_file, " write:/tmp/ok write:\"$HOME/ok\"")});
   ASSERT_EQ(cluster_.Cli({"wait", id, "--timeout", "30"}).exit_code, 0) << Log(id) << AgentLog();
   std::string log = Log(id);
-  auto line = [&](const std::string& attempt) { return LineOf(log, attempt); };
+  auto line = [&](const std::string& attempt) { return ProbeLine(log, attempt); };
   Attempt("write /etc", "EROFS", line("write:/etc/planted"));
   Attempt("write /usr", "EROFS", line("write:/usr/planted"));
   Attempt("write the agent's work dir", "EROFS", line("write:" + agent_file));

@@ -34,14 +34,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The result the probe printed for `attempt` ("missing" when none).
-std::string LineOf(const std::string& log, const std::string& attempt) {
-  size_t at = log.find(attempt + ": ");
-  if (at == std::string::npos) return "missing";
-  size_t from = at + attempt.size() + 2;
-  return log.substr(from, log.find('\n', from) - from);
-}
-
 // "controller" -> cgroup path of `pid` in that v1 hierarchy.
 std::map<std::string, std::string> V1Cgroups(pid_t pid) {
   std::map<std::string, std::string> out;
@@ -93,16 +85,7 @@ class AgentFindingsTest : public ::testing::Test {
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return r.out.substr(0, r.out.find('\n'));
   }
-  // Host pid of a running rank's process (the sandbox helper's child).
-  pid_t RankHostPid(const std::string& id) {
-    std::ifstream in(absl::StrCat(NodeDir(), "/run/", id, ".1.0.pid"));
-    pid_t helper = 0;
-    in >> helper;
-    std::ifstream children(absl::StrCat("/proc/", helper, "/task/", helper, "/children"));
-    pid_t child = 0;
-    children >> child;
-    return child;
-  }
+  pid_t RankHostPid(const std::string& id) { return athanor::testing::RankHostPid(NodeDir(), id); }
 
   LocalCluster cluster_;
   std::string bin_, probe_, dev_;
@@ -209,10 +192,10 @@ TEST_F(AgentFindingsTest, RestartedAgentStartsFromACleanSlate) {
   std::smatch m;
   ASSERT_TRUE(std::regex_search(log, m, std::regex("gpu=([01])\n"))) << log;
   int mine = std::stoi(m[1]), other = 1 - mine;
-  EXPECT_EQ(LineOf(log, absl::StrCat("open:/dev/nvidia", mine)), "ENXIO") << log;
-  EXPECT_EQ(LineOf(log, absl::StrCat("open:/dev/nvidia", other)), "ENOENT") << log;
-  EXPECT_EQ(LineOf(log, absl::StrCat("open:", dev_, "/nvidia", mine)), "ENXIO") << log;
-  EXPECT_EQ(LineOf(log, absl::StrCat("open:", dev_, "/nvidia", other)), "EPERM") << log;
+  EXPECT_EQ(ProbeLine(log, absl::StrCat("open:/dev/nvidia", mine)), "ENXIO") << log;
+  EXPECT_EQ(ProbeLine(log, absl::StrCat("open:/dev/nvidia", other)), "ENOENT") << log;
+  EXPECT_EQ(ProbeLine(log, absl::StrCat("open:", dev_, "/nvidia", mine)), "ENXIO") << log;
+  EXPECT_EQ(ProbeLine(log, absl::StrCat("open:", dev_, "/nvidia", other)), "EPERM") << log;
 
   // Whatever the outcome, leave the host's hierarchy as it was.
   for (const std::string& d : killed_agents) agent::JobCgroup::RemoveTree(d, std::chrono::seconds(5));
