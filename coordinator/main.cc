@@ -18,24 +18,25 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
 #include "checkpoint/builtin_stores.h"
 #include "common/logging.h"
 #include "common/options.h"
 #include "common/uri.h"
-#include "coordinator/agent_service.h"
-#include "coordinator/checkpoint_commit_service.h"
-#include "coordinator/coordinator_core.h"
-#include "coordinator/coordinator_service.h"
-#include "coordinator/auth_setup.h"
-#include "coordinator/dashboard_http.h"
-#include "coordinator/dashboard_rpc.h"
+#include "coordinator/auth/auth_setup.h"
+#include "coordinator/core/coordinator_core.h"
+#include "coordinator/health/hang_flags.h"
+#include "coordinator/observability/dashboard_http.h"
+#include "coordinator/observability/dashboard_rpc.h"
+#include "coordinator/observability/metrics_registry.h"
+#include "coordinator/observability/metrics_rpc.h"
+#include "coordinator/observability/observability_service.h"
+#include "coordinator/rpc/agent_service.h"
+#include "coordinator/rpc/checkpoint_commit_service.h"
+#include "coordinator/rpc/coordinator_service.h"
+#include "coordinator/store/sqlite/sqlite_store.h"
 #include "security/tls.h"
-#include "coordinator/metrics_registry.h"
-#include "coordinator/metrics_rpc.h"
-#include "coordinator/observability_service.h"
-#include "coordinator/hang_flags.h"
 
 namespace athanor::coord {
 namespace {
@@ -44,7 +45,8 @@ constexpr int kMaxRpcThreads = 16;
 
 int Run(int argc, char** argv) {
   std::string listen, state_path, advertise, port_range, log_level;
-  double heartbeat_timeout_s = 10, default_grace_s = 60, min_run_time_s = 300;
+  double heartbeat_timeout_s = 10, default_grace_s = ToSeconds(sched::kDefaultGrace),
+         min_run_time_s = ToSeconds(sched::kDefaultMinRunTime);
   double idle_reclaim_grace_s = 60, checkpoint_poll_s = 30, checkpoint_upload_wait_s = 600;
   double max_heartbeats_per_s = 2000;
   bool no_backfill = false, no_metrics = false;
@@ -69,9 +71,9 @@ int Run(int argc, char** argv) {
        "SIGTERM to SIGKILL delay for ranks of a stopped attempt")
       ("master-port-range", po::value(&port_range)->default_value("29500-29999"),
        "MASTER_PORT values handed to attempts, MIN-MAX")
-      ("default-grace-s", po::value(&default_grace_s)->default_value(60),
+      ("default-grace-s", po::value(&default_grace_s)->default_value(default_grace_s),
        "preemption grace (SIGTERM to SIGKILL) for jobs that name none")
-      ("min-run-time-s", po::value(&min_run_time_s)->default_value(300),
+      ("min-run-time-s", po::value(&min_run_time_s)->default_value(min_run_time_s),
        "a job runs at least this long before the scheduler may preempt it")
       ("quota", po::value(&quotas)->composing(),
        "TENANT=GPUS hard GPU quota (repeatable); `athanor quota set` overrides it")
@@ -190,8 +192,13 @@ int Run(int argc, char** argv) {
     telemetry = std::make_unique<TelemetryStore>();
     metrics = std::make_unique<CoordinatorMetrics>(telemetry.get());
   }
+  absl::StatusOr<std::unique_ptr<SqliteStore>> store = SqliteStore::Open(state_path);
+  if (!store.ok()) {
+    ATHANOR_LOG(ERROR) << "cannot open the state " << state_path << ": " << store.status();
+    return 1;
+  }
   absl::StatusOr<std::unique_ptr<CoordinatorCore>> core =
-      CoordinatorCore::Create(options, state_path, RealClock::Get(), Millis(200),
+      CoordinatorCore::Create(options, std::move(*store), RealClock::Get(), Millis(200),
                               Seconds(checkpoint_poll_s), metrics.get());
   if (!core.ok()) {
     ATHANOR_LOG(ERROR) << "cannot start: " << core.status();

@@ -4,8 +4,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "coordinator/proto_convert.h"
-#include "coordinator/validation.h"
+#include "coordinator/model/validation.h"
+#include "coordinator/wire/proto_convert.h"
 #include "google/protobuf/stubs/logging.h"
 #include "proto/athanor.pb.h"
 

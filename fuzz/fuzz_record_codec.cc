@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "coordinator/record_codec.h"
+#include "coordinator/store/record_codec.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);

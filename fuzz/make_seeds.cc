@@ -13,7 +13,7 @@
 #include "checkpoint/commit_barrier.h"
 #include "checkpoint/fake_object_store.h"
 #include "checkpoint/layout.h"
-#include "coordinator/record_codec.h"
+#include "coordinator/store/record_codec.h"
 #include "fuzz/store_frame_seeds.h"
 
 namespace {

@@ -25,8 +25,8 @@
 
 #include "absl/strings/str_format.h"
 #include "bench/coordinator/latency.h"
-#include "coordinator/job_store.h"
-#include "coordinator/wal_checkpointer.h"
+#include "coordinator/store/sqlite/sqlite_store.h"
+#include "coordinator/store/sqlite/wal_checkpointer.h"
 
 namespace po = boost::program_options;
 
@@ -69,9 +69,9 @@ ModeResult RunMode(const std::string& dir, bool background, int rounds, int jobs
   std::filesystem::remove(path);
   std::filesystem::remove(path + "-wal");
   std::filesystem::remove(path + "-shm");
-  coord::JobStore::WalOptions wal;
+  coord::SqliteStore::WalOptions wal;
   wal.background = background;
-  auto store = coord::JobStore::Open(path, wal);
+  auto store = coord::SqliteStore::Open(path, wal);
   if (!store.ok()) {
     std::cerr << "athanor-bench-store: " << store.status() << "\n";
     std::exit(1);

@@ -8,10 +8,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/clock.h"
-#include "coordinator/cluster_state.h"
-#include "coordinator/metrics_registry.h"
-#include "coordinator/metrics_view.h"
-#include "coordinator/telemetry_store.h"
+#include "coordinator/core/cluster_state.h"
+#include "coordinator/observability/metrics_registry.h"
+#include "coordinator/observability/metrics_view.h"
+#include "coordinator/observability/telemetry_store.h"
 
 namespace athanor::bench {
 namespace {

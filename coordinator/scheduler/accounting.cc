@@ -58,14 +58,14 @@ double Accounting::TenantGpuSeconds(const std::string& tenant, TimePoint now) co
   return static_cast<double>(total) / 1e6;
 }
 
-std::vector<UsageRow> Accounting::Usage(TimePoint now) const {
+std::vector<UsageEntry> Accounting::Usage(TimePoint now) const {
   std::map<std::string, std::map<JobId, const JobUsage*>> by_tenant;
   for (const auto& [id, usage] : jobs_) by_tenant[usage.tenant][id] = &usage;
-  std::vector<UsageRow> rows;
+  std::vector<UsageEntry> rows;
   for (const auto& [tenant, totals] : tenants_) {
-    rows.push_back(UsageRow{tenant, "", TenantGpuSeconds(tenant, now), totals.gpus_in_use});
+    rows.push_back(UsageEntry{tenant, "", TenantGpuSeconds(tenant, now), totals.gpus_in_use});
     for (const auto& [id, usage] : by_tenant[tenant]) {
-      rows.push_back(UsageRow{tenant, id,
+      rows.push_back(UsageEntry{tenant, id,
                               static_cast<double>(usage->gpu_us + usage->OpenGpuUs(now)) / 1e6,
                               usage->gpus});
     }

@@ -19,7 +19,7 @@
 
 namespace athanor::sched {
 
-struct UsageRow {
+struct UsageEntry {
   std::string tenant;
   JobId job;               // empty on a tenant's total
   double gpu_seconds = 0;  // finished attempts plus the running one up to `now`
@@ -39,7 +39,7 @@ class Accounting {
   double JobGpuSeconds(const JobId& job, TimePoint now) const;
   double TenantGpuSeconds(const std::string& tenant, TimePoint now) const;
   // Tenant totals, each followed by its jobs, sorted by name.
-  std::vector<UsageRow> Usage(TimePoint now) const;
+  std::vector<UsageEntry> Usage(TimePoint now) const;
 
  private:
   struct JobUsage {

@@ -7,22 +7,22 @@
 
 namespace athanor::sched {
 
-const char* NodeStateName(NodeState state) {
+const char* MemberStateName(MemberState state) {
   switch (state) {
-    case NodeState::kUp: return "UP";
-    case NodeState::kDraining: return "DRAINING";
-    case NodeState::kDrained: return "DRAINED";
-    case NodeState::kDown: return "DOWN";
-    case NodeState::kUnknown: return "UNKNOWN";
+    case MemberState::kUp: return "UP";
+    case MemberState::kDraining: return "DRAINING";
+    case MemberState::kDrained: return "DRAINED";
+    case MemberState::kDown: return "DOWN";
+    case MemberState::kUnknown: return "UNKNOWN";
   }
   return "?";
 }
 
-const char* JobStateName(JobState state) {
+const char* QueuedJobStateName(QueuedJobState state) {
   switch (state) {
-    case JobState::kPending: return "PENDING";
-    case JobState::kRunning: return "RUNNING";
-    case JobState::kPreempting: return "PREEMPTING";
+    case QueuedJobState::kPending: return "PENDING";
+    case QueuedJobState::kRunning: return "RUNNING";
+    case QueuedJobState::kPreempting: return "PREEMPTING";
   }
   return "?";
 }
@@ -41,7 +41,7 @@ absl::Status Membership::AddNode(const NodeSpec& spec, TimePoint now) {
   auto it = by_name_.find(spec.name);
   if (it == by_name_.end()) {
     int index = static_cast<int>(nodes_.size());
-    NodeRecord record;
+    MemberNode record;
     record.spec = spec;
     record.last_heartbeat = now;
     record.free_gpus = spec.gpus;
@@ -57,7 +57,7 @@ absl::Status Membership::AddNode(const NodeSpec& spec, TimePoint now) {
     return absl::OkStatus();
   }
   int index = it->second;
-  NodeRecord& record = nodes_[index];
+  MemberNode& record = nodes_[index];
   if (!record.holds.empty() && spec.gpus != record.spec.gpus) {
     return absl::FailedPreconditionError(absl::StrCat(
         "node ", spec.name, " re-registered with ", spec.gpus, " GPUs but jobs hold GPUs of its ",
@@ -70,7 +70,7 @@ absl::Status Membership::AddNode(const NodeSpec& spec, TimePoint now) {
   InternLabels(record);
   ++inventory_version_;
   record.removed = false;
-  record.state = NodeState::kUp;
+  record.state = MemberState::kUp;
   record.last_heartbeat = now;
   if (record.holds.empty()) record.gpu_used.assign(spec.gpus, false);
   record.free_gpus = static_cast<int>(std::count(record.gpu_used.begin(), record.gpu_used.end(), false));
@@ -84,7 +84,7 @@ absl::Status Membership::AddNode(const NodeSpec& spec, TimePoint now) {
 absl::Status Membership::RemoveNode(const std::string& name) {
   auto index = Find(name);
   if (!index) return absl::NotFoundError(absl::StrCat("no node ", name));
-  NodeRecord& record = nodes_[*index];
+  MemberNode& record = nodes_[*index];
   if (!record.holds.empty()) {
     return absl::FailedPreconditionError(
         absl::StrCat("node ", name, " still holds ", record.holds.size(), " job(s)"));
@@ -96,13 +96,13 @@ absl::Status Membership::RemoveNode(const std::string& name) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<JobId>> Membership::SetState(const std::string& name, NodeState state) {
+absl::StatusOr<std::vector<JobId>> Membership::SetState(const std::string& name, MemberState state) {
   auto index = Find(name);
   if (!index) return absl::NotFoundError(absl::StrCat("no node ", name));
-  NodeRecord& record = nodes_[*index];
+  MemberNode& record = nodes_[*index];
   Unindex(*index);
   record.state = state;
-  if (state == NodeState::kDraining && record.holds.empty()) record.state = NodeState::kDrained;
+  if (state == MemberState::kDraining && record.holds.empty()) record.state = MemberState::kDrained;
   Index(*index);
   std::vector<JobId> jobs;
   for (const auto& [job, hold] : record.holds) jobs.push_back(job);
@@ -126,7 +126,7 @@ absl::Status Membership::Heartbeat(const std::string& name, TimePoint now) {
 
 NodeAllocation Membership::Allocate(int index, const JobId& job, int gpus, int cpus,
                                     int64_t memory_mb) {
-  NodeRecord& record = nodes_[index];
+  MemberNode& record = nodes_[index];
   ATHANOR_CHECK(record.free_gpus >= gpus && record.free_cpus >= cpus &&
                 record.free_memory_mb >= memory_mb)
       << "over-allocation of node " << record.spec.name << " for job " << job;
@@ -150,7 +150,7 @@ NodeAllocation Membership::Allocate(int index, const JobId& job, int gpus, int c
 
 absl::Status Membership::AllocateExact(int index, const JobId& job, const std::vector<int>& gpu_ids,
                                        int cpus, int64_t memory_mb) {
-  NodeRecord& record = nodes_[index];
+  MemberNode& record = nodes_[index];
   if (record.holds.count(job)) {
     return absl::AlreadyExistsError(absl::StrCat("job ", job, " already on ", record.spec.name));
   }
@@ -179,7 +179,7 @@ absl::Status Membership::AllocateExact(int index, const JobId& job, const std::v
 }
 
 void Membership::Release(int index, const JobId& job) {
-  NodeRecord& record = nodes_[index];
+  MemberNode& record = nodes_[index];
   auto it = record.holds.find(job);
   if (it == record.holds.end()) return;
   Unindex(index);
@@ -188,8 +188,8 @@ void Membership::Release(int index, const JobId& job) {
   record.free_cpus += it->second.cpus;
   record.free_memory_mb += it->second.memory_mb;
   record.holds.erase(it);
-  if (record.state == NodeState::kDraining && record.holds.empty()) {
-    record.state = NodeState::kDrained;
+  if (record.state == MemberState::kDraining && record.holds.empty()) {
+    record.state = MemberState::kDrained;
   }
   Index(index);
 }
@@ -214,7 +214,7 @@ std::vector<std::string> Membership::Models() const {
   return models;
 }
 
-void Membership::InternLabels(NodeRecord& record) {
+void Membership::InternLabels(MemberNode& record) {
   auto intern = [](const std::map<std::string, std::string>& labels, const char* key,
                    std::vector<std::string>& names, std::unordered_map<std::string, int>& ids) {
     auto it = labels.find(key);
@@ -228,15 +228,15 @@ void Membership::InternLabels(NodeRecord& record) {
 }
 
 void Membership::Unindex(int index) {
-  const NodeRecord& record = nodes_[index];
+  const MemberNode& record = nodes_[index];
   auto it = free_index_.find(record.spec.gpu_model);
   if (it == free_index_.end() || record.free_gpus >= static_cast<int>(it->second.size())) return;
   it->second[record.free_gpus].erase(index);
 }
 
 void Membership::Index(int index) {
-  const NodeRecord& record = nodes_[index];
-  if (record.removed || record.state != NodeState::kUp) return;
+  const MemberNode& record = nodes_[index];
+  if (record.removed || record.state != MemberState::kUp) return;
   auto& buckets = free_index_[record.spec.gpu_model];
   if (static_cast<int>(buckets.size()) <= record.free_gpus) buckets.resize(record.free_gpus + 1);
   buckets[record.free_gpus].insert(index);

@@ -31,9 +31,9 @@ struct NodeHold {
   int64_t memory_mb = 0;
 };
 
-struct NodeRecord {
+struct MemberNode {
   NodeSpec spec;
-  NodeState state = NodeState::kUp;
+  MemberState state = MemberState::kUp;
   bool removed = false;
   TimePoint last_heartbeat{};
   int free_gpus = 0;
@@ -60,9 +60,9 @@ class Membership {
   absl::Status RemoveNode(const std::string& name);
   // Returns the jobs holding resources on the node (the caller ends them when
   // the node goes DOWN). DRAINING with nothing held becomes DRAINED.
-  absl::StatusOr<std::vector<JobId>> SetState(const std::string& name, NodeState state);
+  absl::StatusOr<std::vector<JobId>> SetState(const std::string& name, MemberState state);
   absl::Status Heartbeat(const std::string& name, TimePoint now);
-  // Sets the node's drain flag and reason (see NodeRecord).
+  // Sets the node's drain flag and reason (see MemberNode).
   absl::Status SetNote(const std::string& name, bool drain, std::string reason);
 
   // Takes `gpus` free GPUs (lowest ids first) plus CPU/RAM on node `index`.
@@ -77,7 +77,7 @@ class Membership {
   std::optional<int> Find(const std::string& name) const;
   int size() const { return static_cast<int>(nodes_.size()); }  // removed ones included
   int registered() const { return static_cast<int>(by_name_.size()); }  // not removed
-  const NodeRecord& node(int index) const { return nodes_[index]; }
+  const MemberNode& node(int index) const { return nodes_[index]; }
   // UP nodes of `model` with exactly `free` free GPUs, by index; nullptr if none.
   const std::set<int>* Bucket(const std::string& model, int free) const;
   // Models present among UP nodes, and the largest GPU count of any node.
@@ -92,9 +92,9 @@ class Membership {
  private:
   void Unindex(int index);
   void Index(int index);
-  void InternLabels(NodeRecord& record);
+  void InternLabels(MemberNode& record);
 
-  std::vector<NodeRecord> nodes_;
+  std::vector<MemberNode> nodes_;
   std::unordered_map<std::string, int> by_name_;
   // model -> free GPU count -> UP node indices.
   std::map<std::string, std::vector<std::set<int>>> free_index_;

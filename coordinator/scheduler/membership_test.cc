@@ -28,13 +28,13 @@ TEST(MembershipTest, DrainingBecomesDrainedWhenEmptyAndLeavesTheIndex) {
   Membership m;
   ASSERT_TRUE(m.AddNode(MakeNode("a", 2), TimePoint{}).ok());
   m.Allocate(0, "j1", 1, 0, 0);
-  auto jobs = m.SetState("a", NodeState::kDraining);
+  auto jobs = m.SetState("a", MemberState::kDraining);
   ASSERT_TRUE(jobs.ok());
   EXPECT_EQ(*jobs, std::vector<JobId>{"j1"});
-  EXPECT_EQ(m.node(0).state, NodeState::kDraining);
+  EXPECT_EQ(m.node(0).state, MemberState::kDraining);
   EXPECT_EQ(m.Bucket("H100", 1), nullptr);
   m.Release(0, "j1");
-  EXPECT_EQ(m.node(0).state, NodeState::kDrained);
+  EXPECT_EQ(m.node(0).state, MemberState::kDrained);
   EXPECT_EQ(m.Bucket("H100", 2), nullptr);
 }
 
@@ -45,9 +45,9 @@ TEST(MembershipTest, RecordsHeartbeatsAndRefusesRemovingBusyNodes) {
   ASSERT_TRUE(m.Heartbeat("b", TimePoint{} + std::chrono::seconds(20)).ok());
   EXPECT_EQ(m.node(0).last_heartbeat, TimePoint{});
   EXPECT_EQ(m.node(1).last_heartbeat, TimePoint{} + std::chrono::seconds(20));
-  ASSERT_TRUE(m.SetState("a", NodeState::kDown).ok());  // NodeTable::Expire's part
-  EXPECT_EQ(m.node(0).state, NodeState::kDown);
-  EXPECT_EQ(m.node(1).state, NodeState::kUp);
+  ASSERT_TRUE(m.SetState("a", MemberState::kDown).ok());  // NodeTable::Expire's part
+  EXPECT_EQ(m.node(0).state, MemberState::kDown);
+  EXPECT_EQ(m.node(1).state, MemberState::kUp);
   m.Allocate(1, "j", 1, 0, 0);
   EXPECT_EQ(m.RemoveNode("b").code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(m.registered(), 2);

@@ -6,7 +6,7 @@
 
 namespace athanor::sched {
 
-Resources FreeOf(const NodeRecord& node) {
+Resources FreeOf(const MemberNode& node) {
   return Resources{node.free_gpus, node.free_cpus, node.free_memory_mb};
 }
 
@@ -15,8 +15,8 @@ Resources HoldOf(const NodeHold& hold) {
 }
 
 bool UpAndStaticallyFits(const Membership& members, int index, const JobRequest& job) {
-  const NodeRecord& node = members.node(index);
-  return !node.removed && node.state == NodeState::kUp && StaticallyFits(node.spec, job) &&
+  const MemberNode& node = members.node(index);
+  return !node.removed && node.state == MemberState::kUp && StaticallyFits(node.spec, job) &&
          !job.Avoids(node.spec.name);
 }
 
@@ -38,7 +38,7 @@ std::vector<int> ChooseInGroups(const Membership& members, bool by_switch, int n
   std::vector<std::vector<int>> groups(names.size());
   std::vector<int64_t> score(names.size(), 0);
   for (const auto& [free, index] : sorted) {
-    const NodeRecord& node = members.node(index);
+    const MemberNode& node = members.node(index);
     int group = by_switch ? node.switch_group : node.rack_group;
     if (group < 0 || static_cast<int>(groups[group].size()) >= n) continue;
     groups[group].push_back(index);
@@ -88,7 +88,7 @@ PlacementResult PlaceLive(const Membership& members, const JobRequest& job, cons
       const std::set<int>* bucket = members.Bucket(model, free);
       if (bucket == nullptr) continue;
       for (int index : *bucket) {
-        const NodeRecord& node = members.node(index);
+        const MemberNode& node = members.node(index);
         // The bucket is of the right model; check the rest of the inventory.
         if (node.spec.gpu_memory_mb < job.min_gpu_memory_mb || node.spec.cpus < job.cpus_per_node ||
             node.spec.memory_mb < job.memory_mb_per_node || job.Avoids(node.spec.name)) {

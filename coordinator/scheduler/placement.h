@@ -46,7 +46,7 @@ struct Resources {
 inline Resources PerNodeNeed(const JobRequest& job) {
   return Resources{job.gpus_per_node, job.cpus_per_node, job.memory_mb_per_node};
 }
-Resources FreeOf(const NodeRecord& node);
+Resources FreeOf(const MemberNode& node);
 Resources HoldOf(const NodeHold& hold);
 
 

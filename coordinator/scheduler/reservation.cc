@@ -21,7 +21,7 @@ Resources HoldOn(const Membership& members, int node, const JobId& job) {
 
 }  // namespace
 
-std::optional<Reservation> ComputeReservation(const Membership& members, const JobRecord& head,
+std::optional<Reservation> ComputeReservation(const Membership& members, const QueuedJob& head,
                                               const EndIndex& ends, const std::vector<char>& fits,
                                               TimePoint now) {
   const JobRequest& job = head.req;
@@ -54,7 +54,7 @@ std::optional<Reservation> ComputeReservation(const Membership& members, const J
     if (next == ends.end()) break;
     at = end_of(next);
     for (; next != ends.end() && end_of(next) == at; ++next) {
-      const JobRecord* holder = next->second;
+      const QueuedJob* holder = next->second;
       for (int node : holder->nodes) {
         bool was = fits[node] && proj[node].Covers(need);
         proj[node] += HoldOn(members, node, holder->req.id);

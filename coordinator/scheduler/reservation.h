@@ -18,9 +18,9 @@
 #include <utility>
 #include <vector>
 
-#include "coordinator/scheduler/job_record.h"
 #include "coordinator/scheduler/membership.h"
 #include "coordinator/scheduler/placement.h"
+#include "coordinator/scheduler/queued_job.h"
 
 namespace athanor::sched {
 
@@ -42,11 +42,11 @@ struct Reservation {
 // kept up to date as jobs start, get preempted and end (Scheduler), so that a
 // pass walks only the ends it needs. Ties are in no useful order: the
 // reservation takes all ends of one instant at once.
-using EndIndex = std::set<std::pair<TimePoint, const JobRecord*>>;
+using EndIndex = std::set<std::pair<TimePoint, const QueuedJob*>>;
 
 // `fits`: for each node index, UpAndStaticallyFits for the head. The caller
 // has checked that the gang fits the UP inventory; returns nothing otherwise.
-std::optional<Reservation> ComputeReservation(const Membership& members, const JobRecord& head,
+std::optional<Reservation> ComputeReservation(const Membership& members, const QueuedJob& head,
                                               const EndIndex& ends, const std::vector<char>& fits,
                                               TimePoint now);
 

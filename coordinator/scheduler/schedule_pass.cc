@@ -68,7 +68,7 @@ std::vector<Decision> SchedulePass::Run() {
         }
       }
       if (next == nullptr) break;
-      JobRecord& job = s_.jobs.at(next->front->it->second);
+      QueuedJob& job = s_.jobs.at(next->front->it->second);
       ++next->front->it;
       job.reason.pass = s_.pass_id;
       ++visited_;
@@ -105,7 +105,7 @@ std::vector<Decision> SchedulePass::Run() {
   return std::move(out_);
 }
 
-void SchedulePass::StartJob(JobRecord& job, const std::vector<int>& nodes) {
+void SchedulePass::StartJob(QueuedJob& job, const std::vector<int>& nodes) {
   Decision decision;
   decision.kind = Decision::Kind::kStart;
   decision.job = job.req.id;
@@ -114,7 +114,7 @@ void SchedulePass::StartJob(JobRecord& job, const std::vector<int>& nodes) {
                                                         job.req.cpus_per_node,
                                                         job.req.memory_mb_per_node));
   }
-  job.state = JobState::kRunning;
+  job.state = QueuedJobState::kRunning;
   job.nodes = nodes;
   s_.holders[job.req.id] = &job;
   job.started = now_;
@@ -126,7 +126,7 @@ void SchedulePass::StartJob(JobRecord& job, const std::vector<int>& nodes) {
   out_.push_back(std::move(decision));
 }
 
-void SchedulePass::HandleHead(JobRecord& job, int eligible_free) {
+void SchedulePass::HandleHead(QueuedJob& job, int eligible_free) {
   const JobRequest& req = job.req;
   const Resources need = PerNodeNeed(req);
   int hosts = 0;
@@ -149,12 +149,12 @@ void SchedulePass::HandleHead(JobRecord& job, int eligible_free) {
   strict_blocked_ = !options_.backfill;
 
   // GPUs of PREEMPTING jobs are as good as free for deciding what to preempt.
-  std::vector<const JobRecord*> holders;
+  std::vector<const QueuedJob*> holders;
   holders.reserve(s_.holders.size());
   for (const auto& [id, holder] : s_.holders) holders.push_back(holder);
   std::vector<JobId> preempting;
-  for (const JobRecord* holder : holders) {
-    if (holder->state != JobState::kPreempting) continue;
+  for (const QueuedJob* holder : holders) {
+    if (holder->state != QueuedJobState::kPreempting) continue;
     bool useful = false;
     for (int node : holder->nodes) {
       base[node] += HoldOf(s_.membership.node(node).holds.at(holder->req.id));
@@ -168,9 +168,9 @@ void SchedulePass::HandleHead(JobRecord& job, int eligible_free) {
   std::vector<JobId> victims;
   if (base_fits < req.nodes) {
     std::vector<PreemptionCandidate> candidates;
-    for (const JobRecord* holder : holders) {
-      const JobRecord& h = *holder;
-      if (h.state != JobState::kRunning || !h.req.preemptible) continue;
+    for (const QueuedJob* holder : holders) {
+      const QueuedJob& h = *holder;
+      if (h.state != QueuedJobState::kRunning || !h.req.preemptible) continue;
       bool lower = h.req.priority < req.priority && now_ - h.started >= options_.min_run_time;
       bool borrowed = h.borrower && h.req.priority <= req.priority;
       if (!lower && !borrowed) continue;
@@ -188,8 +188,8 @@ void SchedulePass::HandleHead(JobRecord& job, int eligible_free) {
     if (auto plan = PlanPreemption(s_.membership, req, base, std::move(candidates),
                                    options_.exact_preemption_limit)) {
       for (const JobId& id : plan->victims) {
-        JobRecord& victim = s_.jobs.at(id);
-        victim.state = JobState::kPreempting;
+        QueuedJob& victim = s_.jobs.at(id);
+        victim.state = QueuedJobState::kPreempting;
         victim.preempt_deadline = now_ + victim.req.grace;
         s_.IndexEnd(victim);
         Decision decision;
@@ -219,7 +219,7 @@ void SchedulePass::HandleHead(JobRecord& job, int eligible_free) {
   }
 }
 
-void SchedulePass::TryBackfill(JobRecord& job) {
+void SchedulePass::TryBackfill(QueuedJob& job) {
   const JobRequest& req = job.req;
   job.reason.Set(PendingReason::Code::kNotConsidered);
   if (!reservation_) {  // defensive: the head had no reservation

@@ -29,11 +29,11 @@ class SchedulePass {
  private:
   // Places with the failure cache (caps null: on everything free).
   PlacementResult Place(const JobRequest& job, const NodeCaps* caps);
-  void StartJob(JobRecord& job, const std::vector<int>& nodes);
+  void StartJob(QueuedJob& job, const std::vector<int>& nodes);
   // The first job of the pass that cannot start: preempt for it or reserve.
-  void HandleHead(JobRecord& job, int eligible_free);
+  void HandleHead(QueuedJob& job, int eligible_free);
   // Any later job: start it only where it cannot delay the head.
-  void TryBackfill(JobRecord& job);
+  void TryBackfill(QueuedJob& job);
 
   SchedulerState& s_;
   const SchedulerOptions& options_;

@@ -16,7 +16,7 @@ absl::Status Scheduler::AddNode(const NodeSpec& spec) {
 }
 
 absl::StatusOr<std::vector<JobId>> Scheduler::SetNodeState(const std::string& name,
-                                                           NodeState state) {
+                                                           MemberState state) {
   return s_.membership.SetState(name, state);
 }
 
@@ -38,7 +38,7 @@ std::vector<Decision> Scheduler::Schedule() {
 }
 
 absl::StatusOr<WhyReport> Scheduler::Why(const JobId& id) const {
-  const JobRecord* job = s_.Find(id);
+  const QueuedJob* job = s_.Find(id);
   if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", id));
   return Explain(s_, *job, clock_->Now());
 }
@@ -77,7 +77,7 @@ absl::Status Scheduler::Submit(JobRequest job) {
   auto [cached, fresh] = hosts_cache_.emplace(ShapeOf(job), 0);
   if (fresh) {
     for (int i = 0; i < s_.membership.size(); ++i) {
-      const NodeRecord& node = s_.membership.node(i);
+      const MemberNode& node = s_.membership.node(i);
       if (!node.removed && StaticallyFits(node.spec, job)) ++cached->second;
     }
   }
@@ -90,7 +90,7 @@ absl::Status Scheduler::Submit(JobRequest job) {
   if (job.grace == Duration::zero()) job.grace = options_.default_grace;
   if (job.submit_seq == 0) job.submit_seq = next_seq_;
   next_seq_ = std::max(next_seq_, job.submit_seq + 1);
-  JobRecord& record = s_.jobs[job.id];
+  QueuedJob& record = s_.jobs[job.id];
   record.req = std::move(job);
   s_.queue.Add(record.req);
   return absl::OkStatus();
@@ -99,9 +99,9 @@ absl::Status Scheduler::Submit(JobRequest job) {
 absl::Status Scheduler::Cancel(const JobId& id) {
   auto it = s_.jobs.find(id);
   if (it == s_.jobs.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
-  if (it->second.state != JobState::kPending) {
+  if (it->second.state != QueuedJobState::kPending) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "job ", id, " is ", JobStateName(it->second.state), "; end it and report its exit"));
+        "job ", id, " is ", QueuedJobStateName(it->second.state), "; end it and report its exit"));
   }
   s_.queue.Remove(it->second.req);
   s_.jobs.erase(it);
@@ -111,8 +111,8 @@ absl::Status Scheduler::Cancel(const JobId& id) {
 absl::Status Scheduler::OnJobExited(const JobId& id, bool requeue) {
   auto it = s_.jobs.find(id);
   if (it == s_.jobs.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
-  JobRecord& job = it->second;
-  if (job.state == JobState::kPending) {
+  QueuedJob& job = it->second;
+  if (job.state == QueuedJobState::kPending) {
     return absl::FailedPreconditionError(absl::StrCat("job ", id, " is not running"));
   }
   const TimePoint now = clock_->Now();
@@ -124,7 +124,7 @@ absl::Status Scheduler::OnJobExited(const JobId& id, bool requeue) {
     s_.jobs.erase(it);
     return absl::OkStatus();
   }
-  job.state = JobState::kPending;
+  job.state = QueuedJobState::kPending;
   job.nodes.clear();
   job.borrower = false;
   job.reason = PendingReason{};
@@ -135,12 +135,12 @@ absl::Status Scheduler::OnJobExited(const JobId& id, bool requeue) {
 absl::Status Scheduler::MarkPreempting(const JobId& id, TimePoint deadline) {
   auto it = s_.jobs.find(id);
   if (it == s_.jobs.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
-  JobRecord& job = it->second;
-  if (job.state == JobState::kPending) {
+  QueuedJob& job = it->second;
+  if (job.state == QueuedJobState::kPending) {
     return absl::FailedPreconditionError(absl::StrCat("job ", id, " is not running"));
   }
-  if (job.state == JobState::kPreempting) return absl::OkStatus();
-  job.state = JobState::kPreempting;
+  if (job.state == QueuedJobState::kPreempting) return absl::OkStatus();
+  job.state = QueuedJobState::kPreempting;
   job.preempt_deadline = deadline;
   s_.IndexEnd(job);
   return absl::OkStatus();
@@ -156,7 +156,7 @@ absl::Status Scheduler::SetHold(const JobId& id, std::string why) {
 absl::Status Scheduler::SetAvoidNodes(const JobId& id, std::vector<std::string> nodes) {
   auto it = s_.jobs.find(id);
   if (it == s_.jobs.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
-  if (it->second.state == JobState::kPending) {
+  if (it->second.state == QueuedJobState::kPending) {
     // Its queue entry is keyed by shape, which the avoided nodes are part of.
     return absl::FailedPreconditionError(absl::StrCat("job ", id, " is pending"));
   }
@@ -167,7 +167,7 @@ absl::Status Scheduler::SetAvoidNodes(const JobId& id, std::vector<std::string> 
 absl::Status Scheduler::OnCheckpoint(const JobId& id, TimePoint committed_at) {
   auto it = s_.jobs.find(id);
   if (it == s_.jobs.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
-  JobRecord& job = it->second;
+  QueuedJob& job = it->second;
   if (!job.last_checkpoint || *job.last_checkpoint < committed_at) {
     job.last_checkpoint = committed_at;
   }
@@ -209,9 +209,9 @@ absl::Status Scheduler::Restore(JobRequest req, const std::vector<NodeAllocation
   if (req.grace == Duration::zero()) req.grace = options_.default_grace;
   if (req.submit_seq == 0) req.submit_seq = next_seq_;
   next_seq_ = std::max(next_seq_, req.submit_seq + 1);
-  JobRecord& job = s_.jobs[req.id];
+  QueuedJob& job = s_.jobs[req.id];
   job.req = std::move(req);
-  job.state = preempt_deadline ? JobState::kPreempting : JobState::kRunning;
+  job.state = preempt_deadline ? QueuedJobState::kPreempting : QueuedJobState::kRunning;
   if (preempt_deadline) job.preempt_deadline = *preempt_deadline;
   job.nodes = std::move(nodes);
   job.started = started_at;

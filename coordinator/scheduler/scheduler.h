@@ -47,7 +47,7 @@ class Scheduler {
   absl::Status AddNode(const NodeSpec& spec);
   // Returns the jobs holding resources on the node; for DOWN the caller ends
   // them and reports each with OnJobExited.
-  absl::StatusOr<std::vector<JobId>> SetNodeState(const std::string& name, NodeState state);
+  absl::StatusOr<std::vector<JobId>> SetNodeState(const std::string& name, MemberState state);
   absl::Status Heartbeat(const std::string& name);
   absl::Status SetNodeNote(const std::string& name, bool drain, std::string reason) {
     return s_.membership.SetNote(name, drain, std::move(reason));
@@ -97,7 +97,7 @@ class Scheduler {
   absl::StatusOr<WhyReport> Why(const JobId& job) const;
   const Membership& membership() const { return s_.membership; }
   const Accounting& accounting() const { return s_.accounting; }
-  const JobRecord* job(const JobId& id) const { return s_.Find(id); }
+  const QueuedJob* job(const JobId& id) const { return s_.Find(id); }
   size_t pending() const { return s_.queue.size(); }
   size_t pending_of(const std::string& tenant) const { return s_.queue.TenantSize(tenant); }
   const PassSummary& last_pass() const { return s_.last_pass; }

@@ -289,7 +289,7 @@ TEST_F(PolicyTest, ShareWeightsSkewFairShare) {
 TEST_F(PolicyTest, DownNodesGetNoJobs) {
   Add(MakeNode("a", 4));
   Add(MakeNode("b", 4));
-  ASSERT_TRUE(sched_.SetNodeState("a", NodeState::kDown).ok());
+  ASSERT_TRUE(sched_.SetNodeState("a", MemberState::kDown).ok());
   StartAlone(MakeJob("j", 1, 4), {"b:0,1,2,3"});
 }
 
@@ -325,7 +325,7 @@ TEST_F(PolicyTest, PreemptsTheVictimWithLeastLostWorkOnlyOnce) {
   EXPECT_EQ(d[0].kind, Decision::Kind::kPreempt);
   EXPECT_EQ(d[0].job, "L1");
   EXPECT_EQ(d[0].grace, seconds(60));  // the victim's grace (default)
-  EXPECT_EQ(sched_.job("L1")->state, JobState::kPreempting);
+  EXPECT_EQ(sched_.job("L1")->state, QueuedJobState::kPreempting);
   EXPECT_TRUE(sched_.Schedule().empty());  // no second victim
   ASSERT_TRUE(sched_.OnJobExited("L1", true).ok());
   d = sched_.Schedule();
@@ -354,7 +354,7 @@ TEST_F(PolicyTest, NodeDownKeepsGpusHeldUntilTheJobExits) {
   Add(MakeNode("a", 4));
   Add(MakeNode("b", 4));
   StartAlone(MakeJob("j", 2, 2), {"a:0,1", "b:0,1"});
-  auto jobs = sched_.SetNodeState("a", NodeState::kDown);
+  auto jobs = sched_.SetNodeState("a", MemberState::kDown);
   ASSERT_TRUE(jobs.ok());
   EXPECT_EQ(*jobs, std::vector<JobId>{"j"});
   Submit(MakeJob("k", 1, 4));
@@ -383,7 +383,7 @@ TEST_F(PolicyTest, RestoreRebuildsARunningJob) {
   ASSERT_TRUE(sched_.Restore(MakeJob("p", 1, 4), {{"b", {0, 1, 2, 3}}}, TimePoint{}, std::nullopt,
                              TimePoint{} + seconds(60))
                   .ok());
-  EXPECT_EQ(sched_.job("p")->state, JobState::kPreempting);
+  EXPECT_EQ(sched_.job("p")->state, QueuedJobState::kPreempting);
   Submit(MakeJob("w", 1, 4, "t", 5));
   EXPECT_TRUE(sched_.Schedule().empty());  // waits for p; preempts nothing more
   EXPECT_EQ(Reasons("w")[0], "waiting for preempted job(s) p to exit");

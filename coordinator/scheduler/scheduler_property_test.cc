@@ -22,13 +22,13 @@ class Ledger {
  public:
   explicit Ledger(const std::map<std::string, NodeSpec>& nodes) : nodes_(nodes) {}
 
-  void Start(const JobRequest& job, const Decision& d, const std::map<std::string, NodeState>& state) {
+  void Start(const JobRequest& job, const Decision& d, const std::map<std::string, MemberState>& state) {
     ASSERT_EQ(static_cast<int>(d.placement.size()), job.nodes) << "partial gang " << job.id;
     std::set<std::string> distinct;
     for (const NodeAllocation& alloc : d.placement) {
       ASSERT_TRUE(distinct.insert(alloc.node).second) << job.id << " twice on " << alloc.node;
       ASSERT_EQ(static_cast<int>(alloc.gpu_ids.size()), job.gpus_per_node) << job.id;
-      ASSERT_EQ(state.at(alloc.node), NodeState::kUp) << job.id << " on non-UP " << alloc.node;
+      ASSERT_EQ(state.at(alloc.node), MemberState::kUp) << job.id << " on non-UP " << alloc.node;
       const NodeSpec& spec = nodes_.at(alloc.node);
       ASSERT_TRUE(StaticallyFits(spec, job)) << job.id << " on unfit " << alloc.node;
       cpus_[alloc.node] += job.cpus_per_node;
@@ -83,14 +83,14 @@ void RunRandomWorkload(uint32_t seed, bool backfill) {
   options.backfill = backfill;
   Scheduler sched(&clock, options);
   std::map<std::string, NodeSpec> nodes;
-  std::map<std::string, NodeState> state;
+  std::map<std::string, MemberState> state;
   for (int i = 0; i < 24; ++i) {
     NodeSpec spec = testing::MakeNode(absl::StrCat("n", i), i % 3 == 0 ? 4 : 8,
                                       i % 4 == 0 ? "A100" : "H100", absl::StrCat("s", i / 6),
                                       absl::StrCat("r", i / 12));
     spec.cpus = 32;
     nodes[spec.name] = spec;
-    state[spec.name] = NodeState::kUp;
+    state[spec.name] = MemberState::kUp;
     ASSERT_TRUE(sched.AddNode(spec).ok());
   }
   const std::vector<std::string> tenants = {"a", "b", "c"};
@@ -143,19 +143,19 @@ void RunRandomWorkload(uint32_t seed, bool backfill) {
       }
     } else if (op < 86) {  // node down: its jobs fail and requeue
       std::string node = absl::StrCat("n", rng() % 24);
-      auto jobs = sched.SetNodeState(node, NodeState::kDown);
+      auto jobs = sched.SetNodeState(node, MemberState::kDown);
       ASSERT_TRUE(jobs.ok());
-      state[node] = NodeState::kDown;
+      state[node] = MemberState::kDown;
       ASSERT_EQ(*jobs, ledger.HoldersOn(node));
       for (const JobId& id : *jobs) exit_job(id, true);
     } else if (op < 91) {  // drain
       std::string node = absl::StrCat("n", rng() % 24);
-      ASSERT_TRUE(sched.SetNodeState(node, NodeState::kDraining).ok());
-      state[node] = NodeState::kDraining;
+      ASSERT_TRUE(sched.SetNodeState(node, MemberState::kDraining).ok());
+      state[node] = MemberState::kDraining;
     } else {  // node back up
       std::string node = absl::StrCat("n", rng() % 24);
       ASSERT_TRUE(sched.AddNode(nodes[node]).ok());
-      state[node] = NodeState::kUp;
+      state[node] = MemberState::kUp;
     }
     for (const Decision& d : sched.Schedule()) {
       const JobRequest& job = requests.at(d.job);
@@ -167,7 +167,7 @@ void RunRandomWorkload(uint32_t seed, bool backfill) {
       } else {
         ASSERT_TRUE(ledger.Holds(d.job));
         ASSERT_TRUE(job.preemptible) << d.job;
-        ASSERT_EQ(sched.job(d.job)->state, JobState::kPreempting);
+        ASSERT_EQ(sched.job(d.job)->state, QueuedJobState::kPreempting);
         ++preempts;
         if (rng() % 2) exit_job(d.job, true);  // some exit at once, others later
       }
@@ -248,7 +248,7 @@ TimePoint TopGangStart(uint32_t seed, bool backfill, int* backfilled) {
     for (const Decision& d : decisions) {
       EXPECT_EQ(d.kind, Decision::Kind::kStart);
       if (d.job == "G") gang_start = t;
-      if (d.job[0] == 's' && sched.job("G") && sched.job("G")->state == JobState::kPending) {
+      if (d.job[0] == 's' && sched.job("G") && sched.job("G")->state == QueuedJobState::kPending) {
         ++*backfilled;
       }
       ends.emplace(t + sched.job(d.job)->req.time_limit, d.job);

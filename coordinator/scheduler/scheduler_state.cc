@@ -12,12 +12,12 @@ double SchedulerState::TenantShare(const std::string& tenant) const {
   return it == shares.end() ? 1.0 : it->second;
 }
 
-const JobRecord* SchedulerState::Find(const JobId& id) const {
+const QueuedJob* SchedulerState::Find(const JobId& id) const {
   auto it = jobs.find(id);
   return it == jobs.end() ? nullptr : &it->second;
 }
 
-void SchedulerState::IndexEnd(JobRecord& job, bool hold) {
+void SchedulerState::IndexEnd(QueuedJob& job, bool hold) {
   if (job.indexed_end) ends.erase({*job.indexed_end, &job});
   job.indexed_end = hold ? job.EndEstimate() : std::nullopt;
   if (job.indexed_end) ends.emplace(*job.indexed_end, &job);

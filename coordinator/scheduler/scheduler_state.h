@@ -19,8 +19,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "coordinator/scheduler/accounting.h"
 #include "coordinator/scheduler/job_queue.h"
-#include "coordinator/scheduler/job_record.h"
 #include "coordinator/scheduler/membership.h"
+#include "coordinator/scheduler/queued_job.h"
 #include "coordinator/scheduler/reservation.h"
 
 namespace athanor::sched {
@@ -39,23 +39,23 @@ struct SchedulerState {
   Membership membership;
   JobQueue queue;
   Accounting accounting;
-  std::unordered_map<JobId, JobRecord> jobs;  // pending and holding resources
+  std::unordered_map<JobId, QueuedJob> jobs;  // pending and holding resources
   std::map<std::string, int> quotas;          // GPUs; no entry: no quota
   std::map<std::string, double> shares;       // fair-share weights; no entry: 1
   // Jobs holding resources (RUNNING or PREEMPTING), by id; values point
   // into `jobs` (node-based, so stable). Unordered: what a pass derives from
   // it is sorted by job id where order matters (preemption plans, victims).
-  absl::flat_hash_map<JobId, const JobRecord*> holders;
+  absl::flat_hash_map<JobId, const QueuedJob*> holders;
   EndIndex ends;  // the holders with an end estimate, soonest first
   PassSummary last_pass;
   uint64_t pass_id = 0;  // passes so far
 
   int TenantQuota(const std::string& tenant) const;  // -1: none
   double TenantShare(const std::string& tenant) const;
-  const JobRecord* Find(const JobId& id) const;  // null when unknown
+  const QueuedJob* Find(const JobId& id) const;  // null when unknown
   // Puts a holder in `ends` under its current EndEstimate() (after it starts
   // or is preempted), or takes it out (hold = false: it released everything).
-  void IndexEnd(JobRecord& job, bool hold = true);
+  void IndexEnd(QueuedJob& job, bool hold = true);
 };
 
 }  // namespace athanor::sched

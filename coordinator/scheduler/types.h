@@ -27,8 +27,8 @@ using JobId = std::string;
 // reported exited, so nothing is ever given twice). UNKNOWN is DOWN as far as
 // placement goes: a node restored from the coordinator's store whose agent has
 // not registered again yet.
-enum class NodeState { kUp, kDraining, kDrained, kDown, kUnknown };
-const char* NodeStateName(NodeState state);
+enum class MemberState { kUp, kDraining, kDrained, kDown, kUnknown };
+const char* MemberStateName(MemberState state);
 
 struct NodeSpec {
   std::string name;
@@ -98,15 +98,20 @@ struct Decision {
   Duration grace{0};                      // kPreempt only
 };
 
+// The defaults of the coordinator's --default-grace-s and --min-run-time-s,
+// defined here once: StateOptions and the flags take them from here.
+inline constexpr Duration kDefaultGrace = std::chrono::seconds(60);
+inline constexpr Duration kDefaultMinRunTime = std::chrono::seconds(300);
+
 struct SchedulerOptions {
   bool backfill = true;                  // off: strict priority order
-  Duration default_grace = std::chrono::seconds(60);
-  Duration min_run_time = std::chrono::seconds(300);  // before a job may be preempted
+  Duration default_grace = kDefaultGrace;  // preemption grace when a job names none
+  Duration min_run_time = kDefaultMinRunTime;  // before a job may be preempted
   int exact_preemption_limit = 16;       // candidates searched exhaustively; greedy above
 };
 
 // A job's current state inside the core.
-enum class JobState { kPending, kRunning, kPreempting };
-const char* JobStateName(JobState state);
+enum class QueuedJobState { kPending, kRunning, kPreempting };
+const char* QueuedJobStateName(QueuedJobState state);
 
 }  // namespace athanor::sched

@@ -34,7 +34,7 @@ std::string StartText(bool finite, TimePoint when, TimePoint now) {
 }
 
 // The reason of a pending job the last pass skipped, worked out now.
-PendingReason ReasonNow(const SchedulerState& s, const JobRecord& job) {
+PendingReason ReasonNow(const SchedulerState& s, const QueuedJob& job) {
   PendingReason r;
   r.pass = s.pass_id;
   if (!job.hold.empty()) {
@@ -68,13 +68,13 @@ PendingReason ReasonNow(const SchedulerState& s, const JobRecord& job) {
 
 }  // namespace
 
-WhyReport Explain(const SchedulerState& s, const JobRecord& job, TimePoint now) {
+WhyReport Explain(const SchedulerState& s, const QueuedJob& job, TimePoint now) {
   WhyReport report;
   report.state = job.state;
-  if (job.state != JobState::kPending) {
+  if (job.state != QueuedJobState::kPending) {
     std::vector<std::string> nodes;
     for (int node : job.nodes) nodes.push_back(s.membership.node(node).spec.name);
-    report.reasons.push_back(absl::StrCat(JobStateName(job.state), " on ",
+    report.reasons.push_back(absl::StrCat(QueuedJobStateName(job.state), " on ",
                                           absl::StrJoin(nodes, ",")));
     return report;
   }

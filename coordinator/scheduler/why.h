@@ -11,7 +11,7 @@
 namespace athanor::sched {
 
 struct WhyReport {
-  JobState state = JobState::kPending;
+  QueuedJobState state = QueuedJobState::kPending;
   std::vector<std::string> reasons;
   int queue_position = 0;  // 1-based among pending jobs; 0 if not pending
 };
@@ -22,6 +22,6 @@ std::string DescribeNeed(const JobRequest& job);
 // `job` is one of state.jobs. A pending job the last pass did not visit (its
 // shape could not be placed any more, or strict order stopped the pass) has
 // its reason worked out now.
-WhyReport Explain(const SchedulerState& state, const JobRecord& job, TimePoint now);
+WhyReport Explain(const SchedulerState& state, const QueuedJob& job, TimePoint now);
 
 }  // namespace athanor::sched

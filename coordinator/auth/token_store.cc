@@ -1,0 +1,245 @@
+#include "coordinator/auth/token_store.h"
+
+#include <sqlite3.h>
+#include <sys/stat.h>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+#include "coordinator/model/validation.h"
+#include "security/token.h"
+
+namespace athanor::coord {
+namespace {
+
+using nlohmann::json;
+
+constexpr char kBootstrapId[] = "bootstrap";
+
+json ToJson(const TokenRecord& t) {
+  return json{{"id", t.id},           {"tenant", t.tenant},   {"role", RoleName(t.role)},
+              {"salt", t.salt},       {"hash", t.hash},       {"created", t.created_unix},
+              {"expires", t.expires_unix}, {"revoked", t.revoked}, {"description", t.description}};
+}
+
+absl::StatusOr<TokenRecord> FromJson(const std::string& text) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return absl::DataLossError("tokens: a row is not a JSON object");
+  TokenRecord t;
+  t.id = j.value("id", "");
+  t.tenant = j.value("tenant", "");
+  if (!ParseRole(j.value("role", ""), &t.role)) return absl::DataLossError("tokens: bad role");
+  t.salt = j.value("salt", "");
+  t.hash = j.value("hash", "");
+  t.created_unix = j.value("created", int64_t{0});
+  t.expires_unix = j.value("expires", int64_t{0});
+  t.revoked = j.value("revoked", false);
+  t.description = j.value("description", "");
+  return t;
+}
+
+absl::Status Unauthenticated(const std::string& why) {
+  return absl::UnauthenticatedError(why);
+}
+
+}  // namespace
+
+TokenStore::TokenStore(sqlite3* db, const Clock* clock, int32_t default_max_priority)
+    : clock_(clock), default_max_priority_(default_max_priority), db_(db) {}
+
+TokenStore::~TokenStore() { sqlite3_close(db_); }
+
+absl::StatusOr<std::unique_ptr<TokenStore>> TokenStore::Open(const std::string& path,
+                                                             const Clock* clock,
+                                                             int32_t default_max_priority) {
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db,
+                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
+  if (rc != SQLITE_OK) {
+    absl::Status s = absl::UnavailableError(absl::StrCat(
+        "cannot open state database ", path, ": ", db ? sqlite3_errmsg(db) : "out of memory"));
+    sqlite3_close(db);
+    return s;
+  }
+  // It holds token hashes and tenants' limits: owner only (-wal and -shm
+  // files inherit the database's mode).
+  chmod(path.c_str(), 0600);
+  sqlite3_busy_timeout(db, 5000);
+  std::unique_ptr<TokenStore> store(new TokenStore(db, clock, default_max_priority));
+  RETURN_IF_ERROR(store->Exec("PRAGMA journal_mode=WAL"));
+  RETURN_IF_ERROR(store->Exec("PRAGMA synchronous=FULL"));
+  RETURN_IF_ERROR(store->Exec(
+      "CREATE TABLE IF NOT EXISTS tokens (id TEXT PRIMARY KEY, record TEXT NOT NULL);"
+      "CREATE TABLE IF NOT EXISTS tenant_policies (tenant TEXT PRIMARY KEY, record TEXT NOT NULL);"));
+  RETURN_IF_ERROR(store->Load());
+  return store;
+}
+
+absl::Status TokenStore::Exec(const std::string& sql) {
+  absl::MutexLock lock(&mu_);
+  char* err = nullptr;
+  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+    absl::Status s = absl::InternalError(absl::StrCat("sqlite: ", err ? err : "error", " in ", sql));
+    sqlite3_free(err);
+    return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TokenStore::Load() {
+  absl::MutexLock lock(&mu_);
+  for (const char* table : {"tokens", "tenant_policies"}) {
+    sqlite3_stmt* st = nullptr;
+    std::string sql = absl::StrCat("SELECT record FROM ", table);
+    if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &st, nullptr) != SQLITE_OK) {
+      return absl::InternalError(absl::StrCat("sqlite ", sql, ": ", sqlite3_errmsg(db_)));
+    }
+    int rc;
+    absl::Status status;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+      std::string text(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)));
+      if (std::string(table) == "tokens") {
+        absl::StatusOr<TokenRecord> t = FromJson(text);
+        if (!t.ok()) {
+          status = t.status();
+          break;
+        }
+        tokens_[t->id] = *t;
+      } else {
+        json j = json::parse(text, nullptr, false);
+        if (!j.is_object()) {
+          status = absl::DataLossError("tenant_policies: a row is not a JSON object");
+          break;
+        }
+        max_priority_[j.value("tenant", "")] = j.value("max_priority", int32_t{0});
+      }
+    }
+    sqlite3_finalize(st);
+    RETURN_IF_ERROR(status);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TokenStore::Put(const char* table, const std::string& key, const std::string& value) {
+  sqlite3_stmt* st = nullptr;
+  std::string sql = absl::StrCat("INSERT OR REPLACE INTO ", table, " VALUES (?, ?)");
+  if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &st, nullptr) != SQLITE_OK) {
+    return absl::InternalError(absl::StrCat("sqlite ", sql, ": ", sqlite3_errmsg(db_)));
+  }
+  sqlite3_bind_text(st, 1, key.data(), static_cast<int>(key.size()), SQLITE_TRANSIENT);
+  sqlite3_bind_text(st, 2, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
+  int rc = sqlite3_step(st);
+  sqlite3_finalize(st);
+  if (rc != SQLITE_DONE) {
+    return absl::UnavailableError(absl::StrCat("sqlite write to ", table, ": ", sqlite3_errmsg(db_)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TokenStore::AddBootstrapAdmin(const std::string& token) {
+  ASSIGN_OR_RETURN(security::ParsedToken p, security::ParseToken(token));
+  TokenRecord t;
+  t.id = kBootstrapId;
+  t.tenant = "admin";
+  t.role = Role::kAdmin;
+  ASSIGN_OR_RETURN(t.salt, security::RandomHex(16));
+  t.hash = security::HashSecret(t.salt, p.secret);
+  t.description = "bootstrap admin token (file)";
+  absl::MutexLock lock(&mu_);
+  tokens_[p.id] = t;  // found by the file token's own id
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TokenStore::Created> TokenStore::Create(const std::string& tenant, Role role,
+                                                       int64_t ttl_s,
+                                                       const std::string& description) {
+  RETURN_IF_ERROR(ValidateName("tenant", tenant));
+  if (ttl_s < 0) return absl::InvalidArgumentError("ttl_s: must be >= 0");
+  if (description.size() > 256) return absl::InvalidArgumentError("description: longer than 256 bytes");
+  if (role == Role::kNone) return absl::InvalidArgumentError("role: must be user or admin");
+  ASSIGN_OR_RETURN(security::NewToken n, security::GenerateToken());
+  Created c;
+  c.token = n.token;
+  c.record.id = n.id;
+  c.record.tenant = tenant;
+  c.record.role = role;
+  c.record.salt = n.salt;
+  c.record.hash = n.hash;
+  c.record.created_unix = clock_->UnixSeconds();
+  c.record.expires_unix = ttl_s > 0 ? c.record.created_unix + ttl_s : 0;
+  c.record.description = description;
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(Put("tokens", n.id, ToJson(c.record).dump()));
+  tokens_[n.id] = c.record;
+  return c;
+}
+
+std::vector<TokenRecord> TokenStore::List(const std::string& tenant) const {
+  absl::MutexLock lock(&mu_);
+  std::vector<TokenRecord> out;
+  for (const auto& [id, t] : tokens_) {
+    if (t.id == kBootstrapId) continue;
+    if (tenant.empty() || t.tenant == tenant) out.push_back(t);
+  }
+  std::stable_sort(out.begin(), out.end(), [](const TokenRecord& a, const TokenRecord& b) {
+    return a.created_unix < b.created_unix;
+  });
+  return out;
+}
+
+absl::StatusOr<TokenRecord> TokenStore::Revoke(const std::string& id) {
+  absl::MutexLock lock(&mu_);
+  auto it = tokens_.find(id);
+  if (it == tokens_.end() || it->second.id == kBootstrapId) {
+    return absl::NotFoundError(absl::StrCat("no token '", id.substr(0, 64), "'"));
+  }
+  TokenRecord t = it->second;
+  t.revoked = true;
+  RETURN_IF_ERROR(Put("tokens", id, ToJson(t).dump()));
+  it->second = t;
+  return t;
+}
+
+absl::StatusOr<Identity> TokenStore::Authenticate(const std::string& token) const {
+  absl::StatusOr<security::ParsedToken> p = security::ParseToken(token);
+  if (!p.ok()) return Unauthenticated(absl::StrCat("bad bearer token: ", p.status().message()));
+  absl::MutexLock lock(&mu_);
+  auto it = tokens_.find(p->id);
+  if (it == tokens_.end() ||
+      !security::DigestsEqual(security::HashSecret(it->second.salt, p->secret), it->second.hash)) {
+    return Unauthenticated(absl::StrCat("token ", p->id, " is not known"));
+  }
+  const TokenRecord& t = it->second;
+  if (t.revoked) return Unauthenticated(absl::StrCat("token ", t.id, " was revoked"));
+  if (t.expires_unix > 0 && clock_->UnixSeconds() >= t.expires_unix) {
+    return Unauthenticated(absl::StrCat("token ", t.id, " expired at unix time ", t.expires_unix));
+  }
+  Identity id;
+  id.role = t.role;
+  id.tenant = t.tenant;
+  id.token_id = t.id;
+  return id;
+}
+
+int32_t TokenStore::MaxPriority(const std::string& tenant) const {
+  absl::MutexLock lock(&mu_);
+  auto it = max_priority_.find(tenant);
+  return it == max_priority_.end() ? default_max_priority_ : it->second;
+}
+
+absl::Status TokenStore::SetMaxPriority(const std::string& tenant, int32_t max_priority) {
+  RETURN_IF_ERROR(ValidateName("tenant", tenant));
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(Put("tenant_policies", tenant,
+                      json{{"tenant", tenant}, {"max_priority", max_priority}}.dump()));
+  max_priority_[tenant] = max_priority;
+  return absl::OkStatus();
+}
+
+std::map<std::string, int32_t> TokenStore::Policies() const {
+  absl::MutexLock lock(&mu_);
+  return max_priority_;
+}
+
+}  // namespace athanor::coord

@@ -1,0 +1,137 @@
+#include "coordinator/core/attempt_launcher.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/logging.h"
+#include "common/rank_env.h"
+
+namespace athanor::coord {
+namespace {
+
+// SIGTERM -> SIGKILL for the ranks of a hung attempt: room for their agents
+// to capture every rank's stacks (bounded there) before the kill.
+constexpr int64_t kHangKillAfterMs = 15000;
+
+}  // namespace
+
+void AttemptLauncher::FillPool() {
+  if (pool_filled_) return;
+  pool_filled_ = true;
+  for (int32_t p = options_->master_port_min; p <= options_->master_port_max; ++p) {
+    if (!port_holders_.contains(p)) free_ports_.insert(free_ports_.end(), p);
+  }
+}
+
+int32_t AttemptLauncher::ChoosePort() {
+  FillPool();
+  if (free_ports_.empty()) return options_->master_port_min;  // every port taken: share one
+  auto it = free_ports_.lower_bound(port_cursor_);
+  if (it == free_ports_.end()) it = free_ports_.begin();
+  port_cursor_ = *it + 1;
+  return *it;
+}
+
+void AttemptLauncher::Hold(int32_t port) {
+  ++port_holders_[port];
+  free_ports_.erase(port);
+}
+
+void AttemptLauncher::Release(const JobRecord& job) {
+  auto it = port_holders_.find(job.master_port);
+  if (it == port_holders_.end()) return;
+  if (--it->second > 0) return;  // still shared
+  port_holders_.erase(it);
+  if (pool_filled_ && job.master_port >= options_->master_port_min &&
+      job.master_port <= options_->master_port_max) {
+    free_ports_.insert(job.master_port);
+  }
+}
+
+void AttemptLauncher::Start(JobRecord* job, const std::vector<sched::NodeAllocation>& chosen) {
+  const int32_t port = ChoosePort();
+  Hold(port);
+  job->attempt++;
+  job->allocation.clear();
+  job->ranks.clear();
+  const int32_t g = job->spec.gpus_per_node;
+  for (size_t n = 0; n < chosen.size(); ++n) {
+    for (int32_t l = 0; l < g; ++l) {
+      RankPlacement p;
+      p.rank = static_cast<int32_t>(n) * g + l;
+      p.node = chosen[n].node;
+      p.local_rank = l;
+      p.node_rank = static_cast<int32_t>(n);
+      p.gpu_ids = {static_cast<int32_t>(chosen[n].gpu_ids[l])};
+      job->allocation.push_back(p);
+      job->ranks.push_back(RankStatus{p.rank});
+    }
+  }
+  job->allocated = true;
+  job->state = JobState::kStarting;
+  job->reason = "";
+  job->start_time_unix = clock_->UnixSeconds();
+  std::optional<NodeRecord> master = nodes_->Get(chosen[0].node);
+  job->master_addr = master ? master->host : "";
+  job->master_port = port;
+  job->usage.push_back({clock_->UnixNow(), 0, job->spec.nodes * job->spec.gpus_per_node});
+  // Records of attempts started before placements were kept have none: pad.
+  job->attempt_nodes.resize(job->attempt - 1);
+  job->attempt_nodes.emplace_back();
+  for (const sched::NodeAllocation& n : chosen) job->attempt_nodes.back().push_back(n.node);
+  job->attempt_spans.resize(job->attempt - 1);
+  job->attempt_spans.push_back({clock_->UnixNow(), 0, "", ""});
+  job->last_active_unix = clock_->UnixNow();
+  job->idle_warned = false;
+  log_->MarkJob(job->seq);
+  TouchAttemptNodes(log_, *job);
+  ATHANOR_LOG(INFO) << "job " << job->id << " attempt " << job->attempt << " placed on "
+                    << chosen.size() << " node(s), master " << job->master_addr << ":" << port;
+}
+
+void AttemptLauncher::AppendDesired(const JobRecord& job, const std::string& node,
+                                    std::vector<DesiredRank>* out) const {
+  const int32_t world = static_cast<int32_t>(job.allocation.size());
+  for (const RankPlacement& p : job.allocation) {
+    if (p.node != node) continue;
+    RankEnv env;
+    env.rank = p.rank;
+    env.world_size = world;
+    env.local_rank = p.local_rank;
+    env.local_world_size = job.spec.gpus_per_node;
+    env.node_rank = p.node_rank;
+    env.master_addr = job.master_addr;
+    env.master_port = job.master_port;
+    env.cuda_visible_devices = absl::StrJoin(p.gpu_ids, ",");
+    env.job_id = job.id;
+    env.attempt = job.attempt;
+    env.checkpoint_uri = job.spec.checkpoint_uri;
+    env.coordinator = options_->coordinator_address;
+    DesiredRank d;
+    d.job_id = job.id;
+    d.attempt = job.attempt;
+    d.rank = p.rank;
+    d.command = job.spec.command;
+    d.env = job.spec.env;
+    for (auto& [k, v] : env.ToEnvironment()) d.env[k] = v;
+    d.gpu_ids = p.gpu_ids;
+    d.tenant = job.spec.tenant;
+    d.memory_mb = job.spec.memory_mb_per_node;
+    d.cpus = job.spec.cpus_per_node;
+    d.terminate = job.stopping;
+    d.kill_after_ms = job.preempted ? job.stop_kill_after_ms : options_->kill_after_ms;
+    if (job.stopping && job.hang.attempt == job.attempt) {  // hung: stacks first
+      d.capture_stacks = true;
+      d.kill_after_ms = std::max<int64_t>(d.kill_after_ms, kHangKillAfterMs);
+    }
+    if (job.spec.interactive) {
+      d.archive_workdir = true;
+      d.archive_uri = job.spec.checkpoint_uri;
+      if (job.idle_warned) d.notice = job.reason;
+    }
+    out->push_back(std::move(d));
+  }
+}
+
+}  // namespace athanor::coord

@@ -1,0 +1,21 @@
+// Attempt spans: when each attempt of a job started and ended, and how
+// (preempted and requeued, restarted after a failure, or the job's end). The
+// job lifecycle ends a span when an attempt's GPUs are released; the record
+// codec persists them ("attempt_spans"); GetJob reports them (rpc::AttemptNodes), which is what
+// `athanor job` and the dashboard's attempts timeline show.
+// Pure functions over a JobRecord; callers hold whatever lock guards it.
+#pragma once
+
+#include <string>
+
+#include "coordinator/model/types.h"
+
+namespace athanor::coord {
+
+// Closes attempt `job->attempt`'s span at `now` (Unix seconds): "preempted"
+// or "restarted" when `outcome` is PENDING (requeued), else the outcome's
+// name in lower case. No-op when that attempt has no open span.
+void EndAttemptSpan(JobRecord* job, JobState outcome, bool preempted, const std::string& reason,
+                    double now);
+
+}  // namespace athanor::coord

@@ -1,0 +1,232 @@
+#include "coordinator/core/cluster_state.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/logging.h"
+#include "common/status.h"
+#include "coordinator/health/heartbeat_pace.h"
+#include "coordinator/health/report_placement.h"
+
+namespace athanor::coord {
+namespace {
+
+sched::SchedulerOptions SchedOptions(const StateOptions& o) {
+  sched::SchedulerOptions s;
+  s.backfill = o.backfill;
+  s.default_grace = o.default_grace;
+  s.min_run_time = o.min_run_time;
+  return s;
+}
+
+std::string Shorten(const std::string& s) { return s.size() <= 64 ? s : s.substr(0, 64) + "..."; }
+
+}  // namespace
+
+ClusterState::ClusterState(StateOptions options, const Clock* clock)
+    : options_(std::move(options)),
+      clock_(clock),
+      // Generations keep growing across restarts: start at now, in ms.
+      log_(static_cast<uint64_t>(clock->UnixSeconds()) * 1000),
+      sched_(clock, SchedOptions(options_)),
+      nodes_(&sched_, &log_, &clock_),
+      accounts_(&options_, &sched_, &log_, &clock_),
+      launcher_(&options_, &nodes_, &log_, &clock_),
+      jobs_({&options_, &clock_, &sched_, &nodes_, &log_, &launcher_, &accounts_}),
+      hangs_(options_.hangs, clock),
+      suspects_(&options_.hangs, clock),
+      upload_holds_(options_.checkpoint_upload_wait, &sched_,
+                    [this](const std::string& id) { return jobs_.Find(id); }, &clock_) {}
+
+void ClusterState::Restore(std::vector<JobRecord> jobs, const std::vector<NodeRecord>& nodes,
+                           const std::map<std::string, int32_t>& quotas) {
+  accounts_.RestoreQuotas(quotas);
+  nodes_.Restore(nodes);
+  jobs_.Restore(std::move(jobs));
+}
+
+absl::StatusOr<SubmitResult> ClusterState::SubmitJob(const JobSpec& spec, const std::string& key,
+                                                     int32_t max_pending) {
+  ASSIGN_OR_RETURN(SubmitResult r, jobs_.Submit(spec, key, max_pending));
+  if (!r.duplicate) ScheduleInline();
+  return r;
+}
+
+absl::StatusOr<JobRecord> ClusterState::CancelJob(const std::string& id) {
+  ASSIGN_OR_RETURN(JobRecord job, jobs_.Cancel(id));
+  ScheduleInline();
+  return jobs_.Find(id) != nullptr ? *jobs_.Find(id) : job;
+}
+
+absl::Status ClusterState::RegisterNode(const NodeRecord& node,
+                                        const std::vector<RankReport>& reported) {
+  const std::vector<RankReport> ranks = PlacedOn(node.name, reported);
+  RETURN_IF_ERROR(nodes_.Register(node, ranks));
+  jobs_.ApplyReports(ranks);
+  // Ranks that ran here but that the agent no longer knows are lost.
+  for (int64_t seq : std::set<int64_t>(jobs_.active())) {
+    JobRecord* job = jobs_.Mutable(std::to_string(seq));
+    if (job == nullptr || job->stopping) continue;
+    for (const RankPlacement& p : job->allocation) {
+      const RankStatus& st = job->ranks[p.rank];
+      if (p.node != node.name || !st.started || st.exited) continue;
+      if (!nodes_.Runs(node.name, {job->id, job->attempt, p.rank})) {
+        jobs_.FailAttempt(job, absl::StrCat("rank ", p.rank, " on node ", node.name,
+                                            " was lost (its agent restarted)"));
+        break;
+      }
+    }
+  }
+  ScheduleInline();
+  return absl::OkStatus();
+}
+
+bool ClusterState::Heartbeat(const std::string& node, uint64_t known_generation,
+                             const std::vector<RankReport>& reported, bool health_ok,
+                             const std::string& health_message) {
+  const uint64_t marks = log_.mark_count();
+  const std::vector<RankReport> ranks = PlacedOn(node, reported);
+  NodeTable::Beat beat = nodes_.Heartbeat(node, known_generation, ranks, health_ok);
+  if (beat == NodeTable::Beat::kUnregistered) return false;
+  if (beat == NodeTable::Beat::kHealthFailed) {
+    std::string msg = health_message.size() > 512 ? health_message.substr(0, 512) : health_message;
+    ATHANOR_LOG(WARNING) << "node " << node << " failed its health check: " << msg;
+    // The node exists (it just heartbeated): draining it cannot fail.
+    if (absl::Status s = DrainNode(node, Duration::zero(), absl::StrCat("health check failed: ", msg)).status();
+        !s.ok()) {
+      ATHANOR_LOG(ERROR) << s;
+    }
+  }
+  jobs_.ApplyReports(ranks);
+  ObserveProgress(node, ranks);
+  jobs_.SettleAll();
+  // A heartbeat that changed nothing cannot let a job start: deferred
+  // scheduling skips it (at 10,000 nodes most heartbeats are such).
+  if (options_.schedule_inline || log_.mark_count() != marks) ScheduleInline();
+  return true;
+}
+
+std::vector<RankReport> ClusterState::PlacedOn(const std::string& node,
+                                               const std::vector<RankReport>& reports) const {
+  return PlacedReports(node, reports, [this](const std::string& id) { return jobs_.Find(id); });
+}
+
+void ClusterState::Tick() {
+  Duration timeout = options_.heartbeat_timeout;
+  if (options_.heartbeat_pace != nullptr) {
+    options_.heartbeat_pace->SetNodes(sched_.membership().registered());
+    timeout = options_.heartbeat_pace->Timeout();
+    hangs_.SetMinWindow(2 * options_.heartbeat_pace->Interval());  // >= 2 samples a rank
+  }
+  for (const auto& [name, why] : nodes_.Expire(timeout)) {
+    jobs_.FailAttemptsOn(name, absl::StrCat("node ", name, " went DOWN (", why, ")"));
+  }
+  jobs_.SettleAll();
+  for (int64_t seq : std::set<int64_t>(jobs_.active())) {
+    JobRecord* job = jobs_.Mutable(std::to_string(seq));
+    if (job == nullptr) continue;
+    if (std::optional<std::string> reclaim = accounts_.CheckIdle(job)) {
+      jobs_.BeginStop(job, JobState::kCancelled, *reclaim);
+    }
+  }
+  CheckHangs();
+  Schedule();
+}
+
+size_t ClusterState::Schedule() {
+  upload_holds_.Refresh();
+  std::vector<sched::Decision> decisions = sched_.Schedule();
+  for (const sched::Decision& d : decisions) {
+    if (d.kind == sched::Decision::Kind::kStart) {
+      jobs_.StartAttempt(d.job, d.placement);
+    } else if (JobRecord* job = jobs_.Mutable(d.job)) {
+      jobs_.BeginPreempt(job, d.grace, PreemptCause::kPriority, kPriorityPreemption);
+    } else {
+      ATHANOR_LOG(ERROR) << "scheduler preempted unknown job " << d.job;
+    }
+  }
+  return decisions.size();
+}
+
+absl::StatusOr<NodeView> ClusterState::DrainNode(const std::string& name, Duration grace,
+                                                 const std::string& reason) {
+  const std::string why = reason.empty() ? "drained by an admin" : reason;
+  RETURN_IF_ERROR(nodes_.Drain(name, why));
+  jobs_.PreemptAttemptsOn(name, grace, absl::StrCat("node ", name, " is draining (", why, ")"));
+  return *nodes_.View(name);
+}
+
+absl::StatusOr<NodeView> ClusterState::UndrainNode(const std::string& name) {
+  RETURN_IF_ERROR(nodes_.Undrain(name));
+  ScheduleInline();
+  return *nodes_.View(name);
+}
+
+absl::Status ClusterState::SetQuota(const std::string& tenant, int32_t gpus) {
+  RETURN_IF_ERROR(accounts_.SetQuota(tenant, gpus));
+  ScheduleInline();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<WhyResult> ClusterState::Why(const std::string& id) const {
+  const JobRecord* job = jobs_.Find(id);
+  if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job '", Shorten(id), "'"));
+  WhyResult out;
+  out.state = job->state;
+  if (job->state == JobState::kPending) {
+    if (absl::StatusOr<sched::WhyReport> r = sched_.Why(job->id); r.ok()) {
+      out.reasons = r->reasons;
+      out.queue_position = r->queue_position;
+    }
+    if (job->reason.rfind("requeued", 0) == 0) out.reasons.push_back(job->reason);
+  } else if (job->stopping) {
+    out.reasons.push_back(absl::StrCat("stopping: ", job->stop_reason));
+    if (job->preempted) {
+      out.reasons.push_back(
+          absl::StrCat("ranks are SIGKILLed at ", FormatUnix(job->preempt_deadline_unix)));
+    }
+  } else if (job->allocated) {
+    std::string where;
+    for (size_t i = 0; i < job->allocation.size(); ++i) {
+      if (i > 0 && job->allocation[i].node == job->allocation[i - 1].node) continue;
+      absl::StrAppend(&where, where.empty() ? "" : ",", job->allocation[i].node);
+    }
+    out.reasons.push_back(absl::StrCat(JobStateName(job->state), " on ", where, " (attempt ",
+                                       job->attempt, ")"));
+    if (!job->reason.empty()) out.reasons.push_back(job->reason);
+  } else {
+    out.reasons.push_back(job->reason.empty() ? JobStateName(job->state) : job->reason);
+  }
+  return out;
+}
+
+std::vector<DesiredRank> ClusterState::DesiredFor(const std::string& node) const {
+  std::vector<DesiredRank> out;
+  for (const std::string& id : nodes_.JobsOn(node)) {
+    const JobRecord* job = jobs_.Find(id);
+    if (job != nullptr && job->allocated) launcher_.AppendDesired(*job, node, &out);
+  }
+  return out;
+}
+
+Changes ClusterState::TakeChanges(std::set<std::string>* touched_nodes) {
+  ChangeLog::Marks marks = log_.Take();
+  Changes c;
+  for (int64_t seq : marks.jobs) {
+    if (const JobRecord* job = jobs_.Find(std::to_string(seq))) c.jobs.push_back(*job);
+  }
+  for (const std::string& n : marks.nodes) {
+    if (std::optional<NodeRecord> rec = nodes_.Get(n)) c.nodes.push_back(std::move(*rec));
+  }
+  c.quotas = std::move(marks.quotas);
+  if (touched_nodes != nullptr) *touched_nodes = std::move(marks.touched);
+  return c;
+}
+
+std::vector<JobRecord> ListJobs(const JobLifecycle& jobs, bool include_finished) {
+  std::vector<JobRecord> out;
+  for (const auto& [seq, job] : jobs.all()) {
+    if (include_finished || !IsTerminal(job.state)) out.push_back(job);
+  }
+  return out;
+}
+
+}  // namespace athanor::coord

@@ -1,0 +1,151 @@
+// ClusterState: the coordinator's pure core. It decides; it does no I/O.
+//
+// It wires the parts that each own one concern, over one node table (the
+// scheduler's Membership) and one ChangeLog:
+//   NodeTable        nodes, liveness, drain (node_table.h)
+//   JobLifecycle     job records and their state machine (job_lifecycle.h)
+//   AttemptLauncher  placements -> attempts and the env contract (attempt_launcher.h)
+//   TenantAccounts   quotas, usage, idle reclaim (tenant_accounts.h)
+//   HangDetector     hangs and stragglers from rank progress (hang_detector.h)
+//   UploadHolds      requeued jobs waiting for a checkpoint upload (upload_holds.h)
+//   sched::Scheduler placement and policy (scheduler/)
+// and runs the operations that span several of them. Each operation changes
+// records in memory and marks them; the owner (CoordinatorCore) takes them
+// with TakeChanges(), makes them durable, and only then lets agents see the
+// desired sets of the nodes whose generation moved. Time comes from the
+// injected Clock, so tests drive timeouts with a FakeClock.
+//
+// Not thread-safe: the owner serialises calls. The Clock is not owned.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/clock.h"
+#include "coordinator/checkpoints/upload_holds.h"
+#include "coordinator/core/attempt_launcher.h"
+#include "coordinator/core/job_lifecycle.h"
+#include "coordinator/core/node_table.h"
+#include "coordinator/core/tenant_accounts.h"
+#include "coordinator/health/hang_detector.h"
+#include "coordinator/model/change_log.h"
+#include "coordinator/model/state_types.h"
+#include "coordinator/model/wall_clock.h"
+#include "coordinator/scheduler/scheduler.h"
+
+namespace athanor::coord {
+
+class ClusterState {
+ public:
+  ClusterState(StateOptions options, const Clock* clock);
+
+  // What the store held (after a coordinator restart). Nodes are UNKNOWN
+  // until their agent registers again; attempts holding GPUs keep them.
+  // `quotas` (from the store) override the --quota flags.
+  void Restore(std::vector<JobRecord> jobs, const std::vector<NodeRecord>& nodes,
+               const std::map<std::string, int32_t>& quotas = {});
+
+  // Validates, refuses a job that can never fit (InvalidArgument naming why)
+  // and queues it. A repeated idempotency key returns the first job.
+  // `max_pending`: JobLifecycle::Submit's cap on the tenant's pending jobs.
+  absl::StatusOr<SubmitResult> SubmitJob(const JobSpec& spec, const std::string& key = "",
+                                         int32_t max_pending = 0);
+  absl::StatusOr<JobRecord> CancelJob(const std::string& id);
+  // An agent (re)registers, reporting every rank it runs or saw exit. Ranks
+  // placed there that the agent no longer knows are lost. Here and in
+  // Heartbeat, only reports of ranks placed on `node` in their job's current
+  // attempt count; others are logged and ignored (report_placement.h).
+  absl::Status RegisterNode(const NodeRecord& node, const std::vector<RankReport>& ranks);
+  // False when the node must register first. A failed health check drains
+  // the node with `health_message` as reason.
+  bool Heartbeat(const std::string& node, uint64_t known_generation,
+                 const std::vector<RankReport>& ranks, bool health_ok = true,
+                 const std::string& health_message = "");
+  // Heartbeat timeouts, stop completion, idle reclaim, and a scheduling pass.
+  void Tick();
+  // One scheduling pass; its decisions are applied (attempts start, victims
+  // are preempted). Returns how many decisions it made.
+  size_t Schedule();
+
+  // ---- checkpoints (cluster_state_uploads.cc)
+  // The newest committed step (jobs().ReportCheckpoint); a job waiting for
+  // that step to upload may start now.
+  absl::Status ReportCheckpoint(const std::string& id, int64_t step, int64_t commit_unix);
+  // A node checkpoint service took over (`failed` false) or failed to upload
+  // (`failed` true) rank `rank`'s shard of `step`. While a step newer than
+  // the committed one is in flight, the job's next attempt waits for it
+  // (checkpoint_uploads.h). NotFound for an unknown job.
+  absl::Status ReportShardUpload(const std::string& id, int32_t attempt, int64_t step,
+                                 int32_t rank, int32_t world_size, bool failed, const std::string& error);
+
+  // Deferred scheduling (StateOptions::schedule_inline off): whether an
+  // operation since the last call may have let a job start.
+  bool TakePassWanted() { return std::exchange(pass_wanted_, false); }
+
+  // ---- admin (preempting a job by hand: jobs().Preempt)
+  // DRAINING: no new work, running attempts preempted with `grace` (0: each
+  // job's own) and requeued; DRAINED once empty.
+  absl::StatusOr<NodeView> DrainNode(const std::string& name, Duration grace,
+                                     const std::string& reason);
+  absl::StatusOr<NodeView> UndrainNode(const std::string& name);
+  absl::Status SetQuota(const std::string& tenant, int32_t gpus);  // < 0: remove
+  absl::StatusOr<WhyResult> Why(const std::string& id) const;
+
+  // The ranks `node` should run now. Empty for unknown nodes.
+  std::vector<DesiredRank> DesiredFor(const std::string& node) const;
+  // The generations of the nodes' desired sets (ChangeLog::NodeGeneration,
+  // ChangeLog::generation).
+  const ChangeLog& log() const { return log_; }
+
+  // Records changed since the last call, and the nodes whose desired set moved.
+  Changes TakeChanges(std::set<std::string>* touched_nodes = nullptr);
+
+  JobLifecycle& jobs() { return jobs_; }
+  const JobLifecycle& jobs() const { return jobs_; }
+  const NodeTable& nodes() const { return nodes_; }
+  const TenantAccounts& accounts() const { return accounts_; }
+
+ private:
+  // Hangs and stragglers (cluster_state_hangs.cc): feeds running ranks'
+  // progress to the detector; stops hung attempts (stacks captured first),
+  // drains repeat suspects and refreshes straggler flags.
+  void ObserveProgress(const std::string& node, const std::vector<RankReport>& ranks);
+  void CheckHangs();
+  // The reports of `reports` that `node` may make (report_placement.h).
+  std::vector<RankReport> PlacedOn(const std::string& node,
+                                   const std::vector<RankReport>& reports) const;
+  // A job with move_off_stragglers leaves the node of a newly flagged rank:
+  // stopped as a preemption, requeued avoiding that node (when enough others
+  // could host it).
+  void MoveOffStraggler(JobRecord* job, const RankFlag& flag);
+
+  void ScheduleInline() {
+    if (options_.schedule_inline) {
+      Schedule();
+    } else {
+      pass_wanted_ = true;
+    }
+  }
+
+  const StateOptions options_;
+  const WallClock clock_;
+  ChangeLog log_;
+  sched::Scheduler sched_;
+  NodeTable nodes_;
+  TenantAccounts accounts_;
+  AttemptLauncher launcher_;
+  JobLifecycle jobs_;
+  HangDetector hangs_;
+  SuspectLedger suspects_;
+  UploadHolds upload_holds_;
+  bool pass_wanted_ = false;
+};
+
+// Jobs in submission order, finished ones only when asked.
+std::vector<JobRecord> ListJobs(const JobLifecycle& jobs, bool include_finished);
+
+}  // namespace athanor::coord

@@ -1,0 +1,24 @@
+// ClusterState: checkpoint commits and the uploads a requeued job waits for.
+#include "common/status.h"
+#include "coordinator/core/cluster_state.h"
+
+namespace athanor::coord {
+
+absl::Status ClusterState::ReportCheckpoint(const std::string& id, int64_t step,
+                                            int64_t commit_unix) {
+  RETURN_IF_ERROR(jobs_.ReportCheckpoint(id, step, commit_unix));
+  if (upload_holds_.Committed(id, step)) ScheduleInline();
+  return absl::OkStatus();
+}
+
+absl::Status ClusterState::ReportShardUpload(const std::string& id, int32_t attempt, int64_t step,
+                                             int32_t rank, int32_t world_size, bool failed,
+                                             const std::string& error) {
+  absl::StatusOr<bool> released =
+      upload_holds_.Report(id, attempt, step, rank, world_size, failed, error);
+  if (!released.ok()) return released.status();
+  if (*released) ScheduleInline();
+  return absl::OkStatus();
+}
+
+}  // namespace athanor::coord

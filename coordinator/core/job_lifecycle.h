@@ -1,0 +1,121 @@
+// JobLifecycle: every job's record and its state machine.
+//
+// Lifecycle of an attempt: PENDING --placement--> STARTING (allocation held,
+// ranks desired) --every rank reported running--> RUNNING --every rank exit 0-->
+// SUCCEEDED. A non-zero exit, a lost rank, a DOWN node or a cancel "stops" the
+// attempt: its ranks stay desired with terminate set until none runs any more,
+// then the allocation is released and the job moves to FAILED, CANCELLED, or
+// back to PENDING (attempt+1 later) while max_restarts allows. Preemption
+// stops an attempt with the job's grace as the SIGTERM->SIGKILL delay and
+// requeues it without consuming a restart.
+//
+// Submissions may carry an idempotency key: the first one with a (tenant,
+// key) creates the job, later ones get that job back. Keys are kept in the
+// job records, so they survive restarts.
+//
+// Not thread-safe: confined to ClusterState's owner. Collaborators are not
+// owned and outlive it.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "coordinator/core/attempt_launcher.h"
+#include "coordinator/core/job_request.h"
+#include "coordinator/core/lifecycle_counters.h"
+#include "coordinator/core/node_table.h"
+#include "coordinator/core/tenant_accounts.h"
+#include "coordinator/model/change_log.h"
+#include "coordinator/model/state_types.h"
+#include "coordinator/model/wall_clock.h"
+#include "coordinator/scheduler/scheduler.h"
+
+namespace athanor::coord {
+
+// Reasons BeginPreempt is given by the scheduler and by `athanor preempt`.
+inline constexpr char kPriorityPreemption[] = "preempted for a higher-priority job";
+inline constexpr char kAdminPreemption[] = "preempted by an admin";
+
+class JobLifecycle {
+ public:
+  struct Parts {
+    const StateOptions* options;
+    const WallClock* clock;
+    sched::Scheduler* sched;
+    NodeTable* nodes;
+    ChangeLog* log;
+    AttemptLauncher* launcher;
+    TenantAccounts* accounts;
+  };
+  explicit JobLifecycle(Parts parts) : p_(parts) {}
+
+  // Jobs from the store: attempts holding GPUs keep their placement, pending
+  // jobs are queued again in submission order.
+  void Restore(std::vector<JobRecord> jobs);
+  // Validates (InvalidArgument naming the field; a hang_timeout_s below
+  // HangOptions::timeout_floor too) and queues a job. `max_pending` > 0: the
+  // most pending jobs the spec's tenant may have; a new job past it is
+  // ResourceExhausted (a retry of an existing key is not refused).
+  absl::StatusOr<SubmitResult> Submit(const JobSpec& spec, const std::string& idempotency_key,
+                                      int32_t max_pending = 0);
+  // NotFound for an unknown id. Finished jobs come back unchanged.
+  absl::StatusOr<JobRecord> Cancel(const std::string& id);
+  // By an admin; FailedPrecondition unless the job is running.
+  absl::StatusOr<JobRecord> Preempt(const std::string& id, Duration grace);
+  // The newest committed checkpoint step; older steps are ignored.
+  absl::Status ReportCheckpoint(const std::string& id, int64_t step, int64_t commit_unix);
+
+  // Agents' rank reports (running, exited, failed to start).
+  void ApplyReports(const std::vector<RankReport>& reports);
+  void StartAttempt(const std::string& id, const std::vector<sched::NodeAllocation>& placement);
+  void BeginPreempt(JobRecord* job, Duration grace, PreemptCause cause, const std::string& reason);
+  void BeginStop(JobRecord* job, JobState outcome, const std::string& reason);
+  // Stops the attempt: requeued while restarts remain, else FAILED.
+  void FailAttempt(JobRecord* job, const std::string& reason);
+  // Each attempt with a rank on `node` (not yet stopping) fails / is preempted.
+  void FailAttemptsOn(const std::string& node, const std::string& why);
+  void PreemptAttemptsOn(const std::string& node, Duration grace, const std::string& why);
+  // Ends the attempts whose ranks all stopped; after node changes.
+  void SettleAll();
+
+  JobRecord* Mutable(const std::string& id);
+  const JobRecord* Find(const std::string& id) const;
+  const std::map<int64_t, JobRecord>& all() const { return jobs_; }
+  const std::set<int64_t>& active() const { return active_; }  // holding an allocation
+  // Rank 0's newest training figures, persisted with the job (NotFound).
+  absl::Status RecordTelemetry(const std::string& id, const TelemetryFigures& figures);
+  const LifecycleCounters& counters() const { return counters_; }
+
+ private:
+  void Evaluate(JobRecord* job);
+  // Attempts with a rank on `node` that are not stopping yet.
+  std::vector<JobRecord*> RunningOn(const std::string& node);
+  void TrySettle(JobRecord* job);
+  void Finish(JobRecord* job, JobState outcome, const std::string& reason);
+  void Mark(const JobRecord& job) { p_.log->MarkJob(job.seq); }
+  // Tells the attempt's nodes (new generations) and remembers what they must ack.
+  void PublishStop(const JobRecord& job);
+  // While `job` stops because a rank exited with a code, a rank reported
+  // killed by a signal its agent did not send (a kill, the OOM killer) died
+  // of it on its own: the reason names it instead (the other rank most
+  // likely exited on its dead peer). Once per stop.
+  void BlameSignal(JobRecord* job, const RankStatus& st);
+
+  const Parts p_;
+  std::map<int64_t, JobRecord> jobs_;  // by seq
+  std::set<int64_t> active_;
+  // Stopping attempts: per node, the generation that carries the stop; a
+  // rank is settled once its node acknowledged it.
+  std::map<int64_t, std::map<std::string, uint64_t>> stop_generation_;
+  // Stopping attempts whose reason is a rank's exit with a code (by seq).
+  std::set<int64_t> blamed_exit_;
+  std::map<std::pair<std::string, std::string>, int64_t> by_key_;  // (tenant, key) -> seq
+  int64_t next_seq_ = 1;
+  LifecycleCounters counters_;
+};
+
+}  // namespace athanor::coord

@@ -1,0 +1,84 @@
+// Options and result rows of the coordinator's state (ClusterState and its
+// parts). Value types.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "coordinator/model/hang_options.h"
+#include "coordinator/model/types.h"
+#include "coordinator/scheduler/types.h"
+
+namespace athanor::coord {
+
+class HeartbeatPace;  // health/heartbeat_pace.h
+
+struct StateOptions {
+  Duration heartbeat_timeout = Seconds(10);
+  // Not owned; when set, its Timeout() replaces heartbeat_timeout and each
+  // tick tells it the fleet's size (heartbeat_pace.h).
+  HeartbeatPace* heartbeat_pace = nullptr;
+  int32_t master_port_min = 29500;
+  int32_t master_port_max = 29999;
+  int64_t kill_after_ms = 5000;        // SIGTERM -> SIGKILL for stopped ranks
+  std::string coordinator_address;     // ATHANOR_COORDINATOR seen by ranks
+  Duration default_grace = sched::kDefaultGrace;  // preemption grace when a job names none
+  Duration min_run_time = sched::kDefaultMinRunTime;  // before the scheduler may preempt a job again
+  bool backfill = true;
+  std::map<std::string, int32_t> quotas;  // tenant -> GPUs (--quota); the store's win
+  Duration idle_reclaim_grace = Seconds(60);  // idle warning -> reclaim
+  double idle_cpu_fraction = 0.01;  // idle below this share of one core (x100: GPU utilisation %)
+  // Run a scheduling pass inside every operation that may let a job start
+  // (submit, exits, registrations). Off, the owner calls Schedule() itself:
+  // the coordinator does, from its own loop, so that a storm of submissions
+  // shares passes instead of running one each.
+  bool schedule_inline = true;
+  // A requeued job waits at most this long for a newer checkpoint step its
+  // ranks handed off to finish uploading (checkpoint_uploads.h).
+  Duration checkpoint_upload_wait = Seconds(600);
+  HangOptions hangs;  // hang detection, auto-drain, stragglers (hang_options.h)
+};
+
+struct QuotaRow {
+  std::string tenant;
+  int32_t gpus = 0;
+  int32_t gpus_in_use = 0;
+};
+
+struct UsageRow {
+  std::string tenant;
+  std::string job_id;  // empty on a tenant's total
+  double gpu_seconds = 0;
+  int32_t gpus_in_use = 0;
+};
+
+struct WhyResult {
+  JobState state = JobState::kPending;
+  std::vector<std::string> reasons;
+  int32_t queue_position = 0;
+};
+
+// A node as listed: its record and what runs there.
+struct NodeView {
+  NodeRecord record;
+  int32_t gpus_allocated = 0;
+  std::vector<std::string> jobs;  // ids of jobs holding GPUs there, by submission
+};
+
+// Records to persist after one or more operations.
+struct Changes {
+  std::vector<JobRecord> jobs;
+  std::vector<NodeRecord> nodes;
+  std::map<std::string, int32_t> quotas;  // tenant -> GPUs; < 0: removed
+  bool empty() const { return jobs.empty() && nodes.empty() && quotas.empty(); }
+};
+
+struct SubmitResult {
+  std::string job_id;
+  bool duplicate = false;  // the idempotency key had already created it
+};
+
+}  // namespace athanor::coord

@@ -1,0 +1,30 @@
+// Checks on what clients send, before anything reaches the state machine.
+// Every refusal is InvalidArgument naming the offending field, so a hostile
+// or mistaken request never gets further than this. Pure; thread-safe.
+#pragma once
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "coordinator/model/types.h"
+
+namespace athanor::coord {
+
+inline constexpr size_t kMaxStringBytes = 4 * 1024;     // names, tenants, URIs, ids
+inline constexpr size_t kMaxCommandEnvBytes = 64 * 1024;  // command + env, all together
+inline constexpr int32_t kMaxNodesPerJob = 100000;
+inline constexpr int32_t kMaxGpusPerNode = 1024;
+inline constexpr int64_t kMaxSeconds = int64_t{10} * 365 * 24 * 3600;  // time fields
+inline constexpr size_t kMaxIdempotencyKeyBytes = 128;
+
+absl::Status ValidateJobSpec(const JobSpec& spec);
+
+// An id or node name: 1..kMaxStringBytes bytes, printable ASCII, no '/'.
+absl::Status ValidateName(const std::string& field, const std::string& value);
+
+absl::Status ValidateInventory(const NodeInventory& inv);
+
+// Empty (no deduplication) or 1..128 printable ASCII bytes.
+absl::Status ValidateIdempotencyKey(const std::string& key);
+
+}  // namespace athanor::coord

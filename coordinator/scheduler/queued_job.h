@@ -1,0 +1,73 @@
+// QueuedJob: everything the core knows about one job, pending or holding
+// resources. Owned by Scheduler; the policy modules read it.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "coordinator/scheduler/types.h"
+
+namespace athanor::sched {
+
+// Why a pending job did not start in the last pass (formatted by Why()).
+// kBehindReservation and kStrictOrder refer to the last pass's head.
+struct PendingReason {
+  enum class Code {
+    kNotConsidered,       // no pass since it was queued
+    kQuota,               // tenant at its GPU quota
+    kNoFitNow,            // not enough eligible UP nodes even if everything ended
+    kHoldsReservation,    // the blocked head: waits for its reserved nodes
+    kWaitingPreemption,   // the head: waits for the jobs it preempted to exit
+    kBehindReservation,   // would delay the head's reservation
+    kNoFree,              // too few eligible nodes with free resources
+    kStrictOrder,         // backfill off: waits behind the blocked head
+    kHeld,                // held by the coordinator (QueuedJob::hold says why)
+  };
+  Code code = Code::kNotConsidered;
+  int eligible = 0;        // kNoFree / kNoFitNow: nodes that qualify
+  int gpus_in_use = 0;     // kQuota
+  int quota = 0;           // kQuota
+  bool finite = false;     // reservation start known
+  TimePoint when{};        // reservation start
+  std::vector<JobId> victims;  // kWaitingPreemption
+  uint64_t pass = 0;           // the pass that set it (0: none)
+
+  // Cheap reset (the pass sets a reason on every pending job it visits;
+  // `pass` is kept).
+  void Set(Code c) {
+    code = c;
+    eligible = gpus_in_use = quota = 0;
+    finite = false;
+    if (!victims.empty()) victims.clear();
+  }
+};
+
+struct QueuedJob {
+  JobRequest req;
+  QueuedJobState state = QueuedJobState::kPending;
+  std::vector<int> nodes;       // held node indices, in node-rank order
+  TimePoint started{};          // start of the current attempt
+  std::optional<TimePoint> last_checkpoint;
+  TimePoint preempt_deadline{};  // kPreempting: when the agents SIGKILL
+  bool borrower = false;         // backfilled onto reserved GPUs; preempted for the head
+  PendingReason reason;
+  // Non-empty: the coordinator holds this pending job from starting (e.g. a
+  // newer checkpoint of it is still uploading) and this says why.
+  std::string hold;
+  // Its key in the scheduler's EndIndex while it holds resources with an end
+  // estimate (set by the scheduler only).
+  std::optional<TimePoint> indexed_end;
+
+  // When the held resources come back, if known: the preemption deadline, or
+  // start + declared time limit.
+  std::optional<TimePoint> EndEstimate() const {
+    if (state == QueuedJobState::kPreempting) return preempt_deadline;
+    if (state == QueuedJobState::kRunning && req.time_limit > Duration::zero()) {
+      return started + req.time_limit;
+    }
+    return std::nullopt;
+  }
+};
+
+}  // namespace athanor::sched

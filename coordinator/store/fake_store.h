@@ -1,0 +1,67 @@
+// FakeStore: the Store in memory, for tests of what commits through it. Its
+// records live in a FakeStore::Data that the test shares, so they outlive the
+// store (as a database outlives the process that wrote it) and a second
+// FakeStore over the same Data "reopens" them.
+//
+// Thread-safe (Data has its own mutex): a test may read while a committer
+// thread writes. `fail_commits` makes every Commit() fail with Unavailable.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "coordinator/store/store.h"
+
+namespace athanor::coord {
+
+class FakeStore final : public Store {
+ public:
+  struct Data {
+    absl::Mutex mu;
+    std::map<int64_t, JobRecord> jobs ABSL_GUARDED_BY(mu);  // by seq
+    std::map<std::string, NodeRecord> nodes ABSL_GUARDED_BY(mu);
+    std::map<std::string, int32_t> quotas ABSL_GUARDED_BY(mu);
+    int commits ABSL_GUARDED_BY(mu) = 0;
+    bool fail_commits ABSL_GUARDED_BY(mu) = false;
+  };
+
+  explicit FakeStore(std::shared_ptr<Data> data = std::make_shared<Data>()) : data_(std::move(data)) {}
+
+  absl::Status Commit(const Changes& changes) override {
+    absl::MutexLock lock(&data_->mu);
+    if (data_->fail_commits) return absl::UnavailableError("FakeStore: commits fail");
+    for (const JobRecord& j : changes.jobs) data_->jobs[j.seq] = j;
+    for (const NodeRecord& n : changes.nodes) data_->nodes[n.name] = n;
+    for (const auto& [tenant, gpus] : changes.quotas) {
+      if (gpus < 0) {
+        data_->quotas.erase(tenant);
+      } else {
+        data_->quotas[tenant] = gpus;
+      }
+    }
+    ++data_->commits;
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<Contents> LoadAll() override {
+    absl::MutexLock lock(&data_->mu);
+    Contents out;
+    for (const auto& [seq, j] : data_->jobs) out.jobs.push_back(j);
+    for (const auto& [name, n] : data_->nodes) out.nodes.push_back(n);
+    out.quotas = data_->quotas;
+    return out;
+  }
+
+  StoreLog log() const override { return StoreLog(); }
+
+  const std::shared_ptr<Data>& data() const { return data_; }
+
+ private:
+  const std::shared_ptr<Data> data_;
+};
+
+}  // namespace athanor::coord

@@ -1,0 +1,229 @@
+#include "coordinator/store/sqlite/sqlite_store.h"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/logging.h"
+#include "common/status.h"
+#include "coordinator/store/record_codec.h"
+#include "coordinator/store/sqlite/wal_checkpointer.h"
+
+namespace athanor::coord {
+namespace {
+
+absl::Status SqliteError(sqlite3* db, const std::string& what) {
+  return absl::InternalError(absl::StrCat("sqlite ", what, ": ", sqlite3_errmsg(db)));
+}
+
+// Owns one prepared statement.
+class Statement {
+ public:
+  Statement(sqlite3* db, const char* sql) { sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr); }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  sqlite3_stmt* get() const { return stmt_; }
+
+ private:
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path) {
+  return Open(path, WalOptions());
+}
+
+absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path, WalOptions wal) {
+  if (wal.checkpoint_frames < 1 || wal.inline_frames < wal.checkpoint_frames || wal.finish_frames < 0 ||
+      wal.finish_frames > wal.checkpoint_frames) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "state database log thresholds: checkpoint_frames ", wal.checkpoint_frames, ", inline_frames ",
+        wal.inline_frames, ", finish_frames ", wal.finish_frames,
+        " (want 1 <= checkpoint_frames <= inline_frames and 0 <= finish_frames <= checkpoint_frames)"));
+  }
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db,
+                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
+  if (rc != SQLITE_OK) {
+    absl::Status s = absl::UnavailableError(
+        absl::StrCat("cannot open state database ", path, ": ", db ? sqlite3_errmsg(db) : "out of memory"));
+    sqlite3_close(db);
+    return s;
+  }
+  sqlite3_busy_timeout(db, 5000);
+  std::unique_ptr<SqliteStore> store(new SqliteStore(db, wal));
+  RETURN_IF_ERROR(store->Exec("PRAGMA journal_mode=WAL"));
+  RETURN_IF_ERROR(store->Exec("PRAGMA synchronous=FULL"));
+  RETURN_IF_ERROR(store->Exec(
+      "CREATE TABLE IF NOT EXISTS jobs (seq INTEGER PRIMARY KEY, record TEXT NOT NULL);"
+      "CREATE TABLE IF NOT EXISTS nodes (name TEXT PRIMARY KEY, record TEXT NOT NULL);"
+      "CREATE TABLE IF NOT EXISTS quotas (tenant TEXT PRIMARY KEY, gpus INTEGER NOT NULL);"));
+  ASSIGN_OR_RETURN(std::string mode, store->JournalMode());
+  if (mode != "wal") {
+    return absl::FailedPreconditionError(
+        absl::StrCat("state database ", path, " cannot use WAL (journal_mode=", mode, ")"));
+  }
+  if (!wal.background) {
+    sqlite3_wal_autocheckpoint(db, wal.checkpoint_frames);
+    return store;
+  }
+  ASSIGN_OR_RETURN(store->checkpointer_, WalCheckpointer::Start(path));
+  // Replaces SQLite's automatic checkpoint (itself a hook of this kind).
+  sqlite3_wal_hook(db, &SqliteStore::AfterWalCommit, store.get());
+  return store;
+}
+
+SqliteStore::SqliteStore(sqlite3* db, WalOptions wal) : db_(db), wal_(wal) {}
+
+SqliteStore::WalStats SqliteStore::wal_stats() const {
+  WalStats out = wal_stats_;
+  if (checkpointer_) out.checkpointer_passes = checkpointer_->stats().passes;
+  return out;
+}
+
+StoreLog SqliteStore::log() const {
+  const WalStats wal = wal_stats();
+  return StoreLog{wal.log_frames, wal.checkpointer_passes, wal.finishes + wal.inline_checkpoints};
+}
+
+SqliteStore::~SqliteStore() {
+  if (checkpointer_) sqlite3_wal_hook(db_, nullptr, nullptr);
+  checkpointer_.reset();
+  sqlite3_close(db_);  // the last connection: SQLite checkpoints and removes the log
+}
+
+int SqliteStore::AfterWalCommit(void* arg, sqlite3* db, const char* schema, int frames) {
+  SqliteStore* store = static_cast<SqliteStore*>(arg);
+  const WalOptions& wal = store->wal_;
+  WalStats& stats = store->wal_stats_;
+  if (frames < stats.log_frames) ++stats.restarts;  // this commit started the log over
+  stats.log_frames = frames;
+  stats.max_log_frames = std::max(stats.max_log_frames, frames);
+  if (frames < wal.checkpoint_frames) return SQLITE_OK;
+  WalCheckpointer& checkpointer = *store->checkpointer_;
+  const WalCheckpointer::Stats done = checkpointer.stats();
+  if (done.busy) return SQLITE_OK;  // a later commit looks at its pass
+  // The pass asked for last has finished on this log: how far behind it is.
+  const bool ours = done.passes >= store->asked_pass_ && store->asked_generation_ == stats.restarts &&
+                    done.last_checkpointed_frames > 0;
+  const int behind = frames - done.last_checkpointed_frames;
+  if (frames >= wal.inline_frames || (ours && behind >= 0 && behind <= wal.finish_frames)) {
+    // Either the rest of a pass (a few pages: the next commit then starts
+    // the log over), or a log the checkpointer failed to keep short, copied
+    // here as SQLite would have.
+    ++(frames >= wal.inline_frames ? stats.inline_checkpoints : stats.finishes);
+    int log = 0;
+    int copied = 0;
+    if (sqlite3_wal_checkpoint_v2(db, schema, SQLITE_CHECKPOINT_PASSIVE, &log, &copied) != SQLITE_OK) {
+      ATHANOR_LOG(WARNING) << "state database checkpoint inside a commit failed: " << sqlite3_errmsg(db);
+    }
+    return SQLITE_OK;  // the commit itself succeeded either way
+  }
+  ++stats.requests;
+  store->asked_pass_ = done.passes + 1;
+  store->asked_generation_ = stats.restarts;
+  checkpointer.Request();
+  return SQLITE_OK;
+}
+
+absl::Status SqliteStore::Exec(const std::string& sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+    absl::Status s = absl::InternalError(absl::StrCat("sqlite: ", err ? err : "error", " in ", sql));
+    sqlite3_free(err);
+    return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> SqliteStore::JournalMode() {
+  Statement st(db_, "PRAGMA journal_mode");
+  if (st.get() == nullptr || sqlite3_step(st.get()) != SQLITE_ROW) {
+    return SqliteError(db_, "journal_mode");
+  }
+  return std::string(reinterpret_cast<const char*>(sqlite3_column_text(st.get(), 0)));
+}
+
+absl::Status SqliteStore::Commit(const Changes& changes) {
+  if (changes.empty()) return absl::OkStatus();
+  RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+  auto fail = [&](const std::string& what) {
+    absl::Status s = SqliteError(db_, what);
+    // The write's own error is what the caller needs; a failed ROLLBACK
+    // leaves SQLite rolling back on its own (the transaction never commits).
+    Exec("ROLLBACK").IgnoreError();
+    return s;
+  };
+  {
+    Statement put_job(db_, "INSERT OR REPLACE INTO jobs (seq, record) VALUES (?, ?)");
+    if (put_job.get() == nullptr) return fail("prepare");
+    for (const JobRecord& job : changes.jobs) {
+      std::string text = EncodeJob(job);
+      sqlite3_reset(put_job.get());
+      sqlite3_bind_int64(put_job.get(), 1, job.seq);
+      sqlite3_bind_text(put_job.get(), 2, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
+      if (sqlite3_step(put_job.get()) != SQLITE_DONE) return fail(absl::StrCat("write job ", job.id));
+    }
+    Statement put_node(db_, "INSERT OR REPLACE INTO nodes (name, record) VALUES (?, ?)");
+    if (put_node.get() == nullptr) return fail("prepare");
+    for (const NodeRecord& node : changes.nodes) {
+      std::string text = EncodeNode(node);
+      sqlite3_reset(put_node.get());
+      sqlite3_bind_text(put_node.get(), 1, node.name.data(), static_cast<int>(node.name.size()),
+                        SQLITE_TRANSIENT);
+      sqlite3_bind_text(put_node.get(), 2, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
+      if (sqlite3_step(put_node.get()) != SQLITE_DONE) {
+        return fail(absl::StrCat("write node ", node.name));
+      }
+    }
+    Statement put_quota(db_, "INSERT OR REPLACE INTO quotas (tenant, gpus) VALUES (?, ?)");
+    if (put_quota.get() == nullptr) return fail("prepare");
+    for (const auto& [tenant, gpus] : changes.quotas) {
+      sqlite3_reset(put_quota.get());
+      sqlite3_bind_text(put_quota.get(), 1, tenant.data(), static_cast<int>(tenant.size()),
+                        SQLITE_TRANSIENT);
+      sqlite3_bind_int64(put_quota.get(), 2, gpus);
+      if (sqlite3_step(put_quota.get()) != SQLITE_DONE) return fail("write quota " + tenant);
+    }
+  }
+  if (absl::Status s = Exec("COMMIT"); !s.ok()) {
+    Exec("ROLLBACK").IgnoreError();  // as above: the COMMIT error is the one to report
+    return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<SqliteStore::Contents> SqliteStore::LoadAll() {
+  Contents out;
+  Statement jobs(db_, "SELECT record FROM jobs ORDER BY seq");
+  if (jobs.get() == nullptr) return SqliteError(db_, "read jobs");
+  int rc;
+  while ((rc = sqlite3_step(jobs.get())) == SQLITE_ROW) {
+    std::string text(reinterpret_cast<const char*>(sqlite3_column_text(jobs.get(), 0)),
+                     sqlite3_column_bytes(jobs.get(), 0));
+    ASSIGN_OR_RETURN(JobRecord job, DecodeJob(text));
+    out.jobs.push_back(std::move(job));
+  }
+  if (rc != SQLITE_DONE) return SqliteError(db_, "read jobs");
+  Statement nodes(db_, "SELECT record FROM nodes ORDER BY name");
+  if (nodes.get() == nullptr) return SqliteError(db_, "read nodes");
+  while ((rc = sqlite3_step(nodes.get())) == SQLITE_ROW) {
+    std::string text(reinterpret_cast<const char*>(sqlite3_column_text(nodes.get(), 0)),
+                     sqlite3_column_bytes(nodes.get(), 0));
+    ASSIGN_OR_RETURN(NodeRecord node, DecodeNode(text));
+    out.nodes.push_back(std::move(node));
+  }
+  if (rc != SQLITE_DONE) return SqliteError(db_, "read nodes");
+  Statement quotas(db_, "SELECT tenant, gpus FROM quotas ORDER BY tenant");
+  if (quotas.get() == nullptr) return SqliteError(db_, "read quotas");
+  while ((rc = sqlite3_step(quotas.get())) == SQLITE_ROW) {
+    std::string tenant(reinterpret_cast<const char*>(sqlite3_column_text(quotas.get(), 0)),
+                       sqlite3_column_bytes(quotas.get(), 0));
+    out.quotas[tenant] = static_cast<int32_t>(sqlite3_column_int64(quotas.get(), 1));
+  }
+  if (rc != SQLITE_DONE) return SqliteError(db_, "read quotas");
+  return out;
+}
+
+}  // namespace athanor::coord
