@@ -5,7 +5,7 @@
 //       testing::Values(StoreFactory{"file", [] { return MakeFileStore(); }}),
 //       StoreFactoryName);
 //
-// and adds checkpoint/object_store_conformance.cc to its test's SRCS. The
+// and links athanor_checkpoint_conformance (checkpoint/CMakeLists.txt). The
 // factory returns a fresh, empty store (or an empty prefix of a shared one)
 // for every test.
 #pragma once

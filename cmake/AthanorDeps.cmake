@@ -1,24 +1,55 @@
-# Finds every third-party dependency once, so folders only name imported targets.
+# Third-party dependencies, each found where it is first needed.
 # All of them come from Debian 12 packages (see scripts/install-deps).
+#
+# A package is REQUIRED only by the targets that link it: athanor_library,
+# athanor_binary and athanor_test pass their DEPS to athanor_find_deps, which
+# finds the package behind each imported target the first time one is named
+# (gRPC::grpc++ -> gRPC, ucx::ucp -> ucx, ...). So a tree of common/ alone
+# configures and builds without gRPC, UCX, MPI, SQLite or OpenBLAS installed,
+# and the full tree finds exactly what it did when everything was found here.
+# Found targets are GLOBAL: a folder that links them by plain
+# target_link_libraries sees them once any target has named them.
 
-find_package(Threads REQUIRED)
-find_package(absl CONFIG REQUIRED)
-find_package(Protobuf REQUIRED)
-find_package(gRPC CONFIG REQUIRED)
-find_package(GTest CONFIG REQUIRED)
-find_package(Boost 1.74 REQUIRED COMPONENTS program_options)
-find_package(SQLite3 REQUIRED)
-find_package(CURL REQUIRED)
-find_package(EXPAT REQUIRED)
-find_package(OpenSSL REQUIRED)
-find_package(MPI REQUIRED COMPONENTS C)
-find_package(ucx CONFIG REQUIRED)
-find_package(nlohmann_json CONFIG REQUIRED)
-find_package(PkgConfig REQUIRED)
-pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)
-
-find_program(ATHANOR_PROTOC protoc REQUIRED)
-find_program(ATHANOR_GRPC_CPP_PLUGIN grpc_cpp_plugin REQUIRED)
+# athanor_find_deps(<target>...): finds the package of each `Ns::name` not yet
+# defined; other names (athanor's own targets, paths) are left alone.
+function(athanor_find_deps)
+  foreach(dep IN LISTS ARGN)
+    if(TARGET "${dep}" OR NOT dep MATCHES "^([A-Za-z0-9_]+)::")
+      continue()
+    endif()
+    set(ns "${CMAKE_MATCH_1}")
+    if(ns STREQUAL "Threads")
+      find_package(Threads REQUIRED GLOBAL)
+    elseif(ns STREQUAL "absl")
+      find_package(absl CONFIG REQUIRED GLOBAL)
+    elseif(ns STREQUAL "Boost")
+      find_package(Boost 1.74 REQUIRED COMPONENTS program_options GLOBAL)
+    elseif(ns STREQUAL "nlohmann_json")
+      find_package(nlohmann_json CONFIG REQUIRED GLOBAL)
+    elseif(ns STREQUAL "GTest")
+      find_package(GTest CONFIG REQUIRED GLOBAL)
+    elseif(ns STREQUAL "protobuf" OR ns STREQUAL "gRPC")
+      # Protobuf first, by CMake's own module, as gRPC's config then reuses it.
+      find_package(Protobuf REQUIRED GLOBAL)
+      find_package(gRPC CONFIG REQUIRED GLOBAL)
+    elseif(ns STREQUAL "SQLite")
+      find_package(SQLite3 REQUIRED GLOBAL)
+    elseif(ns STREQUAL "CURL")
+      find_package(CURL REQUIRED GLOBAL)
+    elseif(ns STREQUAL "EXPAT")
+      find_package(EXPAT REQUIRED GLOBAL)
+    elseif(ns STREQUAL "OpenSSL")
+      find_package(OpenSSL REQUIRED GLOBAL)
+    elseif(ns STREQUAL "MPI")
+      find_package(MPI REQUIRED COMPONENTS C GLOBAL)
+    elseif(ns STREQUAL "ucx")
+      find_package(ucx CONFIG REQUIRED GLOBAL)
+    elseif(dep STREQUAL "PkgConfig::OPENBLAS")
+      find_package(PkgConfig REQUIRED)
+      pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET GLOBAL openblas)
+    endif()
+  endforeach()
+endfunction()
 
 # CUDA and NCCL are optional: AUTO builds them when the toolkit is found,
 # ON fails loudly when it is not, OFF never looks.

@@ -1,8 +1,13 @@
 # Small helpers so that each folder's CMakeLists reads as a list of targets.
 #
-#   athanor_library(NAME SRCS a.cc b.cc DEPS x y [PUBLIC_DEPS ...])
+#   athanor_library(NAME [OBJECT] SRCS a.cc b.cc DEPS x y [PUBLIC_DEPS ...])
+#     OBJECT: every object goes into whatever links it directly, for sources
+#     that only register themselves (gtest suites), which an archive would drop.
 #   athanor_binary(NAME SRCS main.cc DEPS ...)
 #   athanor_test(NAME SRCS a_test.cc DEPS ... [LABELS ...] [TIMEOUT s])
+#
+# Each finds the third-party packages its DEPS name (athanor_find_deps,
+# AthanorDeps.cmake).
 
 set(ATHANOR_WARNINGS -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers)
 if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
@@ -40,14 +45,20 @@ function(_athanor_common target)
 endfunction()
 
 function(athanor_library name)
-  cmake_parse_arguments(A "" "" "SRCS;DEPS;PUBLIC_DEPS" ${ARGN})
-  add_library(${name} STATIC ${A_SRCS})
+  cmake_parse_arguments(A "OBJECT" "" "SRCS;DEPS;PUBLIC_DEPS" ${ARGN})
+  athanor_find_deps(${A_DEPS} ${A_PUBLIC_DEPS})
+  if(A_OBJECT)
+    add_library(${name} OBJECT ${A_SRCS})
+  else()
+    add_library(${name} STATIC ${A_SRCS})
+  endif()
   _athanor_common(${name})
   target_link_libraries(${name} PUBLIC ${A_DEPS} ${A_PUBLIC_DEPS})
 endfunction()
 
 function(athanor_binary name)
   cmake_parse_arguments(A "" "" "SRCS;DEPS" ${ARGN})
+  athanor_find_deps(${A_DEPS})
   add_executable(${name} ${A_SRCS})
   _athanor_common(${name})
   target_link_libraries(${name} PRIVATE ${A_DEPS})
@@ -55,6 +66,7 @@ endfunction()
 
 function(athanor_test name)
   cmake_parse_arguments(A "" "TIMEOUT" "SRCS;DEPS;LABELS" ${ARGN})
+  athanor_find_deps(${A_DEPS} GTest::gtest)
   add_executable(${name} ${A_SRCS})
   _athanor_common(${name})
   target_link_libraries(${name} PRIVATE ${A_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)

@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -69,15 +68,13 @@ absl::StatusOr<std::unique_ptr<ProgressWriter>> ProgressWriter::Open(const std::
   return std::unique_ptr<ProgressWriter>(new ProgressWriter(page));
 }
 
-std::unique_ptr<ProgressWriter> ProgressWriter::FromEnv() {
-  const char* path = getenv("ATHANOR_PROGRESS_FILE");
-  if (path == nullptr || *path == '\0') return nullptr;
+absl::StatusOr<std::unique_ptr<ProgressWriter>> ProgressWriter::OpenIfNamed(
+    const std::string& path) {
+  if (path.empty()) return nullptr;
   absl::StatusOr<std::unique_ptr<ProgressWriter>> w = Open(path);
-  if (!w.ok()) {
-    ATHANOR_LOG(WARNING) << "no progress reports: " << w.status().message();
-    return nullptr;
-  }
-  return std::move(*w);
+  if (w.ok() || w.status().code() == absl::StatusCode::kInvalidArgument) return w;
+  ATHANOR_LOG(WARNING) << "no progress reports: " << w.status().message();
+  return nullptr;
 }
 
 ProgressWriter::~ProgressWriter() { munmap(page_, sizeof(ProgressPageLayout)); }

@@ -2,7 +2,8 @@
 // that its node agent reads (docs/operations.md, "Hangs and stragglers").
 //
 // The rank maps a small file named by $ATHANOR_PROGRESS_FILE (the agent sets
-// it; under mpirun or athanor-run it is absent and nothing is published) and
+// it and the rank's main passes it in; under mpirun or athanor-run it is
+// absent and nothing is published) and
 // updates it with plain atomic stores, no system call: the step it finished,
 // its compute time per step (collective waits excluded; athanor-train smooths it
 // over about 20 steps), how many collectives
@@ -78,9 +79,11 @@ class ProgressWriter {
   // Creates (or truncates) `path` with mode 0600 and maps it. InvalidArgument
   // for an empty or relative path; the errno text otherwise.
   static absl::StatusOr<std::unique_ptr<ProgressWriter>> Open(const std::string& path);
-  // The writer named by $ATHANOR_PROGRESS_FILE, or null when it is unset or
-  // cannot be opened (logged once: progress is best effort, never fatal).
-  static std::unique_ptr<ProgressWriter> FromEnv();
+  // The writer of the page the agent named (main reads $ATHANOR_PROGRESS_FILE):
+  // null when `path` is empty (no agent) or the page cannot be created
+  // (logged once: progress is best effort, never fatal); InvalidArgument when
+  // `path` is not absolute, a value no agent sets.
+  static absl::StatusOr<std::unique_ptr<ProgressWriter>> OpenIfNamed(const std::string& path);
   ~ProgressWriter();
 
   void StepDone(int64_t step, double compute_ms, double step_ms);

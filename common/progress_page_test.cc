@@ -93,16 +93,24 @@ TEST_F(ProgressPageTest, BadPagesAreRefusedNamingWhy) {
   EXPECT_EQ(ProgressWriter::Open("relative").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
-TEST_F(ProgressPageTest, AbsentVariableMeansNoWriter) {
-  unsetenv("ATHANOR_PROGRESS_FILE");
-  EXPECT_EQ(ProgressWriter::FromEnv(), nullptr);
-  setenv("ATHANOR_PROGRESS_FILE", (dir_ + "/env-page").c_str(), 1);
-  std::unique_ptr<ProgressWriter> w = ProgressWriter::FromEnv();
-  unsetenv("ATHANOR_PROGRESS_FILE");
-  ASSERT_NE(w, nullptr);
-  w->StepDone(3, 1, 2);
-  absl::StatusOr<ProgressSnapshot> s = ReadProgressPage(dir_ + "/env-page");
-  ASSERT_TRUE(s.ok());
+TEST_F(ProgressPageTest, OpenIfNamedOpensOnlyANamedPage) {
+  absl::StatusOr<std::unique_ptr<ProgressWriter>> none = ProgressWriter::OpenIfNamed("");
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(*none, nullptr);
+  EXPECT_EQ(ProgressWriter::OpenIfNamed("relative/page").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  // A page that cannot be created is no page, not an error.
+  absl::StatusOr<std::unique_ptr<ProgressWriter>> missing_dir =
+      ProgressWriter::OpenIfNamed(dir_ + "/no-such-dir/page");
+  ASSERT_TRUE(missing_dir.ok()) << missing_dir.status();
+  EXPECT_EQ(*missing_dir, nullptr);
+  absl::StatusOr<std::unique_ptr<ProgressWriter>> w =
+      ProgressWriter::OpenIfNamed(dir_ + "/named-page");
+  ASSERT_TRUE(w.ok()) << w.status();
+  ASSERT_NE(*w, nullptr);
+  (*w)->StepDone(3, 1, 2);
+  absl::StatusOr<ProgressSnapshot> s = ReadProgressPage(dir_ + "/named-page");
+  ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ(s->step, 3);
 }
 

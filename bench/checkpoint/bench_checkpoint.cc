@@ -37,7 +37,7 @@
 #include "checkpoint/service/service_checkpointer.h"
 #include "common/crc32c.h"
 #include "common/options.h"
-#include "tests/s3/s3rver_fixture.h"
+#include "testing/s3/s3rver_fixture.h"
 
 namespace athanor {
 namespace {

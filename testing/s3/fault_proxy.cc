@@ -1,4 +1,4 @@
-#include "tests/s3/fault_proxy.h"
+#include "testing/s3/fault_proxy.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-#include "tests/s3/s3_test_env.h"
+#include "testing/s3/s3_test_env.h"
 
 #include <signal.h>
 #include <unistd.h>

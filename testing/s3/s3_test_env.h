@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "tests/s3/s3rver_fixture.h"
+#include "testing/s3/s3rver_fixture.h"
 
 namespace athanor::testing_s3 {
 

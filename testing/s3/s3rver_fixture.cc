@@ -1,4 +1,4 @@
-#include "tests/s3/s3rver_fixture.h"
+#include "testing/s3/s3rver_fixture.h"
 
 #include <poll.h>
 #include <signal.h>

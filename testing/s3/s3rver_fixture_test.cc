@@ -1,7 +1,7 @@
 // S3rverProcess dies with the process that started it, even when that
 // process is SIGKILLed (a test killed by its watchdog or by ctest's timeout
 // must not leave s3rver running).
-#include "tests/s3/s3rver_fixture.h"
+#include "testing/s3/s3rver_fixture.h"
 
 #include <gtest/gtest.h>
 #include <poll.h>

@@ -26,8 +26,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "security/private_file.h"
+#include "testing/s3/s3rver_fixture.h"
 #include "tests/cluster_harness.h"
-#include "tests/s3/s3rver_fixture.h"
 
 namespace athanor::testing {
 namespace {

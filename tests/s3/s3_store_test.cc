@@ -7,8 +7,8 @@
 
 #include "checkpoint/object_store_conformance.h"
 #include "checkpoint/s3/s3_object_store.h"
-#include "tests/s3/fault_proxy.h"
-#include "tests/s3/s3_test_env.h"
+#include "testing/s3/fault_proxy.h"
+#include "testing/s3/s3_test_env.h"
 
 namespace athanor {
 namespace {

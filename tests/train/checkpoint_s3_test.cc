@@ -17,8 +17,8 @@
 #include "checkpoint/layout.h"
 #include "checkpoint/object_store.h"
 #include "gtest/gtest.h"
-#include "tests/s3/fault_proxy.h"
-#include "tests/s3/s3_test_env.h"
+#include "testing/s3/fault_proxy.h"
+#include "testing/s3/s3_test_env.h"
 #include "tests/train/train_test_util.h"
 
 namespace athanor::train_test {

@@ -3,7 +3,6 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <map>
 #include <thread>
 #include <vector>
@@ -163,7 +162,7 @@ absl::Status DecommitNewerSteps(ObjectStore* store, const std::string& job, int6
                          << " so the step can be written again";
     RETURN_IF_ERROR(store->Delete(key));
     // Its manifests too: the coordinator commits any step whose manifests are
-    // all there (coordinator/checkpoint_commit.h), and this one was bad.
+    // all there (coordinator/checkpoints/checkpoint_commit.h), and this one was bad.
     for (const ObjectInfo& o : scan.objects_by_step[newer]) {
       if (absl::EndsWith(o.key, ".json")) RETURN_IF_ERROR(store->Delete(o.key));
     }
@@ -171,27 +170,40 @@ absl::Status DecommitNewerSteps(ObjectStore* store, const std::string& job, int6
   return absl::OkStatus();
 }
 
-absl::StatusOr<CrashPlan> CrashPlanFromEnv() {
+namespace {
+
+// `name`'s value in `env` as an integer >= 0 in *out; left alone when unset
+// or empty. InvalidArgument naming the variable and its value otherwise.
+template <typename Int>
+absl::Status ReadNonNegative(const EnvLookup& env, const char* name, Int* out) {
+  const std::string v = env(name).value_or("");
+  if (v.empty()) return absl::OkStatus();
+  Int value = 0;
+  if (!absl::SimpleAtoi(v, &value) || value < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, " must be an integer >= 0, not '", v, "'"));
+  }
+  *out = value;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<CrashPlan> CrashPlanFromEnv(const EnvLookup& env) {
   CrashPlan plan;
-  const char* at = std::getenv("ATHANOR_TEST_CRASH_AT");
-  const char* rank = std::getenv("ATHANOR_TEST_CRASH_RANK");
-  const char* after = std::getenv("ATHANOR_TEST_CRASH_AFTER_MS");
-  if (rank != nullptr && *rank != '\0' && !absl::SimpleAtoi(rank, &plan.rank)) {
-    return absl::InvalidArgumentError("ATHANOR_TEST_CRASH_RANK must be an integer");
-  }
-  if (after != nullptr && *after != '\0' && !absl::SimpleAtoi(after, &plan.after_ms)) {
-    return absl::InvalidArgumentError("ATHANOR_TEST_CRASH_AFTER_MS must be an integer");
-  }
-  if (at == nullptr || *at == '\0') return plan;
+  RETURN_IF_ERROR(ReadNonNegative(env, "ATHANOR_TEST_CRASH_RANK", &plan.rank));
+  RETURN_IF_ERROR(ReadNonNegative(env, "ATHANOR_TEST_CRASH_AFTER_MS", &plan.after_ms));
+  const std::string at = env("ATHANOR_TEST_CRASH_AT").value_or("");
+  if (at.empty()) return plan;
   std::vector<std::string> parts = absl::StrSplit(at, ':');
   static const std::map<std::string, CrashPoint> kPoints = {
       {"snapshot", CrashPoint::kSnapshot},
       {"upload", CrashPoint::kUpload},
       {"commit", CrashPoint::kCommit}};
   if (parts.size() != 2 || kPoints.count(parts[0]) == 0 ||
-      !absl::SimpleAtoi(parts[1], &plan.step)) {
+      !absl::SimpleAtoi(parts[1], &plan.step) || plan.step < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "ATHANOR_TEST_CRASH_AT must be snapshot|upload|commit:STEP, not '", at, "'"));
+        "ATHANOR_TEST_CRASH_AT must be snapshot|upload|commit:STEP (STEP >= 0), not '", at, "'"));
   }
   plan.point = kPoints.at(parts[0]);
   return plan;

@@ -13,8 +13,8 @@
 //  - RestoreTrainer: Restore() of the newest valid committed step into the
 //    trainer, resharding from any source world size; every rank must call it.
 //  - Crash hooks for tests (ATHANOR_TEST_CRASH_AT / ATHANOR_TEST_CRASH_RANK /
-//    ATHANOR_TEST_CRASH_AFTER_MS): the chosen rank SIGKILLs itself at a
-//    checkpoint phase, or after a delay.
+//    ATHANOR_TEST_CRASH_AFTER_MS, which main reads): the chosen rank SIGKILLs
+//    itself at a checkpoint phase, or after a delay.
 //
 // Threading: the barrier is called by one thread at a time per rank; the
 // crash store is as thread-safe as the store it wraps. Errors are statuses.
@@ -32,6 +32,7 @@
 #include "checkpoint/restore.h"
 #include "checkpoint/training_state.h"
 #include "collectives/communicator.h"
+#include "common/rank_env.h"
 #include "worker/train/trainer.h"
 
 namespace athanor {
@@ -75,7 +76,7 @@ absl::StatusOr<std::optional<RestoreResult>> RestoreTrainer(ObjectStore* store,
 // once every rank has restored `step`.
 absl::Status DecommitNewerSteps(ObjectStore* store, const std::string& job, int64_t step);
 
-// Test crash points, read once from the environment.
+// Test crash points, read once from the environment by main.
 enum class CrashPoint { kNone, kSnapshot, kUpload, kCommit };
 struct CrashPlan {
   CrashPoint point = CrashPoint::kNone;
@@ -83,8 +84,10 @@ struct CrashPlan {
   int rank = 0;
   int64_t after_ms = -1;  // >= 0: die this long after start
 };
-// InvalidArgument for a malformed ATHANOR_TEST_CRASH_AT ("upload:4").
-absl::StatusOr<CrashPlan> CrashPlanFromEnv();
+// The plan in `env`'s ATHANOR_TEST_CRASH_AT ("upload:4"), _RANK and
+// _AFTER_MS; all unset: no crash. InvalidArgument naming the variable and its
+// value for a malformed one (not an integer >= 0, an unknown point).
+absl::StatusOr<CrashPlan> CrashPlanFromEnv(const EnvLookup& env);
 // SIGKILLs this process when `plan` names this point, step and rank.
 void MaybeCrash(const CrashPlan& plan, CrashPoint point, int64_t step, int rank);
 // Starts a detached thread that SIGKILLs the process after plan.after_ms (on

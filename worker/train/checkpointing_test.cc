@@ -1,7 +1,12 @@
 #include "worker/train/checkpointing.h"
 
 #include <cstdlib>
+#include <map>
+#include <optional>
+#include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "checkpoint/checkpointer.h"
 #include "checkpoint/fake_object_store.h"
@@ -50,27 +55,71 @@ TEST(CommunicatorCommitBarrierTest, AWorldOfOneReturnsItsOwnVote) {
   EXPECT_EQ(*barrier.AllDurable(4, false), false);
 }
 
-TEST(CrashPlanTest, ParsesTheEnvironment) {
-  unsetenv("ATHANOR_TEST_CRASH_AT");
-  unsetenv("ATHANOR_TEST_CRASH_RANK");
-  unsetenv("ATHANOR_TEST_CRASH_AFTER_MS");
-  absl::StatusOr<CrashPlan> none = CrashPlanFromEnv();
-  ASSERT_TRUE(none.ok());
-  EXPECT_EQ(none->point, CrashPoint::kNone);
-  EXPECT_EQ(none->after_ms, -1);
-  setenv("ATHANOR_TEST_CRASH_AT", "upload:42", 1);
-  setenv("ATHANOR_TEST_CRASH_RANK", "1", 1);
-  absl::StatusOr<CrashPlan> upload = CrashPlanFromEnv();
-  ASSERT_TRUE(upload.ok());
+EnvLookup LookupIn(const std::map<std::string, std::string>& vars) {
+  return [vars](const std::string& name) -> std::optional<std::string> {
+    auto it = vars.find(name);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+TEST(CrashPlanTest, UnsetOrEmptyVariablesMeanNoCrash) {
+  for (const auto& vars : std::vector<std::map<std::string, std::string>>{
+           {},
+           {{"ATHANOR_TEST_CRASH_AT", ""},
+            {"ATHANOR_TEST_CRASH_RANK", ""},
+            {"ATHANOR_TEST_CRASH_AFTER_MS", ""}}}) {
+    absl::StatusOr<CrashPlan> none = CrashPlanFromEnv(LookupIn(vars));
+    ASSERT_TRUE(none.ok()) << none.status();
+    EXPECT_EQ(none->point, CrashPoint::kNone);
+    EXPECT_EQ(none->step, -1);
+    EXPECT_EQ(none->rank, 0);
+    EXPECT_EQ(none->after_ms, -1);
+  }
+}
+
+TEST(CrashPlanTest, ReadsEachVariable) {
+  absl::StatusOr<CrashPlan> upload = CrashPlanFromEnv(
+      LookupIn({{"ATHANOR_TEST_CRASH_AT", "upload:42"}, {"ATHANOR_TEST_CRASH_RANK", "1"}}));
+  ASSERT_TRUE(upload.ok()) << upload.status();
   EXPECT_EQ(upload->point, CrashPoint::kUpload);
   EXPECT_EQ(upload->step, 42);
   EXPECT_EQ(upload->rank, 1);
-  setenv("ATHANOR_TEST_CRASH_AT", "compute:3", 1);
-  EXPECT_EQ(CrashPlanFromEnv().status().code(), absl::StatusCode::kInvalidArgument);
-  setenv("ATHANOR_TEST_CRASH_AT", "commit", 1);
-  EXPECT_EQ(CrashPlanFromEnv().status().code(), absl::StatusCode::kInvalidArgument);
-  unsetenv("ATHANOR_TEST_CRASH_AT");
-  unsetenv("ATHANOR_TEST_CRASH_RANK");
+  EXPECT_EQ(upload->after_ms, -1);
+  absl::StatusOr<CrashPlan> later = CrashPlanFromEnv(
+      LookupIn({{"ATHANOR_TEST_CRASH_AFTER_MS", "2500"}, {"ATHANOR_TEST_CRASH_RANK", "2"}}));
+  ASSERT_TRUE(later.ok()) << later.status();
+  EXPECT_EQ(later->point, CrashPoint::kNone);
+  EXPECT_EQ(later->after_ms, 2500);
+  EXPECT_EQ(later->rank, 2);
+  absl::StatusOr<CrashPlan> snapshot =
+      CrashPlanFromEnv(LookupIn({{"ATHANOR_TEST_CRASH_AT", "snapshot:0"}}));
+  ASSERT_TRUE(snapshot.ok()) << snapshot.status();
+  EXPECT_EQ(snapshot->point, CrashPoint::kSnapshot);
+  EXPECT_EQ(snapshot->step, 0);
+  absl::StatusOr<CrashPlan> commit =
+      CrashPlanFromEnv(LookupIn({{"ATHANOR_TEST_CRASH_AT", "commit:7"}}));
+  ASSERT_TRUE(commit.ok()) << commit.status();
+  EXPECT_EQ(commit->point, CrashPoint::kCommit);
+  EXPECT_EQ(commit->step, 7);
+}
+
+// A malformed value is an error that names its variable and repeats the
+// value, never a silent 0.
+TEST(CrashPlanTest, MalformedValuesNameTheirVariable) {
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"ATHANOR_TEST_CRASH_AT", "compute:3"},   {"ATHANOR_TEST_CRASH_AT", "commit"},
+      {"ATHANOR_TEST_CRASH_AT", "upload:x"},    {"ATHANOR_TEST_CRASH_AT", "upload:-1"},
+      {"ATHANOR_TEST_CRASH_AT", "upload:4:5"},  {"ATHANOR_TEST_CRASH_RANK", "one"},
+      {"ATHANOR_TEST_CRASH_RANK", "-1"},        {"ATHANOR_TEST_CRASH_RANK", "1x"},
+      {"ATHANOR_TEST_CRASH_AFTER_MS", "soon"},  {"ATHANOR_TEST_CRASH_AFTER_MS", "-5"},
+      {"ATHANOR_TEST_CRASH_AFTER_MS", "99999999999999999999"}};
+  for (const auto& [name, value] : bad) {
+    absl::Status s = CrashPlanFromEnv(LookupIn({{name, value}})).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << name << "=" << value;
+    EXPECT_NE(s.message().find(name), std::string::npos) << s;
+    EXPECT_NE(s.message().find("'" + value + "'"), std::string::npos) << s;
+  }
 }
 
 TEST(TrainFlagsTest, CheckpointFlagsAndTheirEnvironmentDefaults) {

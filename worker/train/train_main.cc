@@ -31,6 +31,7 @@
 #include "checkpoint/service/service_checkpointer.h"
 #include "collectives/factory.h"
 #include "collectives/progress_communicator.h"
+#include "collectives/ucx/ucx_tuning_env.h"
 #include "common/logging.h"
 #include "common/progress_page.h"
 #include "common/rank_env.h"
@@ -70,6 +71,7 @@ absl::StatusOr<CommunicatorOptions> CommOptions(const TrainFlags& flags, const R
   o.master_addr = env.master_addr.empty() ? "127.0.0.1" : env.master_addr;
   o.master_port = env.master_port;
   o.timeout = std::chrono::seconds(flags.timeout_s);
+  ASSIGN_OR_RETURN(o.ucx, UcxTuningFromEnv(ProcessEnv()));
   if (env.world_size > 1 && env.source == RankEnvSource::kOpenMpi && env.master_addr.empty() &&
       o.backend != "mpi") {
     if (flags.backend_given) {
@@ -166,13 +168,17 @@ absl::Status Run(TrainFlags flags) {
   sa.sa_handler = OnStopSignal;
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGINT, &sa, nullptr);
-  ASSIGN_OR_RETURN(RankEnv env, ParseRankEnv(ProcessEnv()));
-  // The agent's telemetry socket (absent under mpirun / athanor-run).
-  TelemetryClient telemetry(ProcessEnv()("ATHANOR_TELEMETRY_SOCKET").value_or(""));
+  // The environment is read here, once; what is below takes values.
+  const EnvLookup process_env = ProcessEnv();
+  ASSIGN_OR_RETURN(RankEnv env, ParseRankEnv(process_env));
+  // The agent's telemetry socket and progress page (absent under mpirun /
+  // athanor-run).
+  TelemetryClient telemetry(process_env("ATHANOR_TELEMETRY_SOCKET").value_or(""));
+  const std::string progress_file = process_env("ATHANOR_PROGRESS_FILE").value_or("");
   SetLogTags(absl::StrCat("rank=", env.rank));
-  ASSIGN_OR_RETURN(CrashPlan crash, CrashPlanFromEnv());
+  ASSIGN_OR_RETURN(CrashPlan crash, CrashPlanFromEnv(process_env));
   ASSIGN_OR_RETURN(SlowPlan slow, ParseSlowPlan(flags.inject_slow));
-  ASSIGN_OR_RETURN(SkipPlan skip, SkipPlanFromEnv(ProcessEnv()));
+  ASSIGN_OR_RETURN(SkipPlan skip, SkipPlanFromEnv(process_env));
   StartCrashTimer(crash, env.rank);
   ASSIGN_OR_RETURN(CommunicatorOptions comm_options, CommOptions(flags, env));
   ASSIGN_OR_RETURN(std::unique_ptr<Communicator> comm, CreateCommunicator(comm_options));
@@ -191,7 +197,9 @@ absl::Status Run(TrainFlags flags) {
     skip_comm = std::make_unique<SkipAllReduceCommunicator>(train_comm, skip);
     train_comm = skip_comm.get();
   }
-  std::unique_ptr<ProgressWriter> progress_page = ProgressWriter::FromEnv();
+  absl::StatusOr<std::unique_ptr<ProgressWriter>> page = ProgressWriter::OpenIfNamed(progress_file);
+  if (!page.ok()) return Annotate(page.status(), "ATHANOR_PROGRESS_FILE");
+  std::unique_ptr<ProgressWriter> progress_page = std::move(*page);
   std::unique_ptr<ProgressCommunicator> progress_comm;
   if (progress_page != nullptr) {
     progress_comm = std::make_unique<ProgressCommunicator>(train_comm, progress_page.get());
