@@ -8,10 +8,10 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
-#include "bench/coordinator/latency.h"
+#include "testing/coordinator/latency.h"
 #include "bench/coordinator/proc_sampler.h"
-#include "bench/coordinator/sim_fleet.h"
-#include "bench/coordinator/timer_queue.h"
+#include "testing/coordinator/sim_fleet.h"
+#include "testing/coordinator/timer_queue.h"
 
 namespace athanor::bench {
 namespace {

@@ -8,9 +8,9 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_cat.h"
-#include "bench/coordinator/coordinator_process.h"
+#include "testing/coordinator/coordinator_process.h"
 #include "bench/coordinator/proc_sampler.h"
-#include "bench/coordinator/sim_fleet.h"
+#include "testing/coordinator/sim_fleet.h"
 #include "bench/coordinator/submit_storm.h"
 #include "common/net.h"
 #include "proto/athanor.grpc.pb.h"

@@ -25,7 +25,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "bench/coordinator/bench_run.h"
-#include "bench/coordinator/coordinator_process.h"
+#include "testing/coordinator/coordinator_process.h"
 #include "common/options.h"
 
 namespace athanor::bench {

@@ -24,7 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_format.h"
-#include "bench/coordinator/latency.h"
+#include "testing/coordinator/latency.h"
 #include "coordinator/store/sqlite/sqlite_store.h"
 #include "coordinator/store/sqlite/wal_checkpointer.h"
 

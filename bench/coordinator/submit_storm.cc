@@ -1,6 +1,6 @@
 #include "bench/coordinator/submit_storm.h"
 
-#include "bench/coordinator/coordinator_process.h"
+#include "testing/coordinator/coordinator_process.h"
 
 #include <memory>
 #include <random>

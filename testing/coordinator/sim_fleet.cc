@@ -1,4 +1,4 @@
-#include "bench/coordinator/sim_fleet.h"
+#include "testing/coordinator/sim_fleet.h"
 
 #include <sys/stat.h>
 

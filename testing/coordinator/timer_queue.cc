@@ -1,4 +1,4 @@
-#include "bench/coordinator/timer_queue.h"
+#include "testing/coordinator/timer_queue.h"
 
 #include <algorithm>
 

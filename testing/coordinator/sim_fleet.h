@@ -25,8 +25,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "bench/coordinator/latency.h"
-#include "bench/coordinator/timer_queue.h"
+#include "testing/coordinator/latency.h"
+#include "testing/coordinator/timer_queue.h"
 #include "proto/athanor.grpc.pb.h"
 
 namespace athanor::bench {

@@ -1,4 +1,4 @@
-#include "bench/coordinator/coordinator_process.h"
+#include "testing/coordinator/coordinator_process.h"
 
 #include <signal.h>
 #include <stdlib.h>
