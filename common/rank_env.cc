@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "common/status.h"
 
 namespace athanor {
 namespace {
@@ -113,6 +114,24 @@ absl::StatusOr<RankEnv> ParseRankEnv(const EnvLookup& lookup) {
   env.job_id = ReadString(lookup, "ATHANOR_JOB_ID");
   env.checkpoint_uri = ReadString(lookup, "ATHANOR_CHECKPOINT_URI");
   env.coordinator = ReadString(lookup, "ATHANOR_COORDINATOR");
+  return env;
+}
+
+absl::StatusOr<RendezvousEnv> ParseRendezvousEnv(const EnvLookup& lookup) {
+  RendezvousEnv env;
+  env.secret = ReadString(lookup, "ATHANOR_RENDEZVOUS_SECRET");
+  if (lookup("ATHANOR_RENDEZVOUS_SECRET").has_value() && env.secret.size() < 16) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "environment variable ATHANOR_RENDEZVOUS_SECRET holds ", env.secret.size(),
+        " characters; a rendezvous secret has at least 16"));
+  }
+  bool has_fd = false;
+  RETURN_IF_ERROR(ReadInt(lookup, "ATHANOR_RENDEZVOUS_LISTEN_FD", &env.listen_fd, &has_fd));
+  if (has_fd && env.listen_fd < 3) {
+    return absl::InvalidArgumentError(absl::StrCat("environment variable ATHANOR_RENDEZVOUS_LISTEN_FD=",
+                                                   env.listen_fd, " is not an inherited descriptor (>= 3)"));
+  }
+  if (!has_fd) env.listen_fd = -1;
   return env;
 }
 

@@ -46,4 +46,20 @@ EnvLookup ProcessEnv();
 // integer, rank >= world size, ...).
 absl::StatusOr<RankEnv> ParseRankEnv(const EnvLookup& lookup);
 
+// What an agent gives a rank for the bootstrap store's rendezvous
+// (docs/security.md, "Rendezvous secret"), beside the contract:
+//   ATHANOR_RENDEZVOUS_SECRET     the attempt's secret (absent: none)
+//   ATHANOR_RENDEZVOUS_LISTEN_FD  rank 0 only: an inherited descriptor of a
+//                                 TCP socket the agent bound to MASTER_PORT
+//                                 and listens on; the store serves on it
+//                                 instead of binding the port itself
+struct RendezvousEnv {
+  std::string secret;   // empty: none
+  int listen_fd = -1;   // -1: none
+};
+
+// InvalidArgument naming the variable for a secret under 16 characters or a
+// descriptor that is not an integer >= 3.
+absl::StatusOr<RendezvousEnv> ParseRendezvousEnv(const EnvLookup& lookup);
+
 }  // namespace athanor

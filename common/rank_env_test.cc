@@ -74,3 +74,44 @@ TEST(RankEnv, RejectsBadValues) {
 
 }  // namespace
 }  // namespace athanor
+
+namespace athanor {
+namespace {
+
+EnvLookup Vars(std::map<std::string, std::string> vars) {
+  return [vars](const std::string& name) -> std::optional<std::string> {
+    auto it = vars.find(name);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+TEST(RendezvousEnv, AbsentMeansNoSecretAndNoDescriptor) {
+  absl::StatusOr<RendezvousEnv> env = ParseRendezvousEnv(Vars({}));
+  ASSERT_TRUE(env.ok()) << env.status();
+  EXPECT_EQ(env->secret, "");
+  EXPECT_EQ(env->listen_fd, -1);
+}
+
+TEST(RendezvousEnv, SecretAndDescriptorAreRead) {
+  absl::StatusOr<RendezvousEnv> env = ParseRendezvousEnv(
+      Vars({{"ATHANOR_RENDEZVOUS_SECRET", "0123456789abcdef"}, {"ATHANOR_RENDEZVOUS_LISTEN_FD", "3"}}));
+  ASSERT_TRUE(env.ok()) << env.status();
+  EXPECT_EQ(env->secret, "0123456789abcdef");
+  EXPECT_EQ(env->listen_fd, 3);
+}
+
+TEST(RendezvousEnv, BadValuesAreClearErrors) {
+  EXPECT_EQ(ParseRendezvousEnv(Vars({{"ATHANOR_RENDEZVOUS_SECRET", "short"}})).status(),
+            absl::InvalidArgumentError("environment variable ATHANOR_RENDEZVOUS_SECRET holds 5 characters; a "
+                                       "rendezvous secret has at least 16"));
+  EXPECT_EQ(ParseRendezvousEnv(Vars({{"ATHANOR_RENDEZVOUS_LISTEN_FD", "1"}})).status(),
+            absl::InvalidArgumentError(
+                "environment variable ATHANOR_RENDEZVOUS_LISTEN_FD=1 is not an inherited descriptor (>= 3)"));
+  EXPECT_EQ(ParseRendezvousEnv(Vars({{"ATHANOR_RENDEZVOUS_LISTEN_FD", "3x"}})).status(),
+            absl::InvalidArgumentError(
+                "environment variable ATHANOR_RENDEZVOUS_LISTEN_FD='3x' is not a non-negative integer"));
+}
+
+}  // namespace
+}  // namespace athanor

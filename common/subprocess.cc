@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
@@ -18,6 +19,9 @@
 extern char** environ;
 
 namespace athanor {
+namespace {
+constexpr size_t kMaxPassedFds = 8;
+}  // namespace
 
 std::string ExitInfo::ToString() const {
   if (signal != 0) return absl::StrCat("killed by signal ", signal, " (", strsignal(signal), ")");
@@ -63,9 +67,19 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Start(const SubprocessOp
     if (out_fd >= 0) close(out_fd);
     if (err_fd >= 0 && err_fd != out_fd) close(err_fd);
   };
+  for (const auto& [child_fd, parent_fd] : options.pass_fds) {
+    if (child_fd < 3 || parent_fd < 0 || options.pass_fds.size() > kMaxPassedFds) {
+      return absl::InvalidArgumentError(absl::StrCat("cannot pass descriptor ", parent_fd, " as ", child_fd,
+                                                     ": child descriptors start at 3, at most ",
+                                                     kMaxPassedFds, " of them"));
+    }
+  }
   if (!options.stdout_path.empty()) {
     out_fd = open(options.stdout_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (out_fd < 0) return ErrnoStatus(absl::StrCat("open ", options.stdout_path));
+  } else if (options.stdout_fd >= 0) {
+    out_fd = fcntl(options.stdout_fd, F_DUPFD_CLOEXEC, 0);  // ours to close, like an opened path
+    if (out_fd < 0) return ErrnoStatus("dup stdout_fd");
   }
   int pipe_fds[2] = {-1, -1};
   if (options.capture_stdout && out_fd < 0) {
@@ -111,6 +125,18 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Start(const SubprocessOp
     signal(SIGINT, SIG_DFL);
     if (out_fd >= 0) dup2(out_fd, STDOUT_FILENO);
     if (err_fd >= 0) dup2(err_fd, STDERR_FILENO);
+    // Passed descriptors: each copied above every target first, so that no
+    // dup2 below overwrites a source still to be copied; dup2 clears FD_CLOEXEC.
+    int high = 3, copies[kMaxPassedFds], n_copies = 0;
+    for (const auto& [child_fd, parent_fd] : options.pass_fds) high = std::max({high, child_fd + 1, parent_fd + 1});
+    for (const auto& [child_fd, parent_fd] : options.pass_fds) {
+      copies[n_copies] = fcntl(parent_fd, F_DUPFD_CLOEXEC, high);
+      if (copies[n_copies++] < 0) _exit(127);
+    }
+    n_copies = 0;
+    for (const auto& [child_fd, parent_fd] : options.pass_fds) {
+      if (dup2(copies[n_copies++], child_fd) < 0) _exit(127);
+    }
     int devnull = open("/dev/null", O_RDONLY);
     if (devnull >= 0) dup2(devnull, STDIN_FILENO);
     if (!options.working_dir.empty() && chdir(options.working_dir.c_str()) != 0) {

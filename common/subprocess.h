@@ -23,13 +23,20 @@ struct SubprocessOptions {
   std::map<std::string, std::string> env;    // set on top of the inherited environment
   bool inherit_env = true;
   std::string working_dir;                   // empty: the parent's
-  std::string stdout_path;                   // append to this file; empty: see capture_stdout
+  std::string stdout_path;                   // append to this file; empty: see stdout_fd
+  // An open file the child's stdout goes to (the caller keeps and closes its
+  // own descriptor), for a file the caller opened safely (openat, O_NOFOLLOW);
+  // used when stdout_path is empty. -1: see capture_stdout.
+  int stdout_fd = -1;
   std::string stderr_path;                   // append to this file; "=stdout" joins stdout
   bool capture_stdout = false;               // a pipe readable through stdout_fd()
   bool new_process_group = true;
   // Sent to the child when the thread that started it ends (PR_SET_PDEATHSIG),
   // e.g. when its parent process dies, however; 0: none.
   int parent_death_signal = 0;
+  // Descriptors the child inherits across exec: child fd number -> the
+  // caller's descriptor (which the caller keeps). Child numbers must be >= 3.
+  std::map<int, int> pass_fds;
 };
 
 // How a child ended: exit_code is its exit status, or 128+signal when killed.

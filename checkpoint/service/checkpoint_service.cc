@@ -16,6 +16,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "checkpoint/service/wire.h"
+#include "common/escape.h"
 #include "common/logging.h"
 #include "common/status.h"
 
@@ -38,9 +39,11 @@ bool ParseHandoffNote(const std::string& note, ShardUploadEvent* event) {
 
 absl::StatusOr<std::unique_ptr<CheckpointService>> CheckpointService::Start(
     CheckpointServiceOptions options, DurableReporter* reporter, StoreOpener opener) {
-  if (options.staging_dir.empty() || options.socket_path.empty()) {
-    return absl::InvalidArgumentError("the checkpoint service needs a socket path and a staging dir");
+  if (options.staging_dir.empty() || options.socket_path.empty() || options.registry_dir.empty()) {
+    return absl::InvalidArgumentError(
+        "the checkpoint service needs a socket path, a staging dir and the agent's rank registry");
   }
+  ASSIGN_OR_RETURN(std::unique_ptr<RankRegistry> registry, RankRegistry::Open(options.registry_dir));
   if (::mkdir(options.staging_dir.c_str(), 0700) != 0 && errno != EEXIST) {
     return absl::FailedPreconditionError(
         absl::StrCat("creating ", options.staging_dir, ": ", strerror(errno)));
@@ -60,13 +63,13 @@ absl::StatusOr<std::unique_ptr<CheckpointService>> CheckpointService::Start(
         std::string what((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
         ATHANOR_LOG(WARNING) << "discarding a handed-off staging area whose upload an earlier "
                                 "run of the service did not finish ("
-                             << what << "); that step will not commit";
+                             << EscapeControls(what) << "); that step will not commit";
         ShardUploadEvent event;
         event.failed = true;
         event.error = "the checkpoint service restarted before the upload finished";
         if (ParseHandoffNote(what, &event)) {
           if (absl::Status r = reporter->ShardUpload(event); !r.ok()) {
-            ATHANOR_LOG(WARNING) << "reporting the discarded upload failed: " << r.ToString();
+            ATHANOR_LOG(WARNING) << "reporting the discarded upload failed: " << EscapeControls(r.ToString());
           }
         }
       }
@@ -75,15 +78,16 @@ absl::StatusOr<std::unique_ptr<CheckpointService>> CheckpointService::Start(
   }
   ASSIGN_OR_RETURN(int fd, ListenService(options.socket_path, 0666));
   return std::unique_ptr<CheckpointService>(
-      new CheckpointService(std::move(options), reporter, std::move(opener), fd));
+      new CheckpointService(std::move(options), reporter, std::move(opener), fd, std::move(registry)));
 }
 
 CheckpointService::CheckpointService(CheckpointServiceOptions options, DurableReporter* reporter,
-                                     StoreOpener opener, int listen_fd)
+                                     StoreOpener opener, int listen_fd, std::unique_ptr<RankRegistry> registry)
     : options_(std::move(options)),
       reporter_(reporter),
       opener_(std::move(opener)),
-      listen_fd_(listen_fd) {
+      listen_fd_(listen_fd),
+      registry_(std::move(registry)) {
   acceptor_ = std::thread([this] { AcceptLoop(); });
 }
 
@@ -241,7 +245,7 @@ void CheckpointService::Serve(Connection* conn) {
     if (!frame.ok()) {
       if (!absl::IsUnavailable(frame.status())) {
         ATHANOR_LOG(WARNING) << "checkpoint service: dropping a rank connection: "
-                             << frame.status().ToString();
+                             << EscapeControls(frame.status().ToString());
       }
       break;
     }

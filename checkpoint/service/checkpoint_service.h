@@ -3,10 +3,11 @@
 // Ranks connect to its unix socket (wire.h); the service learns each peer's
 // uid and gid from SO_PEERCRED and treats everything a rank sends as hostile
 // (docs/security.md):
-//  - Identity: a job id is bound, for this run of the service, to the uid
-//    that first staged it; another uid's stage of any rank of that job is
-//    refused (PermissionDenied). Full binding of a connection to its job,
-//    attempt, rank and checkpoint root needs the agent to register ranks.
+//  - Identity: the agent registers every rank it starts (rank_registry.h:
+//    job, attempt, rank, uid, checkpoint root) over a folder ranks cannot
+//    reach. A stage is refused (PermissionDenied) unless the job, attempt and
+//    rank it names are registered, with the caller's uid (SO_PEERCRED), the
+//    same checkpoint root and, where the agent fixed one, the same keep_last.
 //  - Areas: for each (job, rank) the service owns one staging area, a memfd
 //    it sizes and seals (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) before it
 //    passes the descriptor to the rank, which maps it and copies its shard
@@ -61,6 +62,8 @@
 #include "absl/time/time.h"
 #include "checkpoint/manifest.h"
 #include "checkpoint/object_store.h"
+#include "checkpoint/service/rank_registry.h"
+#include "checkpoint/service/stage_request.h"
 #include "nlohmann/json.hpp"
 
 namespace athanor::ckptsvc {
@@ -111,6 +114,9 @@ using StoreOpener = std::function<absl::StatusOr<std::unique_ptr<ObjectStore>>(
 
 struct CheckpointServiceOptions {
   std::string socket_path;
+  // The agent's registrations of its ranks (RankRegistry); required: a stage
+  // of a rank not registered there is refused.
+  std::string registry_dir;
   std::string staging_dir;  // the hand-off notes a restart reads (areas are memfds)
   uint64_t budget_bytes = 8ull << 30;
   // The share of `budget_bytes` one uid's areas may hold together (0: all of
@@ -159,7 +165,10 @@ class CheckpointService {
   struct Area;
   struct Connection;
   CheckpointService(CheckpointServiceOptions options, DurableReporter* reporter,
-                    StoreOpener opener, int listen_fd);
+                    StoreOpener opener, int listen_fd, std::unique_ptr<RankRegistry> registry);
+  // Why the stage `req` from `conn` disagrees with the agent's registration
+  // of its rank (PermissionDenied); OK when it agrees.
+  absl::Status CheckRegistration(const Connection& conn, const StageRequest& req) const;
   void AcceptLoop();
   void Serve(Connection* conn);
   absl::Status HandleStage(Connection* conn, const nlohmann::json& msg);
@@ -185,6 +194,7 @@ class CheckpointService {
   DurableReporter* const reporter_;
   const StoreOpener opener_;
   const int listen_fd_;
+  const std::unique_ptr<RankRegistry> registry_;
   std::thread acceptor_;
 
   mutable absl::Mutex mu_;
@@ -193,10 +203,6 @@ class CheckpointService {
   uint64_t used_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t next_area_id_ ABSL_GUARDED_BY(mu_) = 1;
   std::map<std::string, std::unique_ptr<Area>> areas_ ABSL_GUARDED_BY(mu_);  // "<job>/<rank>"
-  // Each job id staged in this run, bound to the uid that staged it first,
-  // and how many job ids each uid has bound (capped: the table stays small).
-  std::map<std::string, uid_t> job_uids_ ABSL_GUARDED_BY(mu_);
-  std::map<uid_t, int> jobs_per_uid_ ABSL_GUARDED_BY(mu_);
   std::vector<std::unique_ptr<Connection>> connections_ ABSL_GUARDED_BY(mu_);
   // Held across writing the stats file, so that concurrent uploads' writes do
   // not interleave; never taken under mu_.

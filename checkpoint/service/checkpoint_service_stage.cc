@@ -12,13 +12,11 @@
 #include "checkpoint/service/service_area.h"
 #include "checkpoint/service/stage_request.h"
 #include "checkpoint/service/wire.h"
+#include "common/escape.h"
 #include "common/logging.h"
 
 namespace athanor::ckptsvc {
 namespace {
-
-// How many job ids one uid may bind in a run of the service.
-constexpr int kMaxJobsPerUid = 4096;
 
 nlohmann::json ErrorReply(const absl::Status& s) {
   return {{"ok", false}, {"error", s.ToString()}};
@@ -43,9 +41,38 @@ absl::StatusOr<int> CreateSealedArea(const std::string& name, uint64_t bytes) {
 
 }  // namespace
 
+absl::Status CheckpointService::CheckRegistration(const Connection& conn, const StageRequest& req) const {
+  const std::string who = absl::StrCat("job ", req.job, " attempt ", req.attempt, " rank ", req.rank);
+  absl::StatusOr<RankBinding> b = registry_->Lookup(req.job, req.attempt, req.rank);
+  if (absl::IsNotFound(b.status())) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        who, " is not registered with this node's checkpoint service: only ranks this node's agent started "
+             "may stage, and only as themselves"));
+  }
+  if (!b.ok()) return absl::PermissionDeniedError(absl::StrCat(who, ": ", b.status().message()));
+  if (b->uid != conn.uid) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(who, " runs as uid ", b->uid, " on this node; uid ", conn.uid, " may not stage for it"));
+  }
+  if (b->uri != req.uri) {
+    return absl::PermissionDeniedError(absl::StrCat(who, ": the stage names checkpoint root '", req.uri,
+                                                    "', not the job's ('", b->uri, "')"));
+  }
+  if (b->keep_last > 0 && b->keep_last != req.keep_last) {
+    return absl::PermissionDeniedError(absl::StrCat(who, ": the stage asks for keep_last ", req.keep_last,
+                                                    ", not the job's ", b->keep_last));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckpointService::HandleStage(Connection* conn, const nlohmann::json& msg) {
   absl::StatusOr<StageRequest> req = ParseStageRequest(msg, options_.budget_bytes);
   if (!req.ok()) return SendFrame(conn->fd, ErrorReply(req.status()));
+  if (absl::Status registered = CheckRegistration(*conn, *req); !registered.ok()) {
+    ATHANOR_LOG(WARNING) << "checkpoint service: refusing a stage from uid " << conn->uid << ": "
+                         << EscapeControls(registered.message());
+    return SendFrame(conn->fd, ErrorReply(registered));
+  }
   const uint64_t uid_budget =
       options_.uid_budget_bytes > 0 ? options_.uid_budget_bytes : options_.budget_bytes;
   if (req->bytes > uid_budget) {
@@ -62,21 +89,9 @@ absl::Status CheckpointService::HandleStage(Connection* conn, const nlohmann::js
   {
     absl::MutexLock lock(&mu_);
     auto refuse = [&](const absl::Status& s) { reply = ErrorReply(s); };
-    auto bound = job_uids_.find(req->job);
     if (conn->area != nullptr && conn->area->key != key) {
       refuse(absl::FailedPreconditionError(
           absl::StrCat("this connection stages for ", conn->area->key, ", not ", key)));
-    } else if (bound != job_uids_.end() && bound->second != conn->uid) {
-      refuse(absl::PermissionDeniedError(
-          absl::StrCat("job ", req->job, " is staged on this node by another uid; uid ", conn->uid,
-                       " may not stage it")));
-    } else if (bound == job_uids_.end() && jobs_per_uid_[conn->uid] >= kMaxJobsPerUid) {
-      refuse(absl::ResourceExhaustedError(absl::StrCat(
-          "uid ", conn->uid, " has staged ", kMaxJobsPerUid, " job ids on this node already")));
-    }
-    if (reply.is_null() && bound == job_uids_.end()) {
-      job_uids_.emplace(req->job, conn->uid);
-      ++jobs_per_uid_[conn->uid];
     }
     Area* area = nullptr;
     if (reply.is_null()) {

@@ -82,6 +82,7 @@ class ServiceTest : public ::testing::Test {
     CheckpointServiceOptions o;
     o.socket_path = dir_ + "/svc.sock";
     o.staging_dir = dir_ + "/staging";
+    o.registry_dir = dir_ + "/registry";
     o.budget_bytes = budget;
     o.stats_path = dir_ + "/stats.json";
     std::string root = root_;
@@ -98,6 +99,9 @@ class ServiceTest : public ::testing::Test {
         });
     ASSERT_TRUE(svc.ok()) << svc.status();
     service_ = std::move(*svc);
+    auto registry = RankRegistry::Open(o.registry_dir);  // what the agent writes
+    ASSERT_TRUE(registry.ok()) << registry.status();
+    registry_ = std::move(*registry);
   }
   ServiceCheckpointerOptions ClientOptions(int rank, int world,
                                            InFlightPolicy policy = InFlightPolicy::kWait) {
@@ -110,6 +114,8 @@ class ServiceTest : public ::testing::Test {
     o.in_flight = policy;
     o.uri = "file://" + root_;
     o.env = {{"AWS_ACCESS_KEY_ID", "job-key"}};
+    // The agent registers every rank it starts.
+    EXPECT_TRUE(registry_->Register({o.job, o.attempt, rank, geteuid(), o.uri, 0}).ok());
     return o;
   }
   std::unique_ptr<ServiceCheckpointer> Connect(const ServiceCheckpointerOptions& o) {
@@ -121,7 +127,46 @@ class ServiceTest : public ::testing::Test {
   std::string dir_, root_;
   RecordingReporter reporter_;
   std::unique_ptr<CheckpointService> service_;
+  std::unique_ptr<RankRegistry> registry_;
 };
+
+// Only ranks the agent registered may stage, as registered: the uid, the
+// checkpoint root and (where the agent fixed one) keep_last must agree.
+TEST_F(ServiceTest, AStageMustAgreeWithTheAgentsRegistration) {
+  StartService();
+  auto Refused = [](const std::string& why) {
+    return absl::FailedPreconditionError("checkpoint service refused staging step 1: PERMISSION_DENIED: " + why);
+  };
+  RankState s;
+  FillRankState(&s, 1, 0, 1);
+  ServiceCheckpointerOptions o = ClientOptions(0, 1);
+  ASSERT_TRUE(registry_->Unregister("job", 2, 0).ok());
+  auto unregistered = Connect(o);
+  ASSERT_NE(unregistered, nullptr);
+  EXPECT_EQ(unregistered->Save(1, s.state).status(),
+            Refused("job job attempt 2 rank 0 is not registered with this node's checkpoint "
+                                        "service: only ranks this node's agent started may stage, and only as "
+                                        "themselves"));
+  ASSERT_TRUE(registry_->Register({"job", 2, 0, geteuid() + 1, o.uri, 0}).ok());
+  auto other_uid = Connect(o);
+  EXPECT_EQ(other_uid->Save(1, s.state).status(),
+            Refused(absl::StrCat("job job attempt 2 rank 0 runs as uid ", geteuid() + 1,
+                                                     " on this node; uid ", geteuid(), " may not stage for it")));
+  ASSERT_TRUE(registry_->Register({"job", 2, 0, geteuid(), "file:///elsewhere", 0}).ok());
+  auto other_root = Connect(o);
+  EXPECT_EQ(other_root->Save(1, s.state).status(),
+            Refused(absl::StrCat("job job attempt 2 rank 0: the stage names checkpoint root '",
+                                                     o.uri, "', not the job's ('file:///elsewhere')")));
+  ASSERT_TRUE(registry_->Register({"job", 2, 0, geteuid(), o.uri, 5}).ok());
+  auto other_keep = Connect(o);
+  EXPECT_EQ(other_keep->Save(1, s.state).status(),
+            Refused("job job attempt 2 rank 0: the stage asks for keep_last 3, not the job's 5"));
+  auto agreeing = Connect(ClientOptions(0, 1));  // registers it as it is
+  EXPECT_EQ(agreeing->Save(1, s.state).value_or(false), true);
+  EXPECT_TRUE(agreeing->Wait().ok());
+  service_->WaitIdle();
+  EXPECT_EQ(reporter_.shards().size(), 1u);
+}
 
 TEST_F(ServiceTest, ThreeRanksThroughTheServiceWriteWhatTheInRankPathWrites) {
   StartService();
@@ -295,6 +340,7 @@ TEST_F(ServiceTest, ARestartDiscardsAreasLeftByTheEarlierRun) {
   CheckpointServiceOptions o;
   o.socket_path = saved + "/svc.sock";
   o.staging_dir = saved + "/staging";
+  o.registry_dir = saved + "/registry";
   auto svc = CheckpointService::Start(o, &reporter_, nullptr);
   ASSERT_TRUE(svc.ok()) << svc.status();
   EXPECT_NE(::access((saved + "/staging/job.0.1.area").c_str(), F_OK), 0);

@@ -20,6 +20,7 @@
 #include "checkpoint/service/throttled_store.h"
 #include "checkpoint/service/wire.h"
 #include "checkpoint/shard_upload.h"
+#include "common/escape.h"
 #include "common/logging.h"
 #include "common/status.h"
 
@@ -120,7 +121,7 @@ void CheckpointService::UploadArea(Area* area) {
   RankManifest& m = area->manifest;
   ShardUploadEvent event{m.job, area->attempt, m.step, m.rank, m.world_size, false, ""};
   if (absl::Status r = reporter_->ShardUpload(event); !r.ok()) {
-    ATHANOR_LOG(WARNING) << "reporting the hand-off of " << m.shard_key << " failed: " << r.ToString();
+    ATHANOR_LOG(WARNING) << "reporting the hand-off of " << m.shard_key << " failed: " << EscapeControls(r.ToString());
   }
   const auto upload_start = std::chrono::steady_clock::now();
   ATHANOR_LOG(INFO) << "checkpoint service: uploading " << m.shard_key << " (" << m.shard_size
@@ -135,16 +136,16 @@ void CheckpointService::UploadArea(Area* area) {
     ATHANOR_LOG(INFO) << "checkpoint service: " << m.shard_key << " durable (" << m.shard_size
                       << " bytes)";
     if (absl::Status r = reporter_->ShardDurable(d); !r.ok()) {
-      ATHANOR_LOG(WARNING) << "reporting " << m.shard_key << " durable failed: " << r.ToString();
+      ATHANOR_LOG(WARNING) << "reporting " << m.shard_key << " durable failed: " << EscapeControls(r.ToString());
     }
   } else {
-    ATHANOR_LOG(ERROR) << "checkpoint service: upload of " << m.shard_key << " to " << area->uri
-                       << " failed; step " << m.step << " will not commit: " << status.ToString();
+    ATHANOR_LOG(ERROR) << "checkpoint service: upload of " << m.shard_key << " to " << EscapeControls(area->uri)
+                       << " failed; step " << m.step << " will not commit: " << EscapeControls(status.ToString());
     event.failed = true;
     event.error = status.ToString();
     if (absl::Status r = reporter_->ShardUpload(event); !r.ok()) {
       ATHANOR_LOG(WARNING) << "reporting the failed upload of " << m.shard_key
-                           << " failed: " << r.ToString();
+                           << " failed: " << EscapeControls(r.ToString());
     }
   }
   ::unlink(area->note_path.c_str());

@@ -9,7 +9,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -21,6 +20,7 @@
 #include "collectives/bootstrap/store_auth.h"
 #include "collectives/bootstrap/store_protocol.h"
 #include "common/logging.h"
+#include "common/rank_env.h"
 #include "common/status.h"
 
 namespace athanor {
@@ -86,15 +86,55 @@ absl::StatusOr<sockaddr_in> Resolve(const std::string& host, int port) {
 
 }  // namespace
 
-std::string RendezvousSecretFromEnv() {
-  const char* s = std::getenv("ATHANOR_RENDEZVOUS_SECRET");
-  return s != nullptr ? s : "";
+namespace {
+
+// A duplicate of `fd`, checked to be a listening IPv4 TCP socket (bound to
+// `port` unless that is 0); the original is made close-on-exec, so the rank's
+// own children do not inherit the agent's socket.
+absl::StatusOr<int> AdoptListener(int fd, int port) {
+  const std::string what = absl::StrCat("TCP store: the listening socket passed as descriptor ", fd);
+  int listening = 0, domain = 0, type = 0;
+  socklen_t len = sizeof(int);
+  if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " is not an open socket: ", strerror(errno)));
+  }
+  len = sizeof(int);
+  getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len);
+  len = sizeof(int);
+  getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len);
+  sockaddr_in addr{};
+  socklen_t addr_len = sizeof(addr);
+  if (!listening || domain != AF_INET || type != SOCK_STREAM ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &addr_len) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " is not a listening IPv4 TCP socket"));
+  }
+  if (port != 0 && ntohs(addr.sin_port) != port) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " listens on port ", ntohs(addr.sin_port), ", not on MASTER_PORT ", port));
+  }
+  int own = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (own < 0) return ErrnoStatus(absl::StrCat(what, ": dup"));
+  fcntl(fd, F_SETFD, FD_CLOEXEC);
+  return own;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<TcpStoreServer>> TcpStoreServer::Start(const std::string& host, int port) {
+  absl::StatusOr<RendezvousEnv> env = ParseRendezvousEnv(ProcessEnv());
+  if (!env.ok()) return env.status();
+  return Start(host, port, StoreServerOptions{env->secret, env->listen_fd});
 }
 
 absl::StatusOr<std::unique_ptr<TcpStoreServer>> TcpStoreServer::Start(const std::string& host,
                                                                       int port,
-                                                                      const std::string& secret) {
+                                                                      const StoreServerOptions& options) {
+  const std::string& secret = options.secret;
   ASSIGN_OR_RETURN(sockaddr_in addr, Resolve(host, port));
+  if (options.listen_fd >= 0) {
+    ASSIGN_OR_RETURN(int fd, AdoptListener(options.listen_fd, port));
+    return Serve(fd, secret);
+  }
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return ErrnoStatus("socket");
   int one = 1;
@@ -111,6 +151,11 @@ absl::StatusOr<std::unique_ptr<TcpStoreServer>> TcpStoreServer::Start(const std:
     }
     return ErrnoStatus(absl::StrCat("TCP store: bind/listen ", host, ":", port), err);
   }
+  return Serve(fd, secret);
+}
+
+absl::StatusOr<std::unique_ptr<TcpStoreServer>> TcpStoreServer::Serve(int fd, const std::string& secret) {
+  sockaddr_in addr{};
   socklen_t len = sizeof(addr);
   getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
   int pipefd[2];
@@ -364,6 +409,13 @@ void TcpStoreServer::Run() {
     }
   }
   for (auto& [fd, unused] : peers) close(fd);
+}
+
+absl::StatusOr<std::unique_ptr<TcpStoreClient>> TcpStoreClient::Connect(const std::string& host, int port,
+                                                                       std::chrono::milliseconds timeout) {
+  absl::StatusOr<RendezvousEnv> env = ParseRendezvousEnv(ProcessEnv());
+  if (!env.ok()) return env.status();
+  return Connect(host, port, timeout, env->secret);
 }
 
 absl::StatusOr<std::unique_ptr<TcpStoreClient>> TcpStoreClient::Connect(

@@ -13,10 +13,15 @@
 // attempt, a store without a secret) fails with PermissionDenied naming the
 // address and has sent it nothing derived from the secret. The server refuses
 // a client that does not prove the secret (or has none) before any key is
-// read or set, hangs up, and records why (Refusals()). By default both take
-// the secret from ATHANOR_RENDEZVOUS_SECRET (the agent sets it per attempt;
-// see docs/security.md); when neither has one (athanor-run, unsandboxed
-// agents) the wire is as it always was.
+// read or set, hangs up, and records why (Refusals()). Both take the secret
+// as an option; when neither has one (athanor-run, unsandboxed agents) the
+// wire is as it always was.
+//
+// Listening socket: under an agent, rank 0 does not bind MASTER_PORT itself.
+// The agent binds it (binding is its check that no other process, say
+// another tenant's squatter, holds the port) and passes the listening socket
+// down (StoreServerOptions::listen_fd); the server serves on a duplicate of
+// it, so the port is never free between the agent's check and the store.
 //
 // Threading: both classes are thread-safe (the client serialises calls with a
 // mutex). Errors: Unavailable when the server cannot be reached or the
@@ -47,16 +52,28 @@
 
 namespace athanor {
 
-// ATHANOR_RENDEZVOUS_SECRET, or "" when unset.
-std::string RendezvousSecretFromEnv();
+struct StoreServerOptions {
+  std::string secret;  // empty: every client is served
+  // >= 0: a TCP socket already bound and listening (the agent's), which the
+  // server serves on instead of binding host:port; the caller keeps this
+  // descriptor (the server duplicates it and marks the original close-on-exec).
+  int listen_fd = -1;
+};
 
 class TcpStoreServer {
  public:
   // Listens on host:port (port 0 picks one; see port()). Unavailable, saying
   // that another process (possibly another tenant's) holds the port, when
-  // host:port is already in use.
-  static absl::StatusOr<std::unique_ptr<TcpStoreServer>> Start(
-      const std::string& host, int port, const std::string& secret = RendezvousSecretFromEnv());
+  // host:port is already in use. With options.listen_fd: InvalidArgument
+  // when it is not a listening IPv4 TCP socket, or is bound to another port
+  // than a non-zero `port`.
+  static absl::StatusOr<std::unique_ptr<TcpStoreServer>> Start(const std::string& host, int port,
+                                                               const StoreServerOptions& options);
+  // Transitional, for backends that do not pass the rendezvous options yet
+  // (collectives/ucx, collectives/nccl): the options this process's
+  // environment gives (ParseRendezvousEnv, common/rank_env.h); a bad value
+  // there is InvalidArgument. Remove once CommunicatorOptions carries them.
+  static absl::StatusOr<std::unique_ptr<TcpStoreServer>> Start(const std::string& host, int port);
   ~TcpStoreServer();  // stops the thread and closes every connection
   int port() const { return port_; }
   // Stops accepting connections and blocks until every client has hung up
@@ -73,6 +90,8 @@ class TcpStoreServer {
 
  private:
   TcpStoreServer(int listen_fd, int port, int wake_read, int wake_write, std::string secret);
+  // Serves on `listen_fd` (owned from here on, listening already).
+  static absl::StatusOr<std::unique_ptr<TcpStoreServer>> Serve(int listen_fd, const std::string& secret);
   void Run();
   // Records a refusal for Refusals() and logs it (the first 16, then one in
   // 256, so that a peer that keeps knocking cannot flood the log).
@@ -91,10 +110,15 @@ class TcpStoreServer {
 
 class TcpStoreClient {
  public:
-  // Connects, retrying until `timeout` passes (the server may start later).
-  static absl::StatusOr<std::unique_ptr<TcpStoreClient>> Connect(
-      const std::string& host, int port, std::chrono::milliseconds timeout,
-      const std::string& secret = RendezvousSecretFromEnv());
+  // Connects, retrying until `timeout` passes (the server may start later),
+  // and proves `secret` (empty: none).
+  static absl::StatusOr<std::unique_ptr<TcpStoreClient>> Connect(const std::string& host, int port,
+                                                                 std::chrono::milliseconds timeout,
+                                                                 const std::string& secret);
+  // Transitional, as TcpStoreServer::Start(host, port): the secret this
+  // process's environment gives.
+  static absl::StatusOr<std::unique_ptr<TcpStoreClient>> Connect(const std::string& host, int port,
+                                                                 std::chrono::milliseconds timeout);
   ~TcpStoreClient();
 
   absl::Status Set(const std::string& key, const std::string& value);

@@ -23,7 +23,7 @@ using Clock = std::chrono::steady_clock;
 
 // One rendezvous of `n` clients; milliseconds, or -1 on any error.
 double Once(int n, const std::string& secret) {
-  auto server = athanor::TcpStoreServer::Start("127.0.0.1", 0, secret);
+  auto server = athanor::TcpStoreServer::Start("127.0.0.1", 0, {.secret = secret});
   if (!server.ok()) {
     std::fprintf(stderr, "start: %s\n", server.status().ToString().c_str());
     return -1;

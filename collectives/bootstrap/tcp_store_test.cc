@@ -1,6 +1,7 @@
 #include "collectives/bootstrap/tcp_store.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -18,10 +19,10 @@ namespace {
 using ::testing::HasSubstr;
 
 TEST(TcpStore, SetGetAddCheck) {
-  auto server = TcpStoreServer::Start("127.0.0.1", 0);
+  auto server = TcpStoreServer::Start("127.0.0.1", 0, {});
   ASSERT_TRUE(server.ok()) << server.status();
-  auto a = TcpStoreClient::Connect("127.0.0.1", (*server)->port(), std::chrono::seconds(5));
-  auto b = TcpStoreClient::Connect("127.0.0.1", (*server)->port(), std::chrono::seconds(5));
+  auto a = TcpStoreClient::Connect("127.0.0.1", (*server)->port(), std::chrono::seconds(5), "");
+  auto b = TcpStoreClient::Connect("127.0.0.1", (*server)->port(), std::chrono::seconds(5), "");
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_EQ(*(*a)->Check("k"), false);
   // b waits for a key that a sets afterwards.
@@ -37,10 +38,47 @@ TEST(TcpStore, SetGetAddCheck) {
   EXPECT_EQ(*(*b)->Add("n", -2), 3);
 }
 
+// A listening socket bound by someone else (the agent) is served on as it
+// is: the store never binds the port itself, so it is never free between.
+TEST(TcpStore, ServesOnAnAdoptedListeningSocket) {
+  int agent_fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  ASSERT_EQ(bind(agent_fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(listen(agent_fd, 16), 0);
+  socklen_t len = sizeof(addr);
+  getsockname(agent_fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  const int port = ntohs(addr.sin_port);
+  const std::string secret = "0123456789abcdef0123456789abcdef";
+
+  auto wrong_port = TcpStoreServer::Start("127.0.0.1", port == 65535 ? 1 : port + 1,
+                                          {.secret = secret, .listen_fd = agent_fd});
+  EXPECT_EQ(wrong_port.status(),
+            absl::InvalidArgumentError(absl::StrCat(
+                "TCP store: the listening socket passed as descriptor ", agent_fd, " listens on port ", port,
+                ", not on MASTER_PORT ", port == 65535 ? 1 : port + 1)));
+  auto server = TcpStoreServer::Start("127.0.0.1", port, {.secret = secret, .listen_fd = agent_fd});
+  ASSERT_TRUE(server.ok()) << server.status();
+  EXPECT_EQ((*server)->port(), port);
+  EXPECT_EQ(fcntl(agent_fd, F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);  // not passed on to the rank's children
+  auto c = TcpStoreClient::Connect("127.0.0.1", port, std::chrono::seconds(5), secret);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(*(*c)->Add("n", 7), 7);
+  close(agent_fd);  // the server holds its own duplicate
+  EXPECT_EQ(*(*c)->Add("n", 1), 8);
+
+  int unbound = socket(AF_INET, SOCK_STREAM, 0);
+  EXPECT_EQ(TcpStoreServer::Start("127.0.0.1", 0, {.listen_fd = unbound}).status(),
+            absl::InvalidArgumentError(absl::StrCat("TCP store: the listening socket passed as descriptor ",
+                                                    unbound, " is not a listening IPv4 TCP socket")));
+  close(unbound);
+}
+
 TEST(TcpStore, GetTimesOutNamingTheKeyAndStaysUsable) {
-  auto server = TcpStoreServer::Start("127.0.0.1", 0);
+  auto server = TcpStoreServer::Start("127.0.0.1", 0, {});
   ASSERT_TRUE(server.ok());
-  auto c = TcpStoreClient::Connect("127.0.0.1", (*server)->port(), std::chrono::seconds(5));
+  auto c = TcpStoreClient::Connect("127.0.0.1", (*server)->port(), std::chrono::seconds(5), "");
   ASSERT_TRUE(c.ok());
   auto v = (*c)->Get("never", std::chrono::milliseconds(50));
   EXPECT_EQ(v.status().code(), absl::StatusCode::kDeadlineExceeded);
@@ -49,9 +87,9 @@ TEST(TcpStore, GetTimesOutNamingTheKeyAndStaysUsable) {
 }
 
 TEST(TcpStore, AllGatherNamesMissingRanks) {
-  auto server = TcpStoreServer::Start("127.0.0.1", 0);
+  auto server = TcpStoreServer::Start("127.0.0.1", 0, {});
   ASSERT_TRUE(server.ok());
-  auto c = TcpStoreClient::Connect("127.0.0.1", (*server)->port(), std::chrono::seconds(5));
+  auto c = TcpStoreClient::Connect("127.0.0.1", (*server)->port(), std::chrono::seconds(5), "");
   ASSERT_TRUE(c.ok());
   ASSERT_TRUE((*c)->Set("p/2", "two").ok());
   auto all = AllGatherThroughStore(c->get(), "p", 0, 4, "zero", std::chrono::milliseconds(100));
@@ -60,14 +98,14 @@ TEST(TcpStore, AllGatherNamesMissingRanks) {
 }
 
 TEST(TcpStore, ConnectTimesOutWhenNobodyListens) {
-  auto c = TcpStoreClient::Connect("127.0.0.1", 1, std::chrono::milliseconds(30));
+  auto c = TcpStoreClient::Connect("127.0.0.1", 1, std::chrono::milliseconds(30), "");
   EXPECT_EQ(c.status().code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_THAT(c.status().message(), HasSubstr("127.0.0.1:1 not reachable"));
 }
 
 TEST(TcpStore, SecretAdmitsOnlyClientsThatPresentIt) {
   const std::string secret = "0123456789abcdef0123456789abcdef";
-  auto server = TcpStoreServer::Start("127.0.0.1", 0, secret);
+  auto server = TcpStoreServer::Start("127.0.0.1", 0, {.secret = secret});
   ASSERT_TRUE(server.ok());
   const int port = (*server)->port();
   auto good = TcpStoreClient::Connect("127.0.0.1", port, std::chrono::seconds(5), secret);
@@ -95,7 +133,7 @@ TEST(TcpStore, SecretAdmitsOnlyClientsThatPresentIt) {
 // A store without a secret cannot prove one, so a client with one refuses
 // it (a squatter could pass for it otherwise); the store records the refusal.
 TEST(TcpStore, ClientWithSecretRefusesServerWithout) {
-  auto server = TcpStoreServer::Start("127.0.0.1", 0, "");
+  auto server = TcpStoreServer::Start("127.0.0.1", 0, {.secret = ""});
   ASSERT_TRUE(server.ok());
   const int port = (*server)->port();
   auto c = TcpStoreClient::Connect("127.0.0.1", port, std::chrono::seconds(5), "s3cret-s3cret-s3cret");
@@ -122,7 +160,7 @@ TEST(TcpStore, PortInUseSaysAnotherProcessListens) {
   socklen_t len = sizeof(addr);
   ASSERT_EQ(getsockname(squatter, reinterpret_cast<sockaddr*>(&addr), &len), 0);
   const int port = ntohs(addr.sin_port);
-  auto server = TcpStoreServer::Start("127.0.0.1", port, "0123456789abcdef0123456789abcdef");
+  auto server = TcpStoreServer::Start("127.0.0.1", port, {.secret = "0123456789abcdef0123456789abcdef"});
   close(squatter);
   EXPECT_EQ(server.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(server.status().message(),
@@ -179,13 +217,13 @@ std::string Frame(char op, uint32_t klen, const std::string& key, uint32_t vlen,
 class TcpStoreHostile : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto server = TcpStoreServer::Start("127.0.0.1", 0);
+    auto server = TcpStoreServer::Start("127.0.0.1", 0, {});
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
   }
   // The server still serves an honest client.
   void ExpectServing() {
-    auto c = TcpStoreClient::Connect("127.0.0.1", server_->port(), std::chrono::seconds(5));
+    auto c = TcpStoreClient::Connect("127.0.0.1", server_->port(), std::chrono::seconds(5), "");
     ASSERT_TRUE(c.ok()) << c.status();
     ASSERT_TRUE((*c)->Set("honest", "yes").ok());
     EXPECT_EQ(*(*c)->Get("honest", std::chrono::seconds(5)), "yes");
@@ -227,7 +265,7 @@ TEST_F(TcpStoreHostile, UnknownOpDisconnects) {
 }
 
 TEST_F(TcpStoreHostile, AddOnAValueThatIsNotEightBytesFails) {
-  auto c = TcpStoreClient::Connect("127.0.0.1", server_->port(), std::chrono::seconds(5));
+  auto c = TcpStoreClient::Connect("127.0.0.1", server_->port(), std::chrono::seconds(5), "");
   ASSERT_TRUE(c.ok());
   ASSERT_TRUE((*c)->Set("short", "abc").ok());
   auto added = (*c)->Add("short", 1);
@@ -251,12 +289,12 @@ TEST(TcpStore, MasterAddrMayBeAHostName) {
   // resolves through /etc/hosts.
   char name[256] = {};
   ASSERT_EQ(gethostname(name, sizeof(name) - 1), 0);
-  auto server = TcpStoreServer::Start("0.0.0.0", 0);
+  auto server = TcpStoreServer::Start("0.0.0.0", 0, {});
   ASSERT_TRUE(server.ok()) << server.status();
-  auto c = TcpStoreClient::Connect(name, (*server)->port(), std::chrono::seconds(5));
+  auto c = TcpStoreClient::Connect(name, (*server)->port(), std::chrono::seconds(5), "");
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(*(*c)->Add("n", 2), 2);
-  auto bad = TcpStoreClient::Connect("no-such-host.invalid", 1, std::chrono::milliseconds(50));
+  auto bad = TcpStoreClient::Connect("no-such-host.invalid", 1, std::chrono::milliseconds(50), "");
   EXPECT_FALSE(bad.ok());
   EXPECT_THAT(bad.status().message(), HasSubstr("no-such-host.invalid"));
 }

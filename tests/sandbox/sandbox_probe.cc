@@ -34,6 +34,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "collectives/bootstrap/tcp_store.h"
+#include "common/rank_env.h"
 
 namespace {
 
@@ -113,7 +114,7 @@ std::string Store(const std::string& target, bool with_secret) {
   std::string host = target.substr(0, colon);
   int port = atoi(target.substr(colon + 1).c_str());
   auto c = athanor::TcpStoreClient::Connect(host, port, std::chrono::seconds(5),
-                                            with_secret ? athanor::RendezvousSecretFromEnv() : "");
+                                            with_secret ? athanor::ParseRendezvousEnv(athanor::ProcessEnv()).value_or(athanor::RendezvousEnv{}).secret : "");
   if (!c.ok()) return absl::StrCat("connect: ", absl::StatusCodeToString(c.status().code()));
   absl::Status s = (*c)->Set("owner", "intruder");
   return s.ok() ? "ok" : absl::StrCat("set: ", absl::StatusCodeToString(s.code()));

@@ -9,6 +9,11 @@
 //    sandbox could depend on them. Now a restarted agent ends and removes
 //    everything a killed agent made, even when it restarts in another cgroup.
 // 3. A link planted in a file:// checkpoint root (below).
+// 4. Rank logs were opened by path, as root, following links: a link planted
+//    in place of a log made the agent append a rank's output to whatever it
+//    named, and `athanor logs` read it back (another tenant's log, the
+//    node's TLS key). Now logs are reached from the work dir with openat and
+//    O_NOFOLLOW (worker/agent/rank_log.h).
 //
 // Needs root, as CI runs it (the agent sandboxes only as root).
 #include <fcntl.h>
@@ -232,6 +237,46 @@ TEST_F(AgentFindingsTest, LinkInACheckpointRootReachesNothing) {
   ASSERT_EQ(stat(NodeDir().c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, 0u) << "the agent's work dir was given away";
   EXPECT_EQ(Log(thief).find("planted"), std::string::npos);
+}
+
+// 4. A link in place of a rank log is followed neither to write the rank's
+// output nor to serve `athanor logs`. The key stands in for the agent's TLS
+// private key (root's, 0600); a tenant that could plant a link in the agent's
+// work dir (as the relative link in a checkpoint root once allowed) aims it there.
+TEST_F(AgentFindingsTest, APlantedLinkInPlaceOfARankLogIsNeitherWrittenNorRead) {
+  StartAgent();
+  ASSERT_TRUE(cluster_.WaitForNodesUp(1)) << AgentLog();
+  const std::string key = cluster_.dir() + "/agent-key.pem";
+  const std::string secret = "-----BEGIN PRIVATE KEY----- stand-in\n";
+  {
+    std::ofstream(key) << secret;
+  }
+  ASSERT_EQ(chmod(key.c_str(), 0600), 0);
+
+  // Writing: the first job's log (job ids start at 1) is a link before it starts.
+  const std::string first = NodeDir() + "/jobs/1/attempt-1";
+  fs::create_directories(first);
+  ASSERT_EQ(symlink(key.c_str(), (first + "/rank-0.log").c_str()), 0);
+  std::string id = Submit({}, {"sh", "-c", "echo written-through-the-link"});
+  ASSERT_EQ(id, "1");
+  CliResult wait = cluster_.Cli({"wait", id, "--timeout", "30"});
+  EXPECT_EQ(wait.out, "job 1 FAILED: rank 0 on node node-a exited with code 127: cannot open the rank's log: " +
+                          first + "/rank-0.log is a link; the agent does not follow it\n")
+      << AgentLog();
+  EXPECT_EQ(ReadFile(key), secret);  // nothing appended through the link
+
+  // Reading: a finished job's log replaced by a link.
+  id = Submit({}, {"sh", "-c", "echo visible"});
+  wait = cluster_.Cli({"wait", id, "--timeout", "30"});
+  ASSERT_EQ(wait.out, "job " + id + " SUCCEEDED\n") << AgentLog();
+  const std::string log = NodeDir() + "/jobs/" + id + "/attempt-1/rank-0.log";
+  ASSERT_EQ(ReadFile(log), "visible\n");
+  ASSERT_EQ(unlink(log.c_str()), 0);
+  ASSERT_EQ(symlink(key.c_str(), log.c_str()), 0);
+  CliResult logs = cluster_.Cli({"logs", id});
+  EXPECT_EQ((logs.out + logs.err).find("PRIVATE KEY"), std::string::npos) << logs.out << logs.err;
+  EXPECT_NE((logs.out + logs.err).find("a link planted in its place is not followed"), std::string::npos)
+      << logs.out << logs.err;
 }
 
 }  // namespace

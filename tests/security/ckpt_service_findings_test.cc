@@ -12,7 +12,14 @@
 //      no more than its share, the idle area is reclaimed, another rank's
 //      checkpoint is accepted, and the hog's late hand-off gets a clear
 //      refusal; a uid past its connection cap gets a refusal, not silence;
-//  (d) a rank of another uid stages a job a first uid staged: refused.
+//  (d) on a fresh node, a rank of another tenant stages a job's id before
+//      the job's own ranks: refused, since only the ranks the agent
+//      registered (rank_registry.h) may stage, as the uid they run as; the
+//      job then checkpoints normally.
+//
+// The test stands in for the agent: it registers each rank in the service's
+// --registry-dir before that rank stages, as the agent does before it
+// starts a rank.
 //
 // Needs root (CI runs as root); skipped otherwise. Each test runs under the
 // cluster harness's 100 s watchdog, and every forked rank under its own alarm.
@@ -40,6 +47,7 @@
 #include "checkpoint/checkpoint_test_util.h"
 #include "checkpoint/layout.h"
 #include "checkpoint/manifest.h"
+#include "checkpoint/service/rank_registry.h"
 #include "checkpoint/service/service_checkpointer.h"
 #include "checkpoint/service/wire.h"
 #include "checkpoint/shard_upload.h"
@@ -163,7 +171,8 @@ class CkptServiceFindingsTest : public ::testing::Test {
   void StartService(const std::vector<std::string>& flags = {}) {
     SubprocessOptions o;
     o.argv = {std::string(getenv("ATHANOR_BIN_DIR")) + "/athanor-checkpoint-service", "--socket",
-              socket(), "--staging-dir", dir_ + "/staging", "--stats-file", dir_ + "/stats.json"};
+              socket(), "--staging-dir", dir_ + "/staging", "--stats-file", dir_ + "/stats.json",
+              "--registry-dir", registry_dir()};
     o.argv.insert(o.argv.end(), flags.begin(), flags.end());
     o.stderr_path = dir_ + "/service.log";
     o.stdout_path = dir_ + "/service.log";
@@ -179,6 +188,16 @@ class CkptServiceFindingsTest : public ::testing::Test {
     ASSERT_FALSE(service_->Poll().has_value()) << Log();
   }
   std::string socket() const { return dir_ + "/svc.sock"; }
+  std::string registry_dir() const { return dir_ + "/registry"; }
+  // What the agent does before it starts rank `rank` (attempt 1) of `job`.
+  void Register(const std::string& job, int rank, uid_t uid, const std::string& uri) {
+    if (registry_ == nullptr) {
+      auto opened = ckptsvc::RankRegistry::Open(registry_dir());
+      ASSERT_TRUE(opened.ok()) << opened.status();
+      registry_ = std::move(*opened);
+    }
+    ASSERT_TRUE(registry_->Register({job, 1, rank, uid, uri, 0}).ok());
+  }
   std::string Log() const { return ReadFile(dir_ + "/service.log"); }
   // The service's upload totals: {uploaded, failed}; {-1, -1} before the first.
   std::pair<int64_t, int64_t> Totals() const {
@@ -226,11 +245,15 @@ class CkptServiceFindingsTest : public ::testing::Test {
 
   std::string dir_;
   std::unique_ptr<Subprocess> service_;
+  std::unique_ptr<ckptsvc::RankRegistry> registry_;
+  std::string expected_b_;  // (d): what tenant B's stage is answered
 };
 
 // (b) An area shrunk before its hand-off cannot fault the service.
 TEST_F(CkptServiceFindingsTest, AShrunkAreaCannotKillTheServiceAndOtherUploadsComplete) {
   StartService();
+  Register("attacker", 0, geteuid(), "file://" + dir_ + "/attacker");
+  Register("victim", 0, geteuid(), "file://" + dir_ + "/victim");
   RankState s;
   FillRankState(&s, 1, 0, 1);
   absl::StatusOr<SafetensorsLayout> layout = PlanShard(s.state, 1, 0, 1);
@@ -269,6 +292,9 @@ TEST_F(CkptServiceFindingsTest, FileRootsAreWrittenAsTheRanksUid) {
   ASSERT_EQ(chown(tenant.c_str(), kTenant, kTenant), 0);
   ASSERT_EQ(symlink(root_only.c_str(), (tenant + "/link").c_str()), 0);
   ASSERT_EQ(lchown((tenant + "/link").c_str(), kTenant, kTenant), 0);
+  Register("named-root-only", 0, kTenant, "file://" + root_only + "/store");
+  Register("through-link", 0, kTenant, "file://" + tenant + "/link/store");
+  Register("own", 0, kTenant, "file://" + tenant + "/own");
   // The service takes each hand-off (it owns the bytes) and fails the
   // uploads it may not make; the rank's own root works.
   EXPECT_EQ(RunAs(kTenant, [&] {
@@ -293,6 +319,9 @@ TEST_F(CkptServiceFindingsTest, ABudgetHogIsCappedAndReclaimedAndOthersStillChec
   StartService({"--budget-mb", "3", "--budget-per-uid-mb", "2", "--handoff-timeout-s", "1",
                 "--stage-wait-timeout-s", "30"});
   const std::string uri = "file://" + dir_ + "/hog";
+  Register("hog", 0, kTenant, uri);
+  Register("hog", 1, kTenant, uri);
+  Register("victim", 0, geteuid(), "file://" + dir_ + "/victim");
   int ready[2], go[2];
   ASSERT_EQ(pipe(ready), 0);
   ASSERT_EQ(pipe(go), 0);
@@ -344,6 +373,7 @@ TEST_F(CkptServiceFindingsTest, ABudgetHogIsCappedAndReclaimedAndOthersStillChec
 // (c) A uid past its connection cap is told so and closed; others connect.
 TEST_F(CkptServiceFindingsTest, ConnectionsPastAUidsCapAreRefusedWithAReply) {
   StartService({"--max-connections-per-uid", "2"});
+  Register("other", 0, geteuid(), "file://" + dir_ + "/other");
   EXPECT_EQ(RunAs(kTenant,
                   [&] {
                     RawRank first(socket()), second(socket());
@@ -366,31 +396,38 @@ TEST_F(CkptServiceFindingsTest, ConnectionsPastAUidsCapAreRefusedWithAReply) {
   EXPECT_EQ(SaveThroughService("other", "file://" + dir_ + "/other"), 0) << Log();
 }
 
-// (d) A job id is bound to the uid that first staged it: another uid cannot
-// stage any rank of it, even after the first uid's ranks have gone.
-TEST_F(CkptServiceFindingsTest, AnotherUidCannotStageAJobsRanks) {
+// (d) On a fresh node, tenant B's rank stages tenant A's job id before A's
+// ranks have started: refused, and still refused once the agent registered
+// A's rank (as A's uid); A's rank then checkpoints normally.
+TEST_F(CkptServiceFindingsTest, AnotherTenantStagingAJobFirstIsRefusedAndTheJobCheckpoints) {
   StartService();
   const std::string store = dir_ + "/store";
   ASSERT_EQ(mkdir(store.c_str(), 0755), 0);
   ASSERT_EQ(chown(store.c_str(), kTenant, kTenant), 0);
-  EXPECT_EQ(RunAs(kTenant, [&] { return SaveThroughService("victim", "file://" + store); }), 0);
+  const std::string uri = "file://" + store;
+  auto stage_as_b = [&](int rank, int world) {
+    return RunAs(kOtherTenant, [&] {
+      RawRank b(socket());
+      const nlohmann::json reply = b.Stage("victim", rank, world, 4096, uri, true);
+      if (reply.contains("sent")) return 40;
+      return Expect(reply.value("error", reply.dump()), expected_b_);
+    });
+  };
+  expected_b_ = "PERMISSION_DENIED: job victim attempt 1 rank 0 is not registered with this node's checkpoint "
+                "service: only ranks this node's agent started may stage, and only as themselves";
+  EXPECT_EQ(stage_as_b(0, 1), 0) << Log();
+  // The agent starts A's rank: registered with A's uid and A's root.
+  Register("victim", 0, kTenant, uri);
+  expected_b_ = absl::StrCat("PERMISSION_DENIED: job victim attempt 1 rank 0 runs as uid ", kTenant,
+                             " on this node; uid ", kOtherTenant, " may not stage for it");
+  EXPECT_EQ(stage_as_b(0, 1), 0) << Log();
+  EXPECT_EQ(RunAs(kTenant, [&] { return SaveThroughService("victim", uri); }), 0) << Log();
   ASSERT_TRUE(WaitForUploads(1)) << Log();
-  const std::string refused = absl::StrCat(
-      "PERMISSION_DENIED: job victim is staged on this node by another uid; uid ", kOtherTenant,
-      " may not stage it");
-  EXPECT_EQ(RunAs(kOtherTenant,
-                  [&] {
-                    RawRank rank(socket());
-                    return Expect(rank.Stage("victim", 0, 1, 4096, "file://" + store, true)
-                                      .value("error", ""),
-                                  refused) +
-                           Expect(rank.Stage("victim", 1, 2, 4096, "file://" + store, true)
-                                      .value("error", ""),
-                                  refused);
-                  }),
-            0)
-      << Log();
   EXPECT_EQ(Totals(), std::make_pair(int64_t{1}, int64_t{0})) << Log();
+  struct stat st = {};
+  ASSERT_EQ(stat((store + "/" + ckpt_layout::ManifestKey("victim", 1, 0)).c_str(), &st), 0) << Log();
+  EXPECT_EQ(st.st_uid, kTenant);
+  EXPECT_NE(Log().find(absl::StrCat("refusing a stage from uid ", kOtherTenant)), std::string::npos) << Log();
 }
 
 }  // namespace

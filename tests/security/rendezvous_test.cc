@@ -252,7 +252,7 @@ bool Send(int fd, const std::string& bytes) {
 
 TEST(Rendezvous, StoreAndClientWithDifferentSecretsBothRefuse) {
   Watchdog watchdog(std::chrono::seconds(30));
-  auto server = TcpStoreServer::Start("127.0.0.1", 0, kSecret);
+  auto server = TcpStoreServer::Start("127.0.0.1", 0, {.secret = kSecret});
   ASSERT_TRUE(server.ok()) << server.status();
   const int port = (*server)->port();
   auto owner = TcpStoreClient::Connect("127.0.0.1", port, std::chrono::seconds(5), kSecret);
@@ -300,7 +300,7 @@ TEST(Rendezvous, StoreAndClientWithDifferentSecretsBothRefuse) {
 
 TEST(Rendezvous, StoreRefusesReplayedAndReflectedProofs) {
   Watchdog watchdog(std::chrono::seconds(30));
-  auto server = TcpStoreServer::Start("127.0.0.1", 0, kSecret);
+  auto server = TcpStoreServer::Start("127.0.0.1", 0, {.secret = kSecret});
   ASSERT_TRUE(server.ok()) << server.status();
   const int port = (*server)->port();
   const std::string nonce(32, '\x22');
@@ -393,7 +393,7 @@ class RecordingRelay {
 
 TEST(Rendezvous, SameSecretWorksAsBeforeAndNeverCrossesTheWire) {
   Watchdog watchdog(std::chrono::seconds(30));
-  auto server = TcpStoreServer::Start("127.0.0.1", 0, kSecret);
+  auto server = TcpStoreServer::Start("127.0.0.1", 0, {.secret = kSecret});
   ASSERT_TRUE(server.ok()) << server.status();
   RecordingRelay relay((*server)->port());
   {

@@ -14,6 +14,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "common/escape.h"
 #include "common/logging.h"
 #include "common/truncate.h"
 #include "worker/agent/gpu_util.h"
@@ -226,9 +227,10 @@ void Agent::ArchiveRemoved() {
     std::string key = absl::StrCat(t.key.job_id, "/workdir/rank-", t.key.rank, ".tar");
     absl::Status s = ArchiveAndRemove(t.dir, uri, key);
     if (s.ok()) {
-      ATHANOR_LOG(INFO) << "archived " << t.dir << " to " << uri << " as " << key;
+      ATHANOR_LOG(INFO) << "archived " << t.dir << " to " << EscapeControls(uri) << " as " << key;
     } else {
-      ATHANOR_LOG(WARNING) << "cannot archive " << t.dir << " to " << uri << ": " << s;
+      ATHANOR_LOG(WARNING) << "cannot archive " << t.dir << " to " << EscapeControls(uri) << ": "
+                           << EscapeControls(s.ToString());
     }
   }
 }

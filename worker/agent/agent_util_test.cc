@@ -67,5 +67,28 @@ TEST(WorkdirArchiveTest, PacksFilesAndDirsAsUstar) {
   std::filesystem::remove_all(dir);
 }
 
+// A rank's links in its work dir (to a root-only file, to a folder of
+// another tenant's) are not followed: the archive holds neither's bytes.
+TEST(WorkdirArchiveTest, LinksAreNeverFollowed) {
+  char tmpl[] = "/tmp/agent_util_test.XXXXXX";
+  std::string top = mkdtemp(tmpl);
+  std::filesystem::create_directories(top + "/work/sub");
+  std::filesystem::create_directories(top + "/other");
+  std::ofstream(top + "/secret") << "root-only secret";
+  std::ofstream(top + "/other/log") << "another tenant's log";
+  std::ofstream(top + "/work/sub/mine.txt") << "mine";
+  std::filesystem::create_symlink(top + "/secret", top + "/work/key");
+  std::filesystem::create_symlink("../../other", top + "/work/sub/other");
+  absl::StatusOr<std::string> tar = TarDirectory(top + "/work");
+  ASSERT_TRUE(tar.ok()) << tar.status();
+  // sub/: header; sub/mine.txt: header + 1 block; 2 end blocks.
+  EXPECT_EQ(tar->size(), 512u * 5);
+  EXPECT_EQ(tar->substr(0, 5), std::string("sub/\0", 5));
+  EXPECT_EQ(tar->substr(512, 12), "sub/mine.txt");
+  EXPECT_EQ(tar->find("secret"), std::string::npos);
+  EXPECT_EQ(tar->find("another tenant"), std::string::npos);
+  std::filesystem::remove_all(top);
+}
+
 }  // namespace
 }  // namespace athanor::agent

@@ -29,6 +29,7 @@ void CheckpointServiceSupervisor::Stop() {
   if (thread_.joinable()) thread_.join();
   // What the service made, when it holds nothing more (rmdir leaves a folder with files).
   ::unlink(socket_path().c_str());
+  ::rmdir(registry_dir().c_str());  // empty once every rank has ended
   ::rmdir(options_.dir.c_str());
   ::rmdir(options_.staging_dir.c_str());
 }
@@ -37,6 +38,7 @@ void CheckpointServiceSupervisor::Loop() {
   SubprocessOptions opts;
   opts.argv = {options_.exec_path,     "--socket",      socket_path(),
                "--staging-dir",        options_.staging_dir,
+               "--registry-dir",       registry_dir(),
                "--budget-mb",          absl::StrCat(options_.budget_mb),
                "--upload-mbps",        absl::StrCat(options_.upload_mbps),
                "--coordinator",        options_.coordinator,

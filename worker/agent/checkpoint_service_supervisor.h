@@ -43,6 +43,10 @@ class CheckpointServiceSupervisor {
   ~CheckpointServiceSupervisor();
   void Stop();
   std::string socket_path() const { return options_.dir + "/checkpoint.sock"; }
+  // The rank registry the service reads (root's, 0700; ranks cannot reach it
+  // although `dir` is bound into their sandboxes).
+  std::string registry_dir() const { return RegistryDirIn(options_.dir); }
+  static std::string RegistryDirIn(const std::string& dir) { return dir + "/registry"; }
 
  private:
   void Loop();

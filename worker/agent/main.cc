@@ -14,6 +14,7 @@
 //
 // SIGTERM/SIGINT stop the agent and SIGKILL the ranks it runs.
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -32,6 +33,7 @@
 #include "common/logging.h"
 #include "common/options.h"
 #include "worker/agent/agent.h"
+#include "checkpoint/service/rank_registry.h"
 #include "worker/agent/checkpoint_service_supervisor.h"
 #include "common/http_server.h"
 #include "worker/agent/agent_control_service.h"
@@ -313,7 +315,21 @@ int Run(int argc, char** argv) {
   } else if (!metrics_listen.empty()) {
     return Fail("--metrics-listen needs telemetry (drop --no-telemetry)");
   }
+  // Declared before the supervisor, which unregisters its ranks as it ends them.
+  std::unique_ptr<ckptsvc::RankRegistry> registry;
+  if (!ckpt_service.dir.empty()) {
+    ::mkdir(ckpt_service.dir.c_str(), 0755);
+    absl::StatusOr<std::unique_ptr<ckptsvc::RankRegistry>> opened =
+        ckptsvc::RankRegistry::Open(CheckpointServiceSupervisor::RegistryDirIn(ckpt_service.dir));
+    if (!opened.ok()) return Fail(absl::StrCat("checkpoint service: ", opened.status().message()));
+    registry = std::move(*opened);
+    // A predecessor's ranks were ended above; so are their registrations.
+    if (absl::Status cleared = registry->Clear(); !cleared.ok()) {
+      return Fail(absl::StrCat("checkpoint service: ", cleared.message()));
+    }
+  }
   RankSupervisor supervisor(work_dir, RealClock::Get(), sandbox.get(), telemetry.get());
+  supervisor.SetCheckpointRegistry(registry.get());
   std::unique_ptr<CheckpointServiceSupervisor> checkpoint_service;
   if (!ckpt_service.dir.empty()) {
     std::error_code self_ec;

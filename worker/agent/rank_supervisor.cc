@@ -1,5 +1,5 @@
-#include "worker/agent/telemetry_hub.h"
 #include "worker/agent/rank_supervisor.h"
+#include "worker/agent/telemetry_hub.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -13,11 +13,16 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
+#include "checkpoint/service/rank_registry.h"
+#include "common/escape.h"
 #include "common/logging.h"
 #include "common/status.h"
 #include "worker/agent/orphans.h"
 #include "worker/agent/proc_stats.h"
+#include "worker/agent/rank_log.h"
+#include "worker/agent/rendezvous_listener.h"
 #include "worker/agent/sandbox.h"
 
 namespace athanor::agent {
@@ -29,16 +34,6 @@ bool SafeFileName(const std::string& s) {
     if (!(isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) return false;
   }
   return true;
-}
-
-// Appends `text` to the rank log at `path`, never through a link (best effort:
-// the reason also reaches the coordinator in the rank's report).
-void AppendToLog(const std::string& path, const std::string& text) {
-  int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0640);
-  if (fd < 0) return;
-  ssize_t written = write(fd, text.data(), text.size());
-  (void)written;  // a rank log that cannot take the line loses only this copy of it
-  close(fd);
 }
 
 }  // namespace
@@ -66,29 +61,99 @@ RankSupervisor::RankSupervisor(std::string work_dir, const Clock* clock, Sandbox
 
 RankSupervisor::~RankSupervisor() { KillAll(); }
 
+RankSupervisor::Rendezvous* RankSupervisor::RendezvousLocked(const RankTarget& target,
+                                                             const std::vector<RankTarget>& desired) {
+  const AttemptKey attempt{target.key.job_id, target.key.attempt};
+  auto found = rendezvous_.find(attempt);
+  if (found != rendezvous_.end()) return &found->second;
+  int here = 0;
+  bool rank0_here = false;
+  for (const RankTarget& t : desired) {
+    if (t.key.job_id != attempt.first || t.key.attempt != attempt.second) continue;
+    ++here;
+    rank0_here = rank0_here || t.key.rank == 0;
+  }
+  auto number = [&](const char* name) {
+    auto it = target.env.find(name);
+    int v = 0;
+    return it != target.env.end() && absl::SimpleAtoi(it->second, &v) ? v : 0;
+  };
+  const int world = number("WORLD_SIZE"), master_port = number("MASTER_PORT");
+  if (!rank0_here || world <= 1 || master_port <= 0) return nullptr;
+  Rendezvous& rv = rendezvous_[attempt];
+  absl::StatusOr<RendezvousListener> listener = ListenForRendezvous(master_port);
+  if (!listener.ok() && absl::IsUnavailable(listener.status()) && here == world) {
+    // Every rank is here: they can all be told another port.
+    listener = ListenForRendezvous(0);
+    if (listener.ok()) {
+      ATHANOR_LOG(WARNING) << "job " << attempt.first << " attempt " << attempt.second << ": master port "
+                           << master_port << " is in use on this node (another process listens there); its "
+                           << world << " ranks, all on this node, rendezvous on port " << listener->port
+                           << " instead";
+    }
+  }
+  if (!listener.ok()) {
+    rv.error = absl::StrCat("cannot serve the attempt's rendezvous: ", listener.status().message(),
+                            here == world ? "" : "; ranks on other nodes expect the store on that port, so this "
+                                                 "attempt cannot rendezvous (its next one gets another port)");
+    ATHANOR_LOG(WARNING) << "job " << attempt.first << " attempt " << attempt.second << ": " << rv.error;
+    return &rv;
+  }
+  rv.fd = listener->fd;
+  rv.port = listener->port;
+  return &rv;
+}
+
+void RankSupervisor::DropRendezvousLocked() {
+  for (auto it = rendezvous_.begin(); it != rendezvous_.end();) {
+    auto rank = ranks_.lower_bound(RankKey{it->first.first, it->first.second, 0});
+    const bool running_here = rank != ranks_.end() && rank->first.job_id == it->first.first &&
+                              rank->first.attempt == it->first.second;
+    if (running_here) {
+      ++it;
+      continue;
+    }
+    if (it->second.fd >= 0) close(it->second.fd);
+    it = rendezvous_.erase(it);
+  }
+}
+
 void RankSupervisor::StartLocked(const RankTarget& target, const std::vector<RankTarget>& desired) {
   Rank& r = ranks_[target.key];
   r.report.key = target.key;
   absl::StatusOr<std::string> log = LogPath(work_dir_, target.key);
-  bool log_dir = false;  // whether the rank's log folder exists, so the reason can go there too
+  int log_fd = -1;  // the rank's log, opened without following links (rank_log.h)
   auto fail = [&](const std::string& why) {
     r.report.phase = RankPhase::kFailedToStart;
     r.report.exit_code = 127;
     r.report.message = why;
     ATHANOR_LOG(WARNING) << "job " << target.key.job_id << " rank " << target.key.rank
-                         << " failed to start: " << why;
-    if (log_dir) AppendToLog(*log, absl::StrCat("athanor-agent: the rank failed to start: ", why, "\n"));
+                         << " failed to start: " << EscapeControls(why);
+    if (log_fd >= 0) {
+      const std::string line = absl::StrCat("athanor-agent: the rank failed to start: ", why, "\n");
+      ssize_t written = write(log_fd, line.data(), line.size());
+      (void)written;  // a rank log that cannot take the line loses only this copy of it
+      close(log_fd);
+    }
   };
   if (!log.ok()) return fail(std::string(log.status().message()));
-  std::error_code ec;
-  std::filesystem::create_directories(std::filesystem::path(*log).parent_path(), ec);
-  if (ec) return fail(absl::StrCat("cannot create log directory for ", *log, ": ", ec.message()));
-  log_dir = true;
+  absl::StatusOr<int> opened = OpenRankLogForAppend(work_dir_, target.key);
+  if (!opened.ok()) return fail(absl::StrCat("cannot open the rank's log: ", opened.status().message()));
+  log_fd = *opened;
   SubprocessOptions options;
   options.argv = target.command;
   options.env = target.env;
   options.env["CUDA_VISIBLE_DEVICES"] = absl::StrJoin(target.gpu_ids, ",");
   for (const auto& [k, v] : extra_env_) options.env[k] = v;
+  Rendezvous* rendezvous = RendezvousLocked(target, desired);
+  if (rendezvous != nullptr && rendezvous->port > 0) options.env["MASTER_PORT"] = std::to_string(rendezvous->port);
+  if (rendezvous != nullptr && target.key.rank == 0) {
+    if (!rendezvous->error.empty()) return fail(rendezvous->error);
+    if (rendezvous->fd >= 0) {
+      options.pass_fds[kRendezvousListenFd] = rendezvous->fd;
+      options.env["ATHANOR_RENDEZVOUS_LISTEN_FD"] = std::to_string(kRendezvousListenFd);
+    }
+  }
   if (telemetry_ != nullptr) {
     // Best effort: a rank without the socket trains all the same.
     absl::StatusOr<std::string> socket = telemetry_->SocketFor(target.key.job_id, target.key.attempt);
@@ -98,10 +163,11 @@ void RankSupervisor::StartLocked(const RankTarget& target, const std::vector<Ran
       ATHANOR_LOG(WARNING) << "job " << target.key.job_id << ": no telemetry socket: " << socket.status();
     }
   }
-  options.stdout_path = *log;
+  options.stdout_fd = log_fd;
   options.stderr_path = "=stdout";
   options.new_process_group = true;
   r.log_path = *log;
+  std::error_code ec;
   if (target.archive_workdir) {
     std::string dir = log->substr(0, log->size() - 4);
     std::filesystem::create_directories(dir, ec);
@@ -111,6 +177,7 @@ void RankSupervisor::StartLocked(const RankTarget& target, const std::vector<Ran
     r.archive_uri = target.archive_uri;
     r.gpu_ids = target.gpu_ids;
   }
+  uid_t uid = geteuid();  // unsandboxed ranks run as the agent's user
   if (sandbox_ != nullptr) {
     JobShare share;
     share.tenant = target.tenant;
@@ -120,6 +187,7 @@ void RankSupervisor::StartLocked(const RankTarget& target, const std::vector<Ran
       if (t.key.job_id != target.key.job_id || t.key.attempt != target.key.attempt) continue;
       share.node_gpu_ids.insert(share.node_gpu_ids.end(), t.gpu_ids.begin(), t.gpu_ids.end());
     }
+    uid = sandbox_->TenantUid(target.tenant.empty() ? "default" : target.tenant);
     options.env["ATHANOR_PROGRESS_FILE"] = SandboxedProgressPage(target.key.rank);
     absl::Status s = sandbox_->Wrap(target, share, r.dir, &options);
     if (!s.ok()) {
@@ -133,11 +201,30 @@ void RankSupervisor::StartLocked(const RankTarget& target, const std::vector<Ran
     options.env["ATHANOR_PROGRESS_FILE"] = page.in_rank;
     r.progress_path = page.on_host;
   }
+  if (registry_ != nullptr) {
+    auto uri = target.env.find("ATHANOR_CHECKPOINT_URI");
+    absl::Status registered = registry_->Register(
+        {target.key.job_id, target.key.attempt, target.key.rank, uid,
+         uri == target.env.end() ? "" : uri->second, /*keep_last=*/0});
+    if (!registered.ok()) {
+      if (sandbox_ != nullptr) sandbox_->Ended(target.key, 0);
+      return fail(absl::StrCat("cannot register the rank with the node's checkpoint service: ",
+                               registered.message()));
+    }
+  }
   absl::StatusOr<std::unique_ptr<Subprocess>> p = Subprocess::Start(options);
+  if (rendezvous != nullptr && target.key.rank == 0 && rendezvous->fd >= 0) {
+    close(rendezvous->fd);  // rank 0 holds it now (or failed to start, and the attempt with it)
+    rendezvous->fd = -1;
+  }
   if (!p.ok()) {
     if (sandbox_ != nullptr) sandbox_->Ended(target.key, 0);
+    if (registry_ != nullptr) {
+      registry_->Unregister(target.key.job_id, target.key.attempt, target.key.rank).IgnoreError();  // best effort
+    }
     return fail(std::string(p.status().message()));
   }
+  close(log_fd);
   r.process = std::move(*p);
   r.report.phase = RankPhase::kRunning;
   RecordRank(work_dir_, target.key, r.process->pid());
@@ -158,11 +245,15 @@ void RankSupervisor::Converge(const std::vector<RankTarget>& desired) {
     Rank& r = it->second;
     if (!t.notice.empty() && t.notice != r.notice && !r.log_path.empty()) {
       r.notice = t.notice;
-      std::ofstream(r.log_path, std::ios::app) << "athanor: " << t.notice << "\n";
+      absl::Status appended = AppendToRankLog(work_dir_, t.key, absl::StrCat("athanor: ", t.notice, "\n"));
+      if (!appended.ok()) {
+        ATHANOR_LOG(WARNING) << "job " << t.key.job_id << " rank " << t.key.rank
+                             << ": cannot append a notice to its log: " << EscapeControls(appended.message());
+      }
     }
     if (t.capture_stacks && r.report.phase == RankPhase::kRunning && !r.stacks_requested) {
       r.stacks_requested = true;
-      captures_.push_back({t.key, r.process->pid(), r.log_path});
+      captures_.push_back({t.key, r.process->pid(), work_dir_});
     }
     if (t.terminate && r.report.phase == RankPhase::kRunning && !r.term_sent) {
       r.process->Signal(SIGTERM).IgnoreError();
@@ -187,6 +278,7 @@ void RankSupervisor::Converge(const std::vector<RankTarget>& desired) {
     }
     ++it;
   }
+  DropRendezvousLocked();
 }
 
 bool RankSupervisor::Reap() {
@@ -202,7 +294,7 @@ bool RankSupervisor::Reap() {
     changed = true;
     ATHANOR_LOG(INFO) << "job " << key.job_id << " attempt " << key.attempt << " rank " << key.rank
                       << " " << exit->ToString()
-                      << (r.report.message.empty() ? "" : ": " + r.report.message);
+                      << (r.report.message.empty() ? "" : ": " + EscapeControls(r.report.message));
   }
   return changed;
 }
@@ -306,6 +398,10 @@ void RankSupervisor::KillAll() {
 
 void RankSupervisor::EndedLocked(const RankKey& key, Rank& r, const ExitInfo& exit) {
   ForgetRank(work_dir_, key);
+  if (registry_ != nullptr) {
+    absl::Status s = registry_->Unregister(key.job_id, key.attempt, key.rank);
+    if (!s.ok()) ATHANOR_LOG(WARNING) << "job " << key.job_id << " rank " << key.rank << ": " << s.message();
+  }
   r.report.phase = RankPhase::kExited;
   r.report.exit_code = exit.exit_code;
   r.report.signal = exit.signal;
@@ -332,6 +428,11 @@ absl::StatusOr<std::unique_ptr<Subprocess>> RankSupervisor::StartForeign(
 void RankSupervisor::SetExtraRankEnv(std::map<std::string, std::string> env) {
   absl::MutexLock lock(&mu_);
   extra_env_ = std::move(env);
+}
+
+void RankSupervisor::SetCheckpointRegistry(ckptsvc::RankRegistry* registry) {
+  absl::MutexLock lock(&mu_);
+  registry_ = registry;
 }
 
 void RankSupervisor::EndForeign(pid_t pid) {

@@ -11,6 +11,19 @@
 // With a Sandbox, each rank starts in its job attempt's sandbox (sandbox.h),
 // and an OOM kill there is reported as "out of memory".
 //
+// Rendezvous: for an attempt of more than one rank whose rank 0 runs here,
+// the supervisor binds MASTER_PORT and listens before the attempt's first
+// rank here starts, and hands the socket to rank 0 (rendezvous_listener.h).
+// When another process already listens there and every rank of the attempt
+// runs on this node, the attempt's ranks get a free port as MASTER_PORT
+// instead; when some rank runs elsewhere (it expects the coordinator's port),
+// rank 0 fails to start saying why (the attempt fails; nothing counts against
+// the node).
+//
+// Logs are opened from the work dir without following links (rank_log.h).
+// With a checkpoint registry (checkpoint/service/rank_registry.h), each rank
+// is registered before it starts and unregistered when it has ended.
+//
 // Thread-safe (one mutex). WaitForChildExit() blocks and is meant for one
 // dedicated reaper thread. The Clock is not owned.
 #pragma once
@@ -32,6 +45,11 @@ namespace athanor::agent {
 
 class Sandbox;
 class TelemetryHub;
+}  // namespace athanor::agent
+namespace athanor::ckptsvc {
+class RankRegistry;
+}  // namespace athanor::ckptsvc
+namespace athanor::agent {
 
 struct RankKey {
   std::string job_id;
@@ -62,7 +80,7 @@ struct RankTarget {
 struct StackCaptureTask {
   RankKey key;
   pid_t leader = 0;
-  std::string log_path;
+  std::string work_dir;  // the log is reached from here (rank_log.h)
 };
 
 // A removed rank's work dir to pack and upload (agent loop, outside locks).
@@ -124,6 +142,9 @@ class RankSupervisor {
   // Variables added to every rank's environment from now on (the checkpoint
   // service's socket). Call before the first Converge.
   void SetExtraRankEnv(std::map<std::string, std::string> env);
+  // The node checkpoint service's registry of ranks (not owned; null: none),
+  // written for every rank started from now on. Call before the first Converge.
+  void SetCheckpointRegistry(ckptsvc::RankRegistry* registry);
 
   // WORK_DIR/jobs/<job>/attempt-<a>/rank-<r>.log; InvalidArgument for a job
   // id that is not a safe file name.
@@ -146,8 +167,21 @@ class RankSupervisor {
     std::string progress_path;  // the agent's view of its progress page
     bool stacks_requested = false;
   };
+  // An attempt's master port on this node (see the header comment).
+  struct Rendezvous {
+    int fd = -1;        // the listening socket until rank 0 has it
+    int port = 0;       // the ranks' MASTER_PORT here
+    std::string error;  // non-empty: rank 0 cannot start, and why
+  };
+  using AttemptKey = std::pair<std::string, int32_t>;
   void StartLocked(const RankTarget& target, const std::vector<RankTarget>& desired)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The attempt's Rendezvous, bound at its first rank here; null when its
+  // rank 0 does not run here or it has one rank.
+  Rendezvous* RendezvousLocked(const RankTarget& target, const std::vector<RankTarget>& desired)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Forgets the Rendezvous of attempts that have no rank here any more.
+  void DropRendezvousLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Records how a rank ended (and what its sandbox says of it).
   void EndedLocked(const RankKey& key, Rank& r, const ExitInfo& exit) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -162,6 +196,8 @@ class RankSupervisor {
   std::vector<StackCaptureTask> captures_ ABSL_GUARDED_BY(mu_);
   std::set<pid_t> foreign_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::string> extra_env_ ABSL_GUARDED_BY(mu_);
+  std::map<AttemptKey, Rendezvous> rendezvous_ ABSL_GUARDED_BY(mu_);
+  ckptsvc::RankRegistry* registry_ ABSL_GUARDED_BY(mu_) = nullptr;
 };
 
 }  // namespace athanor::agent

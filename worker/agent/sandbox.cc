@@ -417,6 +417,10 @@ absl::Status Sandbox::Wrap(const RankTarget& target, const JobShare& share, cons
                                    absl::StrCat("/proc/", box->holder, "/ns/pid"), "--root", root_dir_,
                                    "--uid", std::to_string(uid), "--gid", std::to_string(uid), "--cwd", cwd,
                                    "--env-file", env_file};
+  for (const auto& [child_fd, unused] : options->pass_fds) {  // the rendezvous socket, for rank 0
+    argv.push_back("--keep-fd");
+    argv.push_back(std::to_string(child_fd));
+  }
   for (const std::string& f : box->cgroup->ProcsFiles()) {
     argv.push_back("--cgroup");
     argv.push_back(f);

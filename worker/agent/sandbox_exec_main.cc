@@ -8,7 +8,8 @@
 //       ends every process in the namespace.
 //
 //   athanor-sandbox-exec rank --pidns FILE --root DIR --uid U --gid G --cwd DIR
-//       --env-file FILE [--cgroup PROCS_FILE]... [--mount KIND:SRC:DST]... -- COMMAND...
+//       --env-file FILE [--keep-fd N]... [--cgroup PROCS_FILE]... [--mount KIND:SRC:DST]...
+//       -- COMMAND...
 //       Joins the attempt's PID namespace and forks the rank; places it in
 //       the job's cgroups before it runs anything; in a new mount namespace
 //       builds a read-only view of "/" under DIR with the listed mounts
@@ -17,7 +18,9 @@
 //       file SRC read-only at DST; dev: device node SRC at DST; proc), pivots into
 //       it, drops to U:G with no capabilities and no_new_privs, and execs
 //       COMMAND with the environment read from FILE (looked up on that
-//       environment's PATH). This process stays as the
+//       environment's PATH). Descriptors above 2 are closed but for each
+//       --keep-fd N (N >= 3), which the rank inherits (rank 0's rendezvous
+//       socket, bound by the agent). This process stays as the
 //       rank's parent outside the namespace, ignores SIGTERM/SIGINT (the
 //       agent signals the whole process group) and exits as the rank did.
 //
@@ -72,6 +75,7 @@ struct RankArgs {
   uid_t uid = 0;
   gid_t gid = 0;
   std::vector<std::string> cgroups;
+  std::vector<int> keep_fds;  // inherited by the rank
   std::vector<MountOp> mounts;
   std::vector<char*> command;
   std::string env_file;
@@ -138,9 +142,9 @@ void ReadEnvFile(RankArgs* a) {
   a->env.push_back(nullptr);
 }
 
-void CloseExtraFds(int keep) {
+void CloseExtraFds(const std::vector<int>& keep) {
   for (int fd = 3; fd < 1024; ++fd) {
-    if (fd != keep) close(fd);
+    if (std::find(keep.begin(), keep.end(), fd) == keep.end()) close(fd);
   }
 }
 
@@ -177,7 +181,7 @@ int CountProcesses() {
 }
 
 int Holder() {
-  CloseExtraFds(-1);
+  CloseExtraFds({});
   if (unshare(CLONE_NEWPID) != 0) Die("unshare(CLONE_NEWPID)");
   pid_t pid = fork();
   if (pid < 0) Die("fork");
@@ -308,7 +312,10 @@ void DropPrivileges(const RankArgs& a) {
 }
 
 int Rank(const RankArgs& a) {
-  CloseExtraFds(-1);
+  CloseExtraFds(a.keep_fds);
+  for (int fd : a.keep_fds) {
+    if (fcntl(fd, F_GETFD) < 0) Die("--keep-fd " + std::to_string(fd) + ": not an open descriptor");
+  }
   int ns = open(a.pidns.c_str(), O_RDONLY | O_CLOEXEC);
   if (ns < 0) Die("open " + a.pidns);
   if (setns(ns, CLONE_NEWPID) != 0) Die("setns " + a.pidns);
@@ -381,7 +388,7 @@ int main(int argc, char** argv) {
            "usage: athanor-sandbox-exec holder\n"
            "         make a job attempt's PID namespace; prints its pid 1\n"
            "       athanor-sandbox-exec rank --pidns F --root D --uid U --gid G --cwd D --env-file F\n"
-           "                            [--cgroup F]... [--mount KIND:SRC:DST]... -- COMMAND...\n"
+           "                            [--keep-fd N]... [--cgroup F]... [--mount KIND:SRC:DST]... -- COMMAND...\n"
            "         run COMMAND in that namespace, in a new mount namespace, as U:G, with the\n"
            "         environment in F (NAME=VALUE entries ended by NULs; root's, 0600; unlinked)\n");
     return 0;
@@ -411,6 +418,10 @@ int main(int argc, char** argv) {
       if (!ParseId(value.c_str(), &a.gid)) return Usage("--gid: expected a non-root gid, got " + value);
     } else if (flag == "--env-file") {
       a.env_file = value;
+    } else if (flag == "--keep-fd") {
+      unsigned fd = 0;
+      if (!ParseId(value.c_str(), &fd) || fd < 3 || fd >= 1024) return Usage("--keep-fd: expected 3..1023, got " + value);
+      a.keep_fds.push_back(static_cast<int>(fd));
     } else if (flag == "--cgroup") {
       a.cgroups.push_back(value);
     } else if (flag == "--mount") {

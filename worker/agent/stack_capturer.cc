@@ -6,27 +6,12 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/escape.h"
 #include "common/logging.h"
+#include "worker/agent/rank_log.h"
 
 namespace athanor::agent {
 namespace {
-
-// Appends `text` to the rank log at `path`, never through a link.
-void AppendToRankLog(const std::string& path, const std::string& text) {
-  int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) {
-    ATHANOR_LOG(WARNING) << "cannot append the stacks to " << path << ": " << strerror(errno);
-    return;
-  }
-  size_t done = 0;
-  while (done < text.size()) {
-    ssize_t n = write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    done += static_cast<size_t>(n);
-  }
-  close(fd);
-}
 
 }  // namespace
 
@@ -71,8 +56,13 @@ void StackCapturer::Loop() {
     ATHANOR_LOG(WARNING) << "job " << t.key.job_id << " attempt " << t.key.attempt << " rank " << t.key.rank
                          << " is hung: capturing its stacks into its log";
     std::string stacks = CaptureStacks(supervisor_, t.leader, bounds_);
-    AppendToRankLog(t.log_path, absl::StrCat("athanor: hang detected; thread stacks of rank ", t.key.rank, ":\n",
-                                             stacks, "athanor: end of stacks\n"));
+    absl::Status appended =
+        AppendToRankLog(t.work_dir, t.key, absl::StrCat("athanor: hang detected; thread stacks of rank ", t.key.rank,
+                                                        ":\n", stacks, "athanor: end of stacks\n"));
+    if (!appended.ok()) {
+      ATHANOR_LOG(WARNING) << "cannot append the stacks of job " << t.key.job_id << " rank " << t.key.rank
+                           << " to its log: " << EscapeControls(appended.message());
+    }
     supervisor_->StacksCaptured(t.key);  // hung: no point waiting for SIGTERM to work
     absl::MutexLock lock(&mu_);
     busy_ = false;

@@ -1,12 +1,14 @@
 #include "worker/agent/workdir_archive.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -60,32 +62,68 @@ absl::Status AppendHeader(std::string* out, const std::string& name, bool dir, u
 
 }  // namespace
 
-absl::StatusOr<std::string> TarDirectory(const std::string& dir) {
-  std::error_code ec;
-  std::vector<fs::path> entries;
-  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
-       it.increment(ec)) {
-    entries.push_back(it->path());
+namespace {
+
+// Appends everything under the folder `dir_fd` (named `rel` in the archive,
+// "" for the top) to `out`, in name order, reached with openat and
+// O_NOFOLLOW: a link the rank left (to a folder or file of root's or another
+// tenant's) is skipped, never followed, even if it replaced a file or folder
+// after it was listed.
+absl::Status AppendFolder(int dir_fd, const std::string& rel, std::string* out) {
+  int list_fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR* d = list_fd >= 0 ? fdopendir(list_fd) : nullptr;
+  if (d == nullptr) {
+    if (list_fd >= 0) close(list_fd);
+    return absl::InternalError(absl::StrCat("cannot list ", rel.empty() ? "." : rel, ": ", strerror(errno)));
   }
-  if (ec) return absl::InternalError(absl::StrCat("cannot list ", dir, ": ", ec.message()));
-  std::sort(entries.begin(), entries.end());
-  std::string out;
-  for (const fs::path& p : entries) {
+  std::vector<std::string> names;
+  while (struct dirent* e = readdir(d)) {
+    std::string name = e->d_name;
+    if (name != "." && name != "..") names.push_back(name);
+  }
+  closedir(d);
+  std::sort(names.begin(), names.end());
+  for (const std::string& name : names) {
+    const std::string path = rel.empty() ? name : rel + "/" + name;
+    int fd = openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) continue;  // a link (ELOOP), or gone: skipped, as symlinks always were
     struct stat st;
-    if (lstat(p.c_str(), &st) != 0) continue;
-    std::string rel = fs::relative(p, dir).string();
-    if (S_ISDIR(st.st_mode)) {
-      RETURN_IF_ERROR(AppendHeader(&out, rel, true, 0, st.st_mode, st.st_mtime));
-    } else if (S_ISREG(st.st_mode)) {
-      std::ifstream in(p, std::ios::binary);
-      std::stringstream data;
-      data << in.rdbuf();
-      std::string bytes = data.str();
-      RETURN_IF_ERROR(AppendHeader(&out, rel, false, bytes.size(), st.st_mode, st.st_mtime));
-      out += bytes;
-      out.append((512 - bytes.size() % 512) % 512, '\0');
+    if (fstat(fd, &st) != 0) {
+      close(fd);
+      continue;
     }
+    absl::Status s = absl::OkStatus();
+    if (S_ISDIR(st.st_mode)) {
+      s = AppendHeader(out, path, true, 0, st.st_mode, st.st_mtime);
+      if (s.ok()) s = AppendFolder(fd, path, out);
+    } else if (S_ISREG(st.st_mode)) {
+      std::string bytes;
+      char buf[1 << 16];
+      ssize_t n;
+      while ((n = read(fd, buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR)) {
+        if (n > 0) bytes.append(buf, static_cast<size_t>(n));
+      }
+      s = AppendHeader(out, path, false, bytes.size(), st.st_mode, st.st_mtime);
+      if (s.ok()) {
+        *out += bytes;
+        out->append((512 - bytes.size() % 512) % 512, '\0');
+      }
+    }
+    close(fd);
+    RETURN_IF_ERROR(s);
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> TarDirectory(const std::string& dir) {
+  int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return absl::InternalError(absl::StrCat("cannot list ", dir, ": ", strerror(errno)));
+  std::string out;
+  absl::Status s = AppendFolder(fd, "", &out);
+  close(fd);
+  if (!s.ok()) return absl::InternalError(absl::StrCat(dir, ": ", s.message()));
   out.append(1024, '\0');  // two zero blocks end the archive
   return out;
 }

@@ -1,12 +1,14 @@
 // athanor-checkpoint-service: the node checkpoint service (docs/architecture.md,
 // "Who uploads"), started and supervised by the agent, one per node.
 //
-//   athanor-checkpoint-service --socket PATH --staging-dir DIR
+//   athanor-checkpoint-service --socket PATH --staging-dir DIR --registry-dir DIR
 //       [--budget-mb N] [--budget-per-uid-mb N] [--handoff-timeout-s S]
 //       [--stage-wait-timeout-s S] [--max-connections-per-uid N] [--max-connections N]
 //       [--upload-mbps N] [--coordinator HOST:PORT --node NAME]
 //
-// Ranks hand their checkpoint shards to it over the unix socket at --socket;
+// Ranks hand their checkpoint shards to it over the unix socket at --socket,
+// and only ranks its agent registered in --registry-dir (root's, 0700;
+// checkpoint/service/rank_registry.h) may;
 // it uploads them with each job's credentials and reports each durable shard
 // to the coordinator, which commits the step. SIGTERM/SIGINT: stop taking
 // hand-offs, finish the uploads in flight, exit 0.
@@ -16,6 +18,7 @@
 
 #include "checkpoint/builtin_stores.h"
 #include "checkpoint/service/checkpoint_service.h"
+#include "common/escape.h"
 #include "common/logging.h"
 #include "common/options.h"
 #include "security/cluster_ca.h"
@@ -43,6 +46,9 @@ int Run(int argc, char** argv) {
   po::options_description desc("athanor-checkpoint-service options");
   desc.add_options()
       ("socket", po::value(&options.socket_path)->required(), "unix socket ranks connect to")
+      ("registry-dir", po::value(&options.registry_dir)->required(),
+       "the agent's registrations of the ranks it runs (a folder of this user's, 0700); a stage of a rank "
+       "not registered there, or disagreeing with its registration, is refused")
       ("staging-dir", po::value(&options.staging_dir)->required(),
        "where staging areas live (tmpfs, e.g. /dev/shm/athanor-checkpoint); emptied at start")
       ("budget-mb", po::value(&budget_mb)->default_value(8192),
@@ -71,7 +77,7 @@ int Run(int argc, char** argv) {
   ParsedCommandLine cmd;
   absl::Status parsed = ParseOptions(argc, argv, desc,
                                      "usage: athanor-checkpoint-service --socket PATH "
-                                     "--staging-dir DIR [options]",
+                                     "--staging-dir DIR --registry-dir DIR [options]",
                                      &cmd);
   if (!parsed.ok()) {
     std::cerr << "athanor-checkpoint-service: " << parsed.message() << std::endl;
@@ -121,7 +127,7 @@ int Run(int argc, char** argv) {
   absl::StatusOr<std::unique_ptr<CheckpointService>> service =
       CheckpointService::Start(options, reporter.get(), OpenObjectStoreWithEnv);
   if (!service.ok()) {
-    ATHANOR_LOG(ERROR) << "cannot start: " << service.status();
+    ATHANOR_LOG(ERROR) << "cannot start: " << EscapeControls(service.status().ToString());
     return 1;
   }
   ATHANOR_LOG(INFO) << "athanor-checkpoint-service serving on " << options.socket_path
