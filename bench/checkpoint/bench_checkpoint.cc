@@ -34,6 +34,7 @@
 #include "checkpoint/restore.h"
 #include "checkpoint/s3/s3_object_store.h"
 #include "checkpoint/service/checkpoint_service.h"
+#include "checkpoint/service/rank_registry.h"
 #include "checkpoint/service/service_checkpointer.h"
 #include "common/crc32c.h"
 #include "common/options.h"
@@ -171,7 +172,22 @@ class Bench {
     o.socket_path = c_.dir + "/svc.sock";
     o.staging_dir = absl::StrCat("/dev/shm/athanor-bench-checkpoint-", getpid());
     o.budget_bytes = (c_.bytes + (1 << 20)) * c_.ranks;
+    o.registry_dir = c_.dir + "/svc-registry";
     const std::string root = c_.dir + "/svc-store";
+    // What the agent does before it starts a rank: the service serves only
+    // registered ranks (checkpoint/service/rank_registry.h).
+    auto registry = ckptsvc::RankRegistry::Open(o.registry_dir);
+    if (!registry.ok()) {
+      std::cerr << "rank registry: " << registry.status() << "\n";
+      std::exit(1);
+    }
+    for (int r = 0; r < c_.ranks; ++r) {
+      absl::Status registered = (*registry)->Register({"bench-service", 0, r, geteuid(), "file://" + root, 1});
+      if (!registered.ok()) {
+        std::cerr << "rank registry: " << registered << "\n";
+        std::exit(1);
+      }
+    }
     auto service = ckptsvc::CheckpointService::Start(
         o, &reporter,
         [root](const std::string&, const std::map<std::string, std::string>&)
