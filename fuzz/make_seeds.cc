@@ -1,7 +1,8 @@
 // Writes the structured seeds of the fuzz corpora: a real two-rank
 // checkpoint (COMMIT, manifests, safetensors shards) for fuzz_restore,
 // fuzz_manifest and fuzz_safetensors, TCP store frames for fuzz_store_frame
-// and stored records for fuzz_record_codec.
+// and stored records for fuzz_record_codec (the old format's seeds,
+// legacy_job and legacy_node, are kept as written by the release before it).
 //   fuzz_make_seeds <corpus dir>
 #include <fstream>
 #include <iostream>

@@ -1,9 +1,17 @@
-// JSON encoding of the coordinator's records for the store. The encoding is
-// the on-disk format: add fields freely (decoders default missing ones), never
-// rename. Pure; thread-safe. Decoding errors are DataLoss naming the record.
+// The coordinator's records as rows of the state database: the messages of
+// proto/athanor_store.proto, written as protobuf JSON (one line, field names
+// as in the .proto, enums by name, map keys sorted: equal records give equal
+// text, and `sqlite3 state.db 'select record from jobs'` stays readable).
+//
+// A row embeds the wire's messages for what the wire carries and converts
+// them with wire/proto_convert.h; only the store's own fields are mapped in
+// record_codec.cc. Add fields to the .proto (never renumber or rename).
+// Pure; thread-safe. A row that does not parse, or holds a value out of
+// range, is DataLoss ("job record: ..."); the store adds which row.
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "absl/status/statusor.h"
 #include "coordinator/model/types.h"
@@ -11,8 +19,8 @@
 namespace athanor::coord {
 
 std::string EncodeJob(const JobRecord& job);
-absl::StatusOr<JobRecord> DecodeJob(const std::string& text);
+absl::StatusOr<JobRecord> DecodeJob(std::string_view text);
 std::string EncodeNode(const NodeRecord& node);
-absl::StatusOr<NodeRecord> DecodeNode(const std::string& text);
+absl::StatusOr<NodeRecord> DecodeNode(std::string_view text);
 
 }  // namespace athanor::coord

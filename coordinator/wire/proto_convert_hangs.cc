@@ -42,18 +42,17 @@ void StragglersToProto(const std::vector<RankFlag>& flags,
   }
 }
 
-void HangsToProto(const JobRecord& job, rpc::Job* out) {
-  StragglersToProto(job.stragglers, out->mutable_stragglers());
-  for (const std::string& node : job.avoid_nodes) out->add_avoid_nodes(node);
-  if (job.hang.attempt > 0) {
-    rpc::HangReport* h = out->mutable_last_hang();
-    h->set_attempt(job.hang.attempt);
-    h->set_rank(job.hang.rank);
-    h->set_node(job.hang.node);
-    h->set_reason(job.hang.reason);
-    h->set_detected_unix(job.hang.detected_unix);
-    h->set_stalled_s(job.hang.stalled_s);
-  }
+void ToProto(const HangRecord& hang, rpc::HangReport* out) {
+  out->set_attempt(hang.attempt);
+  out->set_rank(hang.rank);
+  out->set_node(hang.node);
+  out->set_reason(hang.reason);
+  out->set_detected_unix(hang.detected_unix);
+  out->set_stalled_s(hang.stalled_s);
+}
+
+HangRecord FromProto(const rpc::HangReport& p) {
+  return HangRecord{p.attempt(), p.rank(), p.node(), p.reason(), p.detected_unix(), p.stalled_s()};
 }
 
 }  // namespace athanor::coord

@@ -10,8 +10,9 @@ namespace athanor::coord {
 // A rank's progress as its agent sent it; values a rank could not have
 // written (negative times, NaN) are dropped rather than trusted.
 RankProgressView ProgressFromProto(const rpc::RankProgress& p);
-// The job's straggler flags and newest hang.
-void HangsToProto(const JobRecord& job, rpc::Job* out);
+// The newest hang, both ways (a job's record keeps it: RecordToProto).
+void ToProto(const HangRecord& hang, rpc::HangReport* out);
+HangRecord FromProto(const rpc::HangReport& p);
 // Straggler flags into a Job's or a JobStatus's list.
 void StragglersToProto(const std::vector<RankFlag>& flags,
                        google::protobuf::RepeatedPtrField<rpc::RankFlag>* out);

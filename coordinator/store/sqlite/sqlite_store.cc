@@ -3,15 +3,23 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "coordinator/store/legacy_rows.h"
 #include "coordinator/store/record_codec.h"
 #include "coordinator/store/sqlite/wal_checkpointer.h"
 
 namespace athanor::coord {
 namespace {
+
+// PRAGMA user_version: 0 for the hand-written JSON rows of releases up to
+// 0ca114a, 1 for the rows of record_codec.h.
+constexpr int kRowFormat = 1;
 
 absl::Status SqliteError(sqlite3* db, const std::string& what) {
   return absl::InternalError(absl::StrCat("sqlite ", what, ": ", sqlite3_errmsg(db)));
@@ -59,6 +67,7 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string
       "CREATE TABLE IF NOT EXISTS jobs (seq INTEGER PRIMARY KEY, record TEXT NOT NULL);"
       "CREATE TABLE IF NOT EXISTS nodes (name TEXT PRIMARY KEY, record TEXT NOT NULL);"
       "CREATE TABLE IF NOT EXISTS quotas (tenant TEXT PRIMARY KEY, gpus INTEGER NOT NULL);"));
+  RETURN_IF_ERROR(store->UpgradeRows());
   ASSIGN_OR_RETURN(std::string mode, store->JournalMode());
   if (mode != "wal") {
     return absl::FailedPreconditionError(
@@ -145,6 +154,60 @@ absl::StatusOr<std::string> SqliteStore::JournalMode() {
   return std::string(reinterpret_cast<const char*>(sqlite3_column_text(st.get(), 0)));
 }
 
+absl::Status SqliteStore::UpgradeRows() {
+  RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+  auto fail = [&](absl::Status s) {
+    Exec("ROLLBACK").IgnoreError();  // nothing was written; the cause is `s`
+    return s;
+  };
+  int version = 0;
+  {
+    Statement st(db_, "PRAGMA user_version");
+    if (st.get() == nullptr || sqlite3_step(st.get()) != SQLITE_ROW) return fail(SqliteError(db_, "user_version"));
+    version = sqlite3_column_int(st.get(), 0);
+  }
+  if (version > kRowFormat) {
+    return fail(absl::FailedPreconditionError(absl::StrCat(
+        "state database rows are of format ", version, ", newer than this release's ", kRowFormat)));
+  }
+  if (version == kRowFormat) return Exec("COMMIT");
+  std::vector<std::pair<std::string, std::string>> jobs, nodes;  // key, new row
+  for (auto [table, key, out] : {std::tuple{"jobs", "seq", &jobs}, std::tuple{"nodes", "name", &nodes}}) {
+    Statement read(db_, absl::StrCat("SELECT ", key, ", record FROM ", table).c_str());
+    if (read.get() == nullptr) return fail(SqliteError(db_, absl::StrCat("read ", table)));
+    int rc;
+    while ((rc = sqlite3_step(read.get())) == SQLITE_ROW) {
+      std::string id(reinterpret_cast<const char*>(sqlite3_column_text(read.get(), 0)),
+                     sqlite3_column_bytes(read.get(), 0));
+      std::string_view text(reinterpret_cast<const char*>(sqlite3_column_text(read.get(), 1)),
+                            sqlite3_column_bytes(read.get(), 1));
+      absl::StatusOr<std::string> row;
+      if (out == &jobs) {
+        absl::StatusOr<JobRecord> job = DecodeLegacyJob(text);
+        row = job.ok() ? absl::StatusOr<std::string>(EncodeJob(*job)) : job.status();
+      } else {
+        absl::StatusOr<NodeRecord> node = DecodeLegacyNode(text);
+        row = node.ok() ? absl::StatusOr<std::string>(EncodeNode(*node)) : node.status();
+      }
+      if (!row.ok()) {
+        return fail(absl::DataLossError(absl::StrCat("state database, ", table, " row ", id, ": ", row.status().message())));
+      }
+      out->emplace_back(std::move(id), *std::move(row));
+    }
+    if (rc != SQLITE_DONE) return fail(SqliteError(db_, absl::StrCat("read ", table)));
+    Statement write(db_, absl::StrCat("UPDATE ", table, " SET record = ? WHERE ", key, " = ?").c_str());
+    if (write.get() == nullptr) return fail(SqliteError(db_, "prepare"));
+    for (const auto& [id, text] : *out) {
+      sqlite3_reset(write.get());
+      sqlite3_bind_text(write.get(), 1, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
+      sqlite3_bind_text(write.get(), 2, id.data(), static_cast<int>(id.size()), SQLITE_TRANSIENT);
+      if (sqlite3_step(write.get()) != SQLITE_DONE) return fail(SqliteError(db_, absl::StrCat("rewrite ", table, " row ", id)));
+    }
+  }
+  if (absl::Status s = Exec(absl::StrCat("PRAGMA user_version = ", kRowFormat)); !s.ok()) return fail(s);
+  return Exec("COMMIT");
+}
+
 absl::Status SqliteStore::Commit(const Changes& changes) {
   if (changes.empty()) return absl::OkStatus();
   RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
@@ -196,23 +259,32 @@ absl::Status SqliteStore::Commit(const Changes& changes) {
 
 absl::StatusOr<SqliteStore::Contents> SqliteStore::LoadAll() {
   Contents out;
-  Statement jobs(db_, "SELECT record FROM jobs ORDER BY seq");
+  Statement jobs(db_, "SELECT record, seq FROM jobs ORDER BY seq");
   if (jobs.get() == nullptr) return SqliteError(db_, "read jobs");
   int rc;
   while ((rc = sqlite3_step(jobs.get())) == SQLITE_ROW) {
     std::string text(reinterpret_cast<const char*>(sqlite3_column_text(jobs.get(), 0)),
                      sqlite3_column_bytes(jobs.get(), 0));
-    ASSIGN_OR_RETURN(JobRecord job, DecodeJob(text));
-    out.jobs.push_back(std::move(job));
+    absl::StatusOr<JobRecord> job = DecodeJob(text);
+    if (!job.ok()) {
+      return absl::DataLossError(absl::StrCat("state database, jobs row ", sqlite3_column_int64(jobs.get(), 1), ": ",
+                                              job.status().message()));
+    }
+    out.jobs.push_back(*std::move(job));
   }
   if (rc != SQLITE_DONE) return SqliteError(db_, "read jobs");
-  Statement nodes(db_, "SELECT record FROM nodes ORDER BY name");
+  Statement nodes(db_, "SELECT record, name FROM nodes ORDER BY name");
   if (nodes.get() == nullptr) return SqliteError(db_, "read nodes");
   while ((rc = sqlite3_step(nodes.get())) == SQLITE_ROW) {
     std::string text(reinterpret_cast<const char*>(sqlite3_column_text(nodes.get(), 0)),
                      sqlite3_column_bytes(nodes.get(), 0));
-    ASSIGN_OR_RETURN(NodeRecord node, DecodeNode(text));
-    out.nodes.push_back(std::move(node));
+    absl::StatusOr<NodeRecord> node = DecodeNode(text);
+    if (!node.ok()) {
+      return absl::DataLossError(absl::StrCat("state database, nodes row ",
+                                              reinterpret_cast<const char*>(sqlite3_column_text(nodes.get(), 1)), ": ",
+                                              node.status().message()));
+    }
+    out.nodes.push_back(*std::move(node));
   }
   if (rc != SQLITE_DONE) return SqliteError(db_, "read nodes");
   Statement quotas(db_, "SELECT tenant, gpus FROM quotas ORDER BY tenant");

@@ -1,5 +1,6 @@
 // SqliteStore: the Store (store/store.h) as one SQLite database in WAL mode
-// (synchronous=FULL), one JSON row per record (store/record_codec.h).
+// (synchronous=FULL), one JSON row per record (store/record_codec.h;
+// rows of older releases are rewritten once, at open: store/legacy_rows.h).
 //
 // Commit() writes a batch of changed records in one transaction; when it
 // returns OK the batch survives kill -9 of the process. Not thread-safe: the
@@ -69,6 +70,9 @@ class SqliteStore final : public Store {
  private:
   SqliteStore(sqlite3* db, WalOptions wal);
   absl::Status Exec(const std::string& sql);
+  // Rewrites the rows of a database older than the current row format
+  // (legacy_rows.h) in one transaction; DataLoss naming a row that does not read.
+  absl::Status UpgradeRows();
   // SQLite's hook after each commit, with the frames now in the log.
   static int AfterWalCommit(void* store, sqlite3* db, const char* schema, int frames);
 
