@@ -235,7 +235,7 @@ ReplayResult Replay(const Workload& w, const sched::SchedulerOptions& options, i
       run.job = &job;
       run.remaining = job.duration_s;
     }
-    const size_t waiting = scheduler.pending();
+    const size_t waiting = scheduler.view().pending();
     const bool timed = waiting >= static_cast<size_t>(std::max(min_pending, 0));
     const double cpu_start = ThreadCpuMicros();
     auto start = std::chrono::steady_clock::now();
@@ -245,7 +245,7 @@ ReplayResult Replay(const Workload& w, const sched::SchedulerOptions& options, i
           std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
               .count());
       pass_cpu_us.push_back(ThreadCpuMicros() - cpu_start);
-      visited.push_back(static_cast<double>(scheduler.last_pass().visited));
+      visited.push_back(static_cast<double>(scheduler.view().last_pass().visited));
       if (pass_us.size() == 1 || static_cast<int>(waiting) < result.pending_min_timed) {
         result.pending_min_timed = static_cast<int>(waiting);
       }
@@ -282,7 +282,7 @@ ReplayResult Replay(const Workload& w, const sched::SchedulerOptions& options, i
   result.wait_median_s = Percentile(waits, 0.5);
   result.wait_p95_s = Percentile(waits, 0.95);
   double busy = 0;
-  for (const auto& row : scheduler.accounting().Usage(clock.Now())) {
+  for (const auto& row : scheduler.view().accounting().Usage(clock.Now())) {
     if (row.job.empty()) busy += row.gpu_seconds;
   }
   double span = static_cast<double>(now - base);
@@ -298,7 +298,7 @@ ReplayResult Replay(const Workload& w, const sched::SchedulerOptions& options, i
   result.pass_cpu_p99_us = Percentile(pass_cpu_us, 0.99);
   result.visited_median = Percentile(visited, 0.5);
   result.visited_p99 = Percentile(visited, 0.99);
-  result.pending_at_end = static_cast<int>(scheduler.pending());
+  result.pending_at_end = static_cast<int>(scheduler.view().pending());
   return result;
 }
 

@@ -1,28 +1,15 @@
 #include "coordinator/auth/auth_service.h"
 
 #include "common/logging.h"
+#include "coordinator/auth/auth_convert.h"
 #include "coordinator/wire/grpc_status.h"
 
 namespace athanor::coord {
 namespace {
 
-void ToProto(const TokenRecord& t, rpc::TokenInfo* out) {
-  out->set_id(t.id);
-  out->set_tenant(t.tenant);
-  out->set_role(RoleName(t.role));
-  out->set_created_unix(t.created_unix);
-  out->set_expires_unix(t.expires_unix);
-  out->set_revoked(t.revoked);
-  out->set_description(t.description);
-}
-
 void PoliciesToProto(const std::map<std::string, int32_t>& policies,
                      rpc::ListTenantPoliciesResponse* resp) {
-  for (const auto& [tenant, max_priority] : policies) {
-    rpc::TenantPolicy* p = resp->add_policies();
-    p->set_tenant(tenant);
-    p->set_max_priority(max_priority);
-  }
+  for (const auto& [tenant, max_priority] : policies) ToProto(TenantPolicy{tenant, max_priority}, resp->add_policies());
 }
 
 }  // namespace
@@ -94,7 +81,7 @@ grpc::Status SecurityService::SetTenantCredentials(grpc::ServerContext* ctx,
   absl::StatusOr<Identity> who = auth_->Check(*ctx, "Security.SetTenantCredentials");
   if (!who.ok()) return ToGrpc(who.status());
   const rpc::TenantCredentials& c = req->credentials();
-  absl::Status s = secrets_->Set(req->tenant(), {c.access_key(), c.secret_key(), c.session_token()});
+  absl::Status s = secrets_->Set(req->tenant(), FromProto(c));
   if (!s.ok()) return ToGrpc(s);
   // The tenant only: never the credentials.
   ATHANOR_LOG(INFO) << who->Describe() << ": " << (c.access_key().empty() ? "removed" : "set")

@@ -1,5 +1,6 @@
 // Who is calling: the identity a request proves (a bearer token, an agent
-// certificate, or both), never what the request says about itself.
+// certificate, or both), never what the request says about itself; and the
+// records security keeps (tokens, tenants' policies and credentials).
 #pragma once
 
 #include <cstdint>
@@ -35,6 +36,19 @@ struct TokenRecord {
   int64_t expires_unix = 0;  // 0: never
   bool revoked = false;
   std::string description;
+};
+
+// A tenant's object-store credentials (secret_store.h keeps them sealed).
+struct StoreCredentials {
+  std::string access_key;
+  std::string secret_key;
+  std::string session_token;  // may be empty
+};
+
+// A tenant's submission limit (token_store.h).
+struct TenantPolicy {
+  std::string tenant;
+  int32_t max_priority = 0;
 };
 
 }  // namespace athanor::coord

@@ -2,18 +2,15 @@
 
 #include <sqlite3.h>
 
-#include <nlohmann/json.hpp>
-
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "common/uri.h"
+#include "coordinator/auth/auth_rows.h"
 #include "coordinator/model/validation.h"
 
 namespace athanor::coord {
 namespace {
-
-using nlohmann::json;
 
 absl::Status Sql(sqlite3* db, const std::string& what) {
   return absl::UnavailableError(absl::StrCat("sqlite ", what, ": ", sqlite3_errmsg(db)));
@@ -62,12 +59,14 @@ absl::Status SecretStore::Load() {
       status = absl::DataLossError(absl::StrCat("credentials of tenant '", tenant, "': ", plain.status().message()));
       break;
     }
-    json j = json::parse(*plain, nullptr, false);
-    if (!j.is_object()) {
-      status = absl::DataLossError(absl::StrCat("credentials of tenant '", tenant, "': not a JSON object"));
+    // Releases up to 0ca114a sealed hand JSON with the same field names: it
+    // reads here as it is.
+    absl::StatusOr<StoreCredentials> creds = DecodeCredentials(*plain);
+    if (!creds.ok()) {
+      status = absl::DataLossError(absl::StrCat("credentials of tenant '", tenant, "': ", creds.status().message()));
       break;
     }
-    creds_[tenant] = {j.value("access_key", ""), j.value("secret_key", ""), j.value("session_token", "")};
+    creds_[tenant] = *std::move(creds);
   }
   sqlite3_finalize(st);
   return status;
@@ -90,8 +89,7 @@ absl::Status SecretStore::Set(const std::string& tenant, const StoreCredentials&
   if (c.access_key.empty()) {
     sqlite3_prepare_v2(db_, "DELETE FROM tenant_secrets WHERE tenant = ?", -1, &st, nullptr);
   } else {
-    json j{{"access_key", c.access_key}, {"secret_key", c.secret_key}, {"session_token", c.session_token}};
-    ASSIGN_OR_RETURN(sealed, box_->Seal(j.dump(), tenant));
+    ASSIGN_OR_RETURN(sealed, box_->Seal(EncodeCredentials(c), tenant));
     sqlite3_prepare_v2(db_, "INSERT OR REPLACE INTO tenant_secrets VALUES (?, ?)", -1, &st, nullptr);
     sqlite3_bind_text(st, 2, sealed.data(), static_cast<int>(sealed.size()), SQLITE_TRANSIENT);
   }

@@ -1,6 +1,7 @@
 // Tenants' object-store credentials, set by an admin, kept in the state
 // database (table `tenant_secrets`) sealed with AES-256-GCM under the
-// secrets key (security/secret_box.h; the tenant is the associated data), and
+// secrets key (security/secret_box.h; the tenant is the associated data; the
+// plaintext is auth_rows.h's EncodeCredentials), and
 // held decrypted in memory only. They leave the coordinator in exactly two
 // ways: in the env of that tenant's ranks (heartbeat replies, over mutual
 // TLS), and in the store URI the checkpoint poller opens for that tenant's
@@ -18,17 +19,12 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "coordinator/auth/auth_types.h"
 #include "security/secret_box.h"
 
 struct sqlite3;
 
 namespace athanor::coord {
-
-struct StoreCredentials {
-  std::string access_key;
-  std::string secret_key;
-  std::string session_token;  // may be empty
-};
 
 class SecretStore {
  public:

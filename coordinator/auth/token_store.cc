@@ -3,40 +3,29 @@
 #include <sqlite3.h>
 #include <sys/stat.h>
 
-#include <nlohmann/json.hpp>
+#include <string_view>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "coordinator/auth/auth_rows.h"
+#include "coordinator/auth/legacy_auth_rows.h"
 #include "coordinator/model/validation.h"
 #include "security/token.h"
 
 namespace athanor::coord {
 namespace {
 
-using nlohmann::json;
-
 constexpr char kBootstrapId[] = "bootstrap";
 
-json ToJson(const TokenRecord& t) {
-  return json{{"id", t.id},           {"tenant", t.tenant},   {"role", RoleName(t.role)},
-              {"salt", t.salt},       {"hash", t.hash},       {"created", t.created_unix},
-              {"expires", t.expires_unix}, {"revoked", t.revoked}, {"description", t.description}};
-}
-
-absl::StatusOr<TokenRecord> FromJson(const std::string& text) {
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object()) return absl::DataLossError("tokens: a row is not a JSON object");
-  TokenRecord t;
-  t.id = j.value("id", "");
-  t.tenant = j.value("tenant", "");
-  if (!ParseRole(j.value("role", ""), &t.role)) return absl::DataLossError("tokens: bad role");
-  t.salt = j.value("salt", "");
-  t.hash = j.value("hash", "");
-  t.created_unix = j.value("created", int64_t{0});
-  t.expires_unix = j.value("expires", int64_t{0});
-  t.revoked = j.value("revoked", false);
-  t.description = j.value("description", "");
-  return t;
+absl::Status ExecSql(sqlite3* db, const std::string& sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+    absl::Status s = absl::InternalError(absl::StrCat("sqlite: ", err ? err : "error", " in ", sql));
+    sqlite3_free(err);
+    return s;
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Unauthenticated(const std::string& why) {
@@ -78,47 +67,56 @@ absl::StatusOr<std::unique_ptr<TokenStore>> TokenStore::Open(const std::string& 
 
 absl::Status TokenStore::Exec(const std::string& sql) {
   absl::MutexLock lock(&mu_);
-  char* err = nullptr;
-  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
-    absl::Status s = absl::InternalError(absl::StrCat("sqlite: ", err ? err : "error", " in ", sql));
-    sqlite3_free(err);
-    return s;
-  }
-  return absl::OkStatus();
+  return ExecSql(db_, sql);
 }
 
 absl::Status TokenStore::Load() {
   absl::MutexLock lock(&mu_);
+  std::vector<TokenRecord> legacy;  // old rows, written back below
   for (const char* table : {"tokens", "tenant_policies"}) {
     sqlite3_stmt* st = nullptr;
     std::string sql = absl::StrCat("SELECT record FROM ", table);
     if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &st, nullptr) != SQLITE_OK) {
       return absl::InternalError(absl::StrCat("sqlite ", sql, ": ", sqlite3_errmsg(db_)));
     }
+    const bool tokens = std::string_view(table) == "tokens";
     int rc;
     absl::Status status;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-      std::string text(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)));
-      if (std::string(table) == "tokens") {
-        absl::StatusOr<TokenRecord> t = FromJson(text);
+      std::string_view text(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)),
+                            sqlite3_column_bytes(st, 0));
+      if (tokens) {
+        const bool old = IsLegacyTokenRow(text);
+        absl::StatusOr<TokenRecord> t = old ? DecodeLegacyToken(text) : DecodeToken(text);
         if (!t.ok()) {
-          status = t.status();
+          status = absl::DataLossError(absl::StrCat("state database, tokens: ", t.status().message()));
           break;
         }
-        tokens_[t->id] = *t;
+        if (old) legacy.push_back(*t);
+        tokens_[t->id] = *std::move(t);
       } else {
-        json j = json::parse(text, nullptr, false);
-        if (!j.is_object()) {
-          status = absl::DataLossError("tenant_policies: a row is not a JSON object");
+        absl::StatusOr<TenantPolicy> p = DecodeTenantPolicy(text);
+        if (!p.ok()) {
+          status = absl::DataLossError(absl::StrCat("state database, tenant_policies: ", p.status().message()));
           break;
         }
-        max_priority_[j.value("tenant", "")] = j.value("max_priority", int32_t{0});
+        max_priority_[p->tenant] = p->max_priority;
       }
     }
     sqlite3_finalize(st);
     RETURN_IF_ERROR(status);
   }
-  return absl::OkStatus();
+  if (legacy.empty()) return absl::OkStatus();
+  // Rows of releases up to 0ca114a (legacy_auth_rows.h): rewritten once, in
+  // one transaction, so the old format is never read again.
+  RETURN_IF_ERROR(ExecSql(db_, "BEGIN IMMEDIATE"));
+  for (const TokenRecord& t : legacy) {
+    if (absl::Status s = Put("tokens", t.id, EncodeToken(t)); !s.ok()) {
+      ExecSql(db_, "ROLLBACK").IgnoreError();  // nothing was written; the cause is `s`
+      return s;
+    }
+  }
+  return ExecSql(db_, "COMMIT");
 }
 
 absl::Status TokenStore::Put(const char* table, const std::string& key, const std::string& value) {
@@ -170,7 +168,7 @@ absl::StatusOr<TokenStore::Created> TokenStore::Create(const std::string& tenant
   c.record.expires_unix = ttl_s > 0 ? c.record.created_unix + ttl_s : 0;
   c.record.description = description;
   absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(Put("tokens", n.id, ToJson(c.record).dump()));
+  RETURN_IF_ERROR(Put("tokens", n.id, EncodeToken(c.record)));
   tokens_[n.id] = c.record;
   return c;
 }
@@ -196,7 +194,7 @@ absl::StatusOr<TokenRecord> TokenStore::Revoke(const std::string& id) {
   }
   TokenRecord t = it->second;
   t.revoked = true;
-  RETURN_IF_ERROR(Put("tokens", id, ToJson(t).dump()));
+  RETURN_IF_ERROR(Put("tokens", id, EncodeToken(t)));
   it->second = t;
   return t;
 }
@@ -231,8 +229,7 @@ int32_t TokenStore::MaxPriority(const std::string& tenant) const {
 absl::Status TokenStore::SetMaxPriority(const std::string& tenant, int32_t max_priority) {
   RETURN_IF_ERROR(ValidateName("tenant", tenant));
   absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(Put("tenant_policies", tenant,
-                      json{{"tenant", tenant}, {"max_priority", max_priority}}.dump()));
+  RETURN_IF_ERROR(Put("tenant_policies", tenant, EncodeTenantPolicy({tenant, max_priority})));
   max_priority_[tenant] = max_priority;
   return absl::OkStatus();
 }

@@ -1,6 +1,8 @@
 // Bearer tokens and per-tenant limits, kept in the coordinator's state
-// database (tables `tokens` and `tenant_policies`, one JSON row each, as
-// job_store.h) through a connection of its own, and cached in memory.
+// database (tables `tokens` and `tenant_policies`, one protobuf JSON row
+// each, auth_rows.h) through a connection of its own, and cached in memory.
+// Token rows of releases up to 0ca114a are rewritten once, at Open
+// (legacy_auth_rows.h).
 //
 // Token writes are rare admin calls: each is one synchronous transaction
 // (WAL, synchronous=FULL) before the cache changes, so a token that was

@@ -49,7 +49,15 @@ void AttemptLauncher::Release(const JobRecord& job) {
   }
 }
 
-void AttemptLauncher::Start(JobRecord* job, const std::vector<sched::NodeAllocation>& chosen) {
+void AttemptLauncher::Start(JobRecord* job, const std::vector<sched::NodeAllocation>& placement) {
+  // Rank 0's node binds the master port: not one where another process held
+  // it for an earlier attempt, when the placement has another.
+  std::vector<sched::NodeAllocation> chosen = placement;
+  const std::vector<std::string>& taken = job->master_port_taken_on;
+  auto usable = std::find_if(chosen.begin(), chosen.end(), [&](const sched::NodeAllocation& n) {
+    return std::find(taken.begin(), taken.end(), n.node) == taken.end();
+  });
+  if (usable != chosen.end()) std::rotate(chosen.begin(), usable, usable + 1);
   const int32_t port = ChoosePort();
   Hold(port);
   job->attempt++;

@@ -25,9 +25,11 @@ class AttemptLauncher {
                   const WallClock* clock)
       : options_(options), nodes_(nodes), log_(log), clock_(clock) {}
 
-  // Starts the job's next attempt on `chosen` (one entry per node, node-rank
-  // order): STARTING, allocation, ranks, master address and port.
-  void Start(JobRecord* job, const std::vector<sched::NodeAllocation>& chosen);
+  // Starts the job's next attempt on `placement` (one entry per node, in
+  // node-rank order, except that the first node not in the job's
+  // master_port_taken_on becomes node 0, rank 0's): STARTING, allocation,
+  // ranks, master address and the range's next free port.
+  void Start(JobRecord* job, const std::vector<sched::NodeAllocation>& placement);
   // The attempt's GPUs are held again after a restart (its port is in use).
   void Restore(const JobRecord& job) { Hold(job.master_port); }
   // The attempt released its GPUs: its port is free.

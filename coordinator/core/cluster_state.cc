@@ -90,7 +90,8 @@ bool ClusterState::Heartbeat(const std::string& node, uint64_t known_generation,
     std::string msg = health_message.size() > 512 ? health_message.substr(0, 512) : health_message;
     ATHANOR_LOG(WARNING) << "node " << node << " failed its health check: " << msg;
     // The node exists (it just heartbeated): draining it cannot fail.
-    if (absl::Status s = DrainNode(node, Duration::zero(), absl::StrCat("health check failed: ", msg)).status();
+    if (absl::Status s =
+            admin().DrainNode(node, Duration::zero(), absl::StrCat("health check failed: ", msg)).status();
         !s.ok()) {
       ATHANOR_LOG(ERROR) << s;
     }
@@ -112,7 +113,7 @@ std::vector<RankReport> ClusterState::PlacedOn(const std::string& node,
 void ClusterState::Tick() {
   Duration timeout = options_.heartbeat_timeout;
   if (options_.heartbeat_pace != nullptr) {
-    options_.heartbeat_pace->SetNodes(sched_.membership().registered());
+    options_.heartbeat_pace->SetNodes(sched_.view().membership().registered());
     timeout = options_.heartbeat_pace->Timeout();
     hangs_.SetMinWindow(2 * options_.heartbeat_pace->Interval());  // >= 2 samples a rank
   }
@@ -146,33 +147,13 @@ size_t ClusterState::Schedule() {
   return decisions.size();
 }
 
-absl::StatusOr<NodeView> ClusterState::DrainNode(const std::string& name, Duration grace,
-                                                 const std::string& reason) {
-  const std::string why = reason.empty() ? "drained by an admin" : reason;
-  RETURN_IF_ERROR(nodes_.Drain(name, why));
-  jobs_.PreemptAttemptsOn(name, grace, absl::StrCat("node ", name, " is draining (", why, ")"));
-  return *nodes_.View(name);
-}
-
-absl::StatusOr<NodeView> ClusterState::UndrainNode(const std::string& name) {
-  RETURN_IF_ERROR(nodes_.Undrain(name));
-  ScheduleInline();
-  return *nodes_.View(name);
-}
-
-absl::Status ClusterState::SetQuota(const std::string& tenant, int32_t gpus) {
-  RETURN_IF_ERROR(accounts_.SetQuota(tenant, gpus));
-  ScheduleInline();
-  return absl::OkStatus();
-}
-
 absl::StatusOr<WhyResult> ClusterState::Why(const std::string& id) const {
   const JobRecord* job = jobs_.Find(id);
   if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job '", Shorten(id), "'"));
   WhyResult out;
   out.state = job->state;
   if (job->state == JobState::kPending) {
-    if (absl::StatusOr<sched::WhyReport> r = sched_.Why(job->id); r.ok()) {
+    if (absl::StatusOr<sched::WhyReport> r = sched_.view().Why(job->id); r.ok()) {
       out.reasons = r->reasons;
       out.queue_position = r->queue_position;
     }

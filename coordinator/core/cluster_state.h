@@ -28,6 +28,7 @@
 #include "common/clock.h"
 #include "coordinator/checkpoints/upload_holds.h"
 #include "coordinator/core/attempt_launcher.h"
+#include "coordinator/core/cluster_admin.h"
 #include "coordinator/core/job_lifecycle.h"
 #include "coordinator/core/node_table.h"
 #include "coordinator/core/tenant_accounts.h"
@@ -86,13 +87,9 @@ class ClusterState {
   // operation since the last call may have let a job start.
   bool TakePassWanted() { return std::exchange(pass_wanted_, false); }
 
-  // ---- admin (preempting a job by hand: jobs().Preempt)
-  // DRAINING: no new work, running attempts preempted with `grace` (0: each
-  // job's own) and requeued; DRAINED once empty.
-  absl::StatusOr<NodeView> DrainNode(const std::string& name, Duration grace,
-                                     const std::string& reason);
-  absl::StatusOr<NodeView> UndrainNode(const std::string& name);
-  absl::Status SetQuota(const std::string& tenant, int32_t gpus);  // < 0: remove
+  // ---- admin: draining, quotas (cluster_admin.h); preempting a job by hand
+  // is jobs().Preempt.
+  ClusterAdmin admin() { return ClusterAdmin(*this); }
   absl::StatusOr<WhyResult> Why(const std::string& id) const;
 
   // The ranks `node` should run now. Empty for unknown nodes.
@@ -110,6 +107,8 @@ class ClusterState {
   const TenantAccounts& accounts() const { return accounts_; }
 
  private:
+  friend class ClusterAdmin;  // a facet of this class's interface
+
   // Hangs and stragglers (cluster_state_hangs.cc): feeds running ranks'
   // progress to the detector; stops hung attempts (stacks captured first),
   // drains repeat suspects and refreshes straggler flags.

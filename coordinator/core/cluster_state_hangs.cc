@@ -41,7 +41,7 @@ void ClusterState::CheckHangs() {
                                      " tenants' jobs within ", ToSeconds(options_.hangs.drain_window),
                                      " s; last: ", v.reason);
       ATHANOR_LOG(WARNING) << "node " << v.node << " " << why;
-      if (absl::Status s = DrainNode(v.node, Duration::zero(), why).status(); !s.ok()) {
+      if (absl::Status s = admin().DrainNode(v.node, Duration::zero(), why).status(); !s.ok()) {
         ATHANOR_LOG(ERROR) << "cannot drain " << v.node << ": " << s;
       }
     }
@@ -76,7 +76,7 @@ void ClusterState::MoveOffStraggler(JobRecord* job, const RankFlag& flag) {
   // placed elsewhere stays where it is (slow beats waiting forever).
   sched::JobRequest req = ToSchedRequest(*job, options_);
   req.avoid_nodes = avoid;
-  const int hosts = sched::CountUpAndStaticallyFit(sched_.membership(), req);
+  const int hosts = sched::CountUpAndStaticallyFit(sched_.view().membership(), req);
   if (hosts < job->spec.nodes) {
     ATHANOR_LOG(WARNING) << "job " << job->id << " stays on " << flag.node << ": without "
                          << absl::StrJoin(avoid, ", ") << " only " << hosts << " node(s) could host it, "

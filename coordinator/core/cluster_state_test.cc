@@ -395,7 +395,7 @@ TEST_F(ClusterStateTest, NodeTableIsTheSchedulersAndGenerationsArePerNode) {
   ASSERT_TRUE(v.has_value());
   EXPECT_EQ(v->gpus_allocated, 2);
   EXPECT_EQ(v->jobs, (std::vector<std::string>{"1"}));
-  ASSERT_TRUE(state_.DrainNode(used, Seconds(5), "maintenance").ok());
+  ASSERT_TRUE(state_.admin().DrainNode(used, Seconds(5), "maintenance").ok());
   EXPECT_EQ(state_.nodes().Get(used)->state, NodeState::kDraining);
   EXPECT_EQ(state_.nodes().Get(used)->reason, "maintenance");
   EXPECT_TRUE(state_.nodes().Get(used)->drain);

@@ -107,24 +107,20 @@ void CoordinatorCore::OnDurable(const std::set<std::string>& nodes, uint64_t gen
   if (!nodes.empty()) Resolve(polls_->TakeNodes(nodes), false);
 }
 
-template <typename T>
-absl::StatusOr<T> CoordinatorCore::Apply(
-    const std::function<absl::StatusOr<T>(ClusterState&)>& op) {
+absl::Status CoordinatorCore::Write(absl::FunctionRef<absl::Status(ClusterState&)> write) {
   absl::Notification durable;
   absl::Status commit;
-  absl::StatusOr<T> result;
+  absl::Status result;
   {
     absl::MutexLock lock(&mu_);
-    result = op(state_);
+    result = write(state_);
     CommitLocked([&](absl::Status s) {
       commit = s;
       durable.Notify();
     });
   }
   durable.WaitForNotification();
-  if (!result.ok()) return result.status();
-  if (!commit.ok()) return commit;
-  return result;
+  return result.ok() ? commit : result;
 }
 
 void CoordinatorCore::SubmitJob(const JobSpec& spec, const std::string& key, SubmitDone done,
@@ -231,10 +227,6 @@ void CoordinatorCore::SchedulerLoop(Duration tick_interval) {
   }
 }
 
-absl::StatusOr<JobRecord> CoordinatorCore::CancelJob(const std::string& id) {
-  return Apply<JobRecord>([&](ClusterState& s) { return s.CancelJob(id); });
-}
-
 void CoordinatorCore::ApplyAsync(const std::function<absl::Status(ClusterState&)>& op,
                                  Done done) {
   absl::MutexLock lock(&mu_);
@@ -264,28 +256,6 @@ void CoordinatorCore::ReportShardUpload(const std::string& id, int32_t attempt, 
 void CoordinatorCore::RecordTelemetry(const std::string& id, const TelemetryFigures& figures,
                                       Done done) {
   ApplyAsync([&](ClusterState& s) { return s.jobs().RecordTelemetry(id, figures); }, std::move(done));
-}
-
-absl::StatusOr<JobRecord> CoordinatorCore::PreemptJob(const std::string& id, Duration grace) {
-  return Apply<JobRecord>([&](ClusterState& s) { return s.jobs().Preempt(id, grace); });
-}
-
-absl::StatusOr<NodeView> CoordinatorCore::DrainNode(const std::string& name, Duration grace,
-                                                    const std::string& reason) {
-  return Apply<NodeView>([&](ClusterState& s) { return s.DrainNode(name, grace, reason); });
-}
-
-absl::StatusOr<NodeView> CoordinatorCore::UndrainNode(const std::string& name) {
-  return Apply<NodeView>([&](ClusterState& s) { return s.UndrainNode(name); });
-}
-
-absl::StatusOr<std::vector<QuotaRow>> CoordinatorCore::SetQuota(const std::string& tenant,
-                                                                int32_t gpus) {
-  return Apply<std::vector<QuotaRow>>(
-      [&](ClusterState& s) -> absl::StatusOr<std::vector<QuotaRow>> {
-        RETURN_IF_ERROR(s.SetQuota(tenant, gpus));
-        return s.accounts().Quotas();
-      });
 }
 
 void CoordinatorCore::Read(absl::FunctionRef<void(const ClusterState&)> read) {

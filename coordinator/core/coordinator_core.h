@@ -98,14 +98,11 @@ class CoordinatorCore {
   // comes once durable; NotFound for an unknown job).
   void RecordTelemetry(const std::string& id, const TelemetryFigures& figures, Done done);
 
-  // Blocking operations; each is durable before it returns.
-  absl::StatusOr<JobRecord> CancelJob(const std::string& id);
-  absl::StatusOr<JobRecord> PreemptJob(const std::string& id, Duration grace);
-  absl::StatusOr<NodeView> DrainNode(const std::string& name, Duration grace,
-                                     const std::string& reason);
-  absl::StatusOr<NodeView> UndrainNode(const std::string& name);
-  absl::StatusOr<std::vector<QuotaRow>> SetQuota(const std::string& tenant, int32_t gpus);
-
+  // Runs `write` on the state under the state lock and blocks until what it
+  // changed is durable: the commands of CoreCommands (core_commands.h).
+  // Returns `write`'s error, else the commit's. `write` must not block or
+  // call back into the core.
+  absl::Status Write(absl::FunctionRef<absl::Status(ClusterState&)> write);
   // Runs `read` on the state under the state lock: the queries of CoreReads
   // (core_reads.h). `read` must not block or call back into the core.
   void Read(absl::FunctionRef<void(const ClusterState&)> read);
@@ -126,10 +123,8 @@ class CoordinatorCore {
   void CommitLocked(GroupCommitter::Done done) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::optional<std::string> StoreUriLocked(const JobRecord& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Runs `op` on the state; `done` gets its result once its changes are
-  // durable (Apply waits for that).
+  // durable.
   void ApplyAsync(const std::function<absl::Status(ClusterState&)>& op, Done done);
-  template <typename T>
-  absl::StatusOr<T> Apply(const std::function<absl::StatusOr<T>(ClusterState&)>& op);
   // Answers the polls whose node has a durable new desired set (or whose
   // wait ended); parks the others again.
   void Resolve(std::vector<LongPolls::Poll> polls, bool expired);

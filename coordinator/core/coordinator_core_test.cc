@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "absl/synchronization/notification.h"
+#include "coordinator/core/core_commands.h"
 #include "coordinator/core/core_reads.h"
 #include "coordinator/store/sqlite/sqlite_store.h"
 
@@ -127,7 +128,7 @@ TEST_F(CoordinatorCoreTest, ReopenRebuildsSchedulerWithPreemptingJobQueueOrderAn
   };
   {
     auto core = Open();
-    ASSERT_TRUE(core->SetQuota("t", 3).ok());
+    ASSERT_TRUE(CoreCommands(core.get()).SetQuota("t", 3).ok());
     ASSERT_TRUE(RegisterAndWait(core.get(), Node(), {}).ok());
     JobSpec a = Spec();
     a.tenant = "t";
@@ -140,7 +141,7 @@ TEST_F(CoordinatorCoreTest, ReopenRebuildsSchedulerWithPreemptingJobQueueOrderAn
     ASSERT_EQ(*Submit(core.get(), c), "3");
     ASSERT_TRUE(Beat(core.get(), "n1", 0, running(1, RankPhase::kRunning), Duration::zero()).ok());
     ASSERT_EQ(CoreReads(core.get()).GetJob("1")->state, JobState::kRunning);
-    ASSERT_TRUE(core->PreemptJob("1", Duration::zero()).ok());  // the job's own 50 s
+    ASSERT_TRUE(CoreCommands(core.get()).PreemptJob("1", Duration::zero()).ok());  // the job's own 50 s
   }
   clock_.Advance(Seconds(5));
   auto core = Open();

@@ -1,8 +1,8 @@
 // CoreReads: the coordinator's queries (a job, the job and node lists, quotas,
 // usage, why a job waits, which ranks' logs to read). Each answer comes from
 // one consistent view of the state, taken under the state lock
-// (CoordinatorCore::Read). Commands and the agents' calls stay on
-// CoordinatorCore.
+// (CoordinatorCore::Read). The blocking commands are CoreCommands
+// (core_commands.h); the agents' calls stay on CoordinatorCore.
 //
 // Thread-safe, as the core is. The core is not owned and outlives this.
 #pragma once

@@ -167,6 +167,7 @@ void JobLifecycle::ApplyReports(const std::vector<RankReport>& reports) {
     if (r.phase == RankPhase::kFailedToStart) {
       ATHANOR_LOG(WARNING) << "job " << job->id << " rank " << r.rank
                            << " failed to start: " << r.message;
+      if (r.master_port_taken && !job->stopping) RequeueForTakenPort(job, st);
     }
     if (job->stopping && st.signal != 0 && !r.signal_from_agent) BlameSignal(job, st);
     Mark(*job);
@@ -176,6 +177,7 @@ void JobLifecycle::ApplyReports(const std::vector<RankReport>& reports) {
 }
 
 void JobLifecycle::Evaluate(JobRecord* job) {
+  if (!job->allocated) return;  // its attempt ended while its reports were applied
   if (job->stopping) {
     TrySettle(job);
     return;
@@ -205,6 +207,26 @@ void JobLifecycle::BlameSignal(JobRecord* job, const RankStatus& st) {
   ATHANOR_LOG(INFO) << "job " << job->id << " attempt " << job->attempt
                     << ": the failure is put down to " << job->stop_reason;
   Mark(*job);
+}
+
+void JobLifecycle::RequeueForTakenPort(JobRecord* job, const RankStatus& st) {
+  const std::string failure = RankFailure(job->allocation, st);
+  const std::string& node = job->allocation[0].node;  // rank 0's, which binds the port
+  if (job->allocation[st.rank].node != node) {
+    // Only rank 0's node binds the port; any other's word on it is a plain failure.
+    FailAttempt(job, failure);
+    return;
+  }
+  if (job->master_port_taken_on.size() >= kMaxMasterPortRequeues) {
+    FailAttempt(job, absl::StrCat(failure, " (the job was requeued ", kMaxMasterPortRequeues,
+                                  " times already for a taken master port, the most without using a restart)"));
+    return;
+  }
+  job->master_port_taken_on.push_back(node);
+  BeginPreempt(job, std::chrono::milliseconds(p_.options->kill_after_ms), PreemptCause::kMasterPort,
+               absl::StrCat("another process holds the master port on node ", node,
+                            ": requeued with another port and rank 0 elsewhere where it can be, using no restart (",
+                            job->master_port_taken_on.size(), " of ", kMaxMasterPortRequeues, "): ", failure));
 }
 
 void JobLifecycle::StartAttempt(const std::string& id,

@@ -9,6 +9,16 @@
 // stops an attempt with the job's grace as the SIGTERM->SIGKILL delay and
 // requeues it without consuming a restart.
 //
+// A rank that failed to start because another process holds the attempt's
+// master port on rank 0's node (the agent says so: RankReport::
+// master_port_taken) is the platform's fault, not the job's: the attempt is
+// requeued like a preemption, without using a restart, with that node
+// recorded in master_port_taken_on. The next attempt gets the range's next
+// master port and a rank 0 on another of its nodes where it has one
+// (AttemptLauncher). After kMaxMasterPortRequeues such requeues the next one
+// is an ordinary failure (a restart, or FAILED), so a squatter on every port
+// of every node cannot loop a job. Nothing counts against the node.
+//
 // Submissions may carry an idempotency key: the first one with a (tenant,
 // key) creates the job, later ones get that job back. Keys are kept in the
 // job records, so they survive restarts.
@@ -39,6 +49,8 @@ namespace athanor::coord {
 // Reasons BeginPreempt is given by the scheduler and by `athanor preempt`.
 inline constexpr char kPriorityPreemption[] = "preempted for a higher-priority job";
 inline constexpr char kAdminPreemption[] = "preempted by an admin";
+// Requeues of a job without a restart because its master port was taken.
+inline constexpr size_t kMaxMasterPortRequeues = 3;
 
 class JobLifecycle {
  public:
@@ -104,6 +116,9 @@ class JobLifecycle {
   // of it on its own: the reason names it instead (the other rank most
   // likely exited on its dead peer). Once per stop.
   void BlameSignal(JobRecord* job, const RankStatus& st);
+  // A rank of the attempt failed to start because its master port was taken
+  // on rank 0's node: requeued without a restart, within the bound.
+  void RequeueForTakenPort(JobRecord* job, const RankStatus& st);
 
   const Parts p_;
   std::map<int64_t, JobRecord> jobs_;  // by seq

@@ -14,7 +14,9 @@ namespace athanor::coord {
 
 // Why an attempt is preempted; /metrics counts preemptions by it
 // (athanor_preemptions_total{reason=PreemptCauseName}).
-enum class PreemptCause { kPriority, kAdmin, kDrain, kStraggler };
+// kMasterPort: the attempt's master port was taken on rank 0's node (by
+// another process; not the job's doing), so it is requeued like a preemption.
+enum class PreemptCause { kPriority, kAdmin, kDrain, kStraggler, kMasterPort };
 
 inline const char* PreemptCauseName(PreemptCause cause) {
   switch (cause) {
@@ -22,6 +24,7 @@ inline const char* PreemptCauseName(PreemptCause cause) {
     case PreemptCause::kAdmin: return "admin";
     case PreemptCause::kDrain: return "drain";
     case PreemptCause::kStraggler: return "straggler";
+    case PreemptCause::kMasterPort: return "master_port";
   }
   return "drain";
 }

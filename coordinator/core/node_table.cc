@@ -47,8 +47,8 @@ bool BySubmission(const std::string& a, const std::string& b) {
 }  // namespace
 
 const sched::MemberNode* NodeTable::Find(const std::string& name) const {
-  std::optional<int> index = sched_->membership().Find(name);
-  return index ? &sched_->membership().node(*index) : nullptr;
+  std::optional<int> index = sched_->view().membership().Find(name);
+  return index ? &sched_->view().membership().node(*index) : nullptr;
 }
 
 NodeRecord NodeTable::ToRecord(const sched::MemberNode& n) const {
@@ -152,7 +152,7 @@ NodeTable::Beat NodeTable::Heartbeat(const std::string& name, uint64_t acked_gen
 std::vector<std::pair<std::string, std::string>> NodeTable::Expire(Duration timeout) {
   std::vector<std::pair<std::string, std::string>> out;
   const TimePoint now = clock_->Now();
-  const sched::Membership& m = sched_->membership();
+  const sched::Membership& m = sched_->view().membership();
   for (int i = 0; i < m.size(); ++i) {
     const sched::MemberNode& n = m.node(i);
     if (n.removed || n.state == sched::MemberState::kDown) continue;
@@ -216,7 +216,7 @@ std::optional<NodeView> NodeTable::View(const std::string& name) const {
 
 std::vector<NodeView> NodeTable::Views() const {
   std::vector<std::string> names;
-  const sched::Membership& m = sched_->membership();
+  const sched::Membership& m = sched_->view().membership();
   for (int i = 0; i < m.size(); ++i) {
     if (!m.node(i).removed) names.push_back(m.node(i).spec.name);
   }

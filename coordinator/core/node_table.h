@@ -66,7 +66,7 @@ class NodeTable {
   std::optional<NodeRecord> Get(const std::string& name) const;
   std::optional<NodeView> View(const std::string& name) const;
   std::vector<NodeView> Views() const;  // by name
-  bool Exists(const std::string& name) const { return sched_->membership().Find(name).has_value(); }
+  bool Exists(const std::string& name) const { return sched_->view().membership().Find(name).has_value(); }
   bool IsDown(const std::string& name) const;
   // Ids of the jobs holding GPUs on the node (also while they stop).
   std::vector<std::string> JobsOn(const std::string& name) const;

@@ -242,7 +242,7 @@ TEST_F(PreemptionTest, QuotaStaysExactThroughPreemptRequeueAndReadmit) {
   EXPECT_EQ(Job(a).state, JobState::kCancelled);
   EXPECT_EQ(Job(b).state, JobState::kStarting);
   EXPECT_EQ(InUse("t"), 1);
-  ASSERT_TRUE(state_->SetQuota("t", -1).ok());
+  ASSERT_TRUE(state_->admin().SetQuota("t", -1).ok());
   EXPECT_TRUE(state_->accounts().Quotas().empty());
   Changes c = state_->TakeChanges();
   ASSERT_EQ(c.quotas.size(), 1u);

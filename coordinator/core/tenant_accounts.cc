@@ -54,7 +54,7 @@ absl::Status TenantAccounts::SetQuota(const std::string& tenant, int32_t gpus) {
 std::vector<QuotaRow> TenantAccounts::Quotas() const {
   std::vector<QuotaRow> out;
   for (const auto& [tenant, gpus] : quotas_) {
-    out.push_back({tenant, gpus, sched_->accounting().GpusInUse(tenant)});
+    out.push_back({tenant, gpus, sched_->view().accounting().GpusInUse(tenant)});
   }
   return out;
 }

@@ -172,6 +172,10 @@ struct JobRecord {
   HangRecord hang;
   std::vector<RankFlag> stragglers;  // of the current attempt
   std::vector<std::string> avoid_nodes;  // moved off as stragglers (move_off_stragglers)
+  // Per attempt requeued because its master port was taken on rank 0's node,
+  // that node: the next rank 0 goes elsewhere, and the count is bounded
+  // (JobLifecycle, kMaxMasterPortRequeues).
+  std::vector<std::string> master_port_taken_on;
   TelemetryFigures last_telemetry;  // persisted every so often while it runs
 };
 
@@ -208,6 +212,9 @@ struct RankReport {
   int32_t signal = 0;
   std::string message;
   bool signal_from_agent = false;  // `signal` was the agent's (a stop), not from elsewhere
+  // kFailedToStart: another process holds the attempt's master port on the
+  // node and ranks elsewhere expect it (the platform's fault, not the job's).
+  bool master_port_taken = false;
   double cpu_seconds = -1;  // CPU time of the rank's processes; < 0: unknown
   double gpu_utilization = -1;  // percent (nvidia-smi); < 0: not measured
   RankProgressView progress;

@@ -153,8 +153,9 @@ void TenantFamilies(const rpc::ClusterView& view, Builder& b) {
 
 void CounterFamilies(const LifecycleCounters& c, Builder& b) {
   MetricFamily& pre = b.Family("athanor_preemptions_total",
-                               "Attempts preempted, by reason (priority, admin, drain, straggler).", MetricType::Counter);
-  for (const char* r : {"priority", "admin", "drain", "straggler"}) {
+                               "Attempts preempted, by reason (priority, admin, drain, straggler, master_port).",
+                               MetricType::Counter);
+  for (const char* r : {"priority", "admin", "drain", "straggler", "master_port"}) {
     auto it = c.preemptions.find(r);
     Builder::Counter(pre, {{"reason", r}}, it == c.preemptions.end() ? 0 : it->second);
   }

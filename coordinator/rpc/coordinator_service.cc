@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
+#include "coordinator/core/core_commands.h"
 #include "coordinator/core/core_reads.h"
 #include "coordinator/model/validation.h"
 #include "coordinator/wire/grpc_status.h"
@@ -137,7 +138,7 @@ grpc::Status CoordinatorService::CancelJob(grpc::ServerContext* ctx,
                                            rpc::CancelJobResponse* resp) {
   if (grpc::Status s = AuthorizeJob(*ctx, "Coordinator.CancelJob", req->job_id()); !s.ok()) return s;
   ATHANOR_LOG(INFO) << Who(security_.auth, ctx) << ": cancel job " << req->job_id();
-  absl::StatusOr<JobRecord> job = core_->CancelJob(req->job_id());
+  absl::StatusOr<JobRecord> job = CoreCommands(core_).CancelJob(req->job_id());
   if (!job.ok()) return ToGrpc(job.status());
   ToProto(*job, resp->mutable_job());
   return grpc::Status::OK;
@@ -196,7 +197,7 @@ grpc::Status CoordinatorService::PreemptJob(grpc::ServerContext* ctx,
   }
   ATHANOR_LOG(INFO) << Who(security_.auth, ctx) << ": preempt job " << req->job_id();
   absl::StatusOr<JobRecord> job =
-      core_->PreemptJob(req->job_id(), Seconds(static_cast<double>(req->grace_period_s())));
+      CoreCommands(core_).PreemptJob(req->job_id(), Seconds(static_cast<double>(req->grace_period_s())));
   if (!job.ok()) return ToGrpc(job.status());
   ToProto(*job, resp->mutable_job());
   return grpc::Status::OK;
@@ -216,7 +217,7 @@ grpc::Status CoordinatorService::DrainNode(grpc::ServerContext* ctx,
   ATHANOR_LOG(INFO) << Who(security_.auth, ctx) << ": drain node " << req->node();
   std::string reason = req->reason().empty() ? "drained by " + Who(security_.auth, ctx) : req->reason();
   absl::StatusOr<NodeView> node =
-      core_->DrainNode(req->node(), Seconds(static_cast<double>(req->grace_period_s())), reason);
+      CoreCommands(core_).DrainNode(req->node(), Seconds(static_cast<double>(req->grace_period_s())), reason);
   if (!node.ok()) return ToGrpc(node.status());
   ToProto(*node, resp->mutable_node());
   return grpc::Status::OK;
@@ -230,7 +231,7 @@ grpc::Status CoordinatorService::UndrainNode(grpc::ServerContext* ctx,
   }
   if (grpc::Status s = ToGrpc(ValidateName("node", req->node())); !s.ok()) return s;
   ATHANOR_LOG(INFO) << Who(security_.auth, ctx) << ": undrain node " << req->node();
-  absl::StatusOr<NodeView> node = core_->UndrainNode(req->node());
+  absl::StatusOr<NodeView> node = CoreCommands(core_).UndrainNode(req->node());
   if (!node.ok()) return ToGrpc(node.status());
   ToProto(*node, resp->mutable_node());
   return grpc::Status::OK;
@@ -296,7 +297,7 @@ grpc::Status CoordinatorService::SetQuota(grpc::ServerContext* ctx, const rpc::S
   }
   ATHANOR_LOG(INFO) << Who(security_.auth, ctx) << ": quota " << req->tenant().substr(0, 64) << " = "
                     << req->gpus();
-  absl::StatusOr<std::vector<QuotaRow>> rows = core_->SetQuota(req->tenant(), req->gpus());
+  absl::StatusOr<std::vector<QuotaRow>> rows = CoreCommands(core_).SetQuota(req->tenant(), req->gpus());
   if (!rows.ok()) return ToGrpc(rows.status());
   QuotasToProto(*rows, resp);
   return grpc::Status::OK;

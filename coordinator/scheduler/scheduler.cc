@@ -37,12 +37,6 @@ std::vector<Decision> Scheduler::Schedule() {
   return SchedulePass(&s_, options_, clock_->Now()).Run();
 }
 
-absl::StatusOr<WhyReport> Scheduler::Why(const JobId& id) const {
-  const QueuedJob* job = s_.Find(id);
-  if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", id));
-  return Explain(s_, *job, clock_->Now());
-}
-
 namespace {
 
 absl::Status ValidateShape(const JobRequest& job) {

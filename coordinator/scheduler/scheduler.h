@@ -34,6 +34,7 @@
 #include "absl/status/statusor.h"
 #include "common/clock.h"
 #include "coordinator/scheduler/scheduler_state.h"
+#include "coordinator/scheduler/scheduler_view.h"
 #include "coordinator/scheduler/types.h"
 #include "coordinator/scheduler/why.h"
 
@@ -93,14 +94,10 @@ class Scheduler {
   // One scheduling pass at clock->Now().
   std::vector<Decision> Schedule();
 
-  // ---- introspection
-  absl::StatusOr<WhyReport> Why(const JobId& job) const;
-  const Membership& membership() const { return s_.membership; }
-  const Accounting& accounting() const { return s_.accounting; }
-  const QueuedJob* job(const JobId& id) const { return s_.Find(id); }
-  size_t pending() const { return s_.queue.size(); }
+  // ---- introspection: the tables, read-only (scheduler_view.h)
+  SchedulerView view() const { return SchedulerView(s_, clock_); }
+  // Pending jobs of `tenant` (the submission cap's count).
   size_t pending_of(const std::string& tenant) const { return s_.queue.TenantSize(tenant); }
-  const PassSummary& last_pass() const { return s_.last_pass; }
 
  private:
   const Clock* const clock_;

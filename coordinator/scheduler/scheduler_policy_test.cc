@@ -19,7 +19,7 @@ class PolicyTest : public ::testing::Test {
   void Add(const NodeSpec& spec) { ASSERT_TRUE(sched_.AddNode(spec).ok()); }
   void Submit(JobRequest job) { ASSERT_TRUE(sched_.Submit(std::move(job)).ok()); }
   std::vector<std::string> Reasons(const JobId& id) {
-    auto why = sched_.Why(id);
+    auto why = sched_.view().Why(id);
     EXPECT_TRUE(why.ok());
     return why.ok() ? why->reasons : std::vector<std::string>{};
   }
@@ -46,8 +46,8 @@ TEST_F(PolicyTest, HigherPriorityFirstThenFifo) {
   ASSERT_EQ(d.size(), 1u);
   EXPECT_EQ(d[0].job, "hi1");
   EXPECT_EQ(Where(d[0]), std::vector<std::string>{"a:0,1,2,3"});
-  EXPECT_EQ(sched_.Why("hi2")->queue_position, 1);
-  EXPECT_EQ(sched_.Why("low")->queue_position, 2);
+  EXPECT_EQ(sched_.view().Why("hi2")->queue_position, 1);
+  EXPECT_EQ(sched_.view().Why("low")->queue_position, 2);
   ASSERT_TRUE(sched_.OnJobExited("hi1", false).ok());
   d = sched_.Schedule();
   ASSERT_EQ(d.size(), 1u);
@@ -144,7 +144,7 @@ TEST_F(PolicyTest, GangIsAllOrNothingAndExplained) {
   gang.gpu_model = "H100";
   Submit(gang);
   EXPECT_TRUE(sched_.Schedule().empty());
-  EXPECT_EQ(sched_.membership().node(1).free_gpus, 4);
+  EXPECT_EQ(sched_.view().membership().node(1).free_gpus, 4);
   EXPECT_EQ(Reasons("gang")[0],
             "no node fits: needs 2 nodes with 4 free GPUs (model H100) each; 1 node has them free");
   ASSERT_TRUE(sched_.OnJobExited("small", false).ok());
@@ -183,9 +183,9 @@ TEST_F(BackfillTest, JobEndingBeforeTheReservationBackfills) {
   ASSERT_EQ(d.size(), 1u);
   EXPECT_EQ(d[0].job, "S1");
   EXPECT_EQ(Where(d[0]), std::vector<std::string>{"b:2,3"});
-  ASSERT_TRUE(sched_.last_pass().reservation.has_value());
-  EXPECT_EQ(sched_.last_pass().reservation->job, "G");
-  EXPECT_EQ(sched_.last_pass().reservation->start, TimePoint{} + seconds(200));
+  ASSERT_TRUE(sched_.view().last_pass().reservation.has_value());
+  EXPECT_EQ(sched_.view().last_pass().reservation->job, "G");
+  EXPECT_EQ(sched_.view().last_pass().reservation->start, TimePoint{} + seconds(200));
   EXPECT_EQ(Reasons("G")[1], "holds the reservation; starts in 200 s");
 }
 
@@ -195,7 +195,7 @@ TEST_F(BackfillTest, JobEndingBeforeTheReservationBackfills) {
 TEST_F(BackfillTest, TheReservationFollowsTheHoldersEnds) {
   auto start = [&] {
     sched_.Schedule();
-    const auto& r = sched_.last_pass().reservation;
+    const auto& r = sched_.view().last_pass().reservation;
     EXPECT_TRUE(r.has_value() && r->job == "G" && r->finite);
     return r.has_value() ? r->start - TimePoint{} : Duration::zero();
   };
@@ -225,7 +225,7 @@ TEST_F(BackfillTest, PreemptibleBorrowerIsPreemptedWhenTheGangCanStart) {
   auto d = sched_.Schedule();
   ASSERT_EQ(d.size(), 1u);
   EXPECT_EQ(Where(d[0]), std::vector<std::string>{"b:2,3"});
-  EXPECT_TRUE(sched_.job("S3")->borrower);
+  EXPECT_TRUE(sched_.view().job("S3")->borrower);
   clock_.Advance(seconds(100));
   ASSERT_TRUE(sched_.OnJobExited("R1", false).ok());
   EXPECT_TRUE(sched_.Schedule().empty());  // b still holds R2
@@ -256,9 +256,9 @@ TEST_F(PolicyTest, UnknownReservationHoldsFreedGpusForTheGang) {
   auto d = sched_.Schedule();
   ASSERT_EQ(d.size(), 1u);
   EXPECT_EQ(Where(d[0]), std::vector<std::string>{"c:0,1"});
-  ASSERT_TRUE(sched_.last_pass().reservation.has_value());
-  EXPECT_FALSE(sched_.last_pass().reservation->finite);
-  EXPECT_EQ(sched_.last_pass().reservation->nodes, (std::vector<int>{0, 1}));
+  ASSERT_TRUE(sched_.view().last_pass().reservation.has_value());
+  EXPECT_FALSE(sched_.view().last_pass().reservation->finite);
+  EXPECT_EQ(sched_.view().last_pass().reservation->nodes, (std::vector<int>{0, 1}));
   Submit(MakeJob("S2", 1, 2));
   EXPECT_TRUE(sched_.Schedule().empty());
   EXPECT_EQ(Reasons("S2")[0],
@@ -325,15 +325,15 @@ TEST_F(PolicyTest, PreemptsTheVictimWithLeastLostWorkOnlyOnce) {
   EXPECT_EQ(d[0].kind, Decision::Kind::kPreempt);
   EXPECT_EQ(d[0].job, "L1");
   EXPECT_EQ(d[0].grace, seconds(60));  // the victim's grace (default)
-  EXPECT_EQ(sched_.job("L1")->state, QueuedJobState::kPreempting);
+  EXPECT_EQ(sched_.view().job("L1")->state, QueuedJobState::kPreempting);
   EXPECT_TRUE(sched_.Schedule().empty());  // no second victim
   ASSERT_TRUE(sched_.OnJobExited("L1", true).ok());
   d = sched_.Schedule();
   ASSERT_EQ(d.size(), 1u);
   EXPECT_EQ(d[0].job, "H");
   EXPECT_EQ(Where(d[0]), std::vector<std::string>{"a:0,1,2,3"});
-  EXPECT_EQ(sched_.job("L1")->req.submit_seq, 1u);  // requeued in its original order
-  EXPECT_EQ(sched_.Why("L1")->queue_position, 1);
+  EXPECT_EQ(sched_.view().job("L1")->req.submit_seq, 1u);  // requeued in its original order
+  EXPECT_EQ(sched_.view().Why("L1")->queue_position, 1);
 }
 
 TEST_F(PolicyTest, MinimumRunTimeProtectsFreshJobs) {
@@ -376,19 +376,19 @@ TEST_F(PolicyTest, RestoreRebuildsARunningJob) {
   JobRequest k = MakeJob("k", 1, 2);
   EXPECT_EQ(sched_.Restore(k, {{"a", {3, 0}}}, TimePoint{}, std::nullopt).code(),
             absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(sched_.membership().node(0).free_gpus, 2);
+  EXPECT_EQ(sched_.view().membership().node(0).free_gpus, 2);
   StartAlone(k, {"a:0,2"});
-  EXPECT_EQ(sched_.job("k")->req.submit_seq, 8u);
+  EXPECT_EQ(sched_.view().job("k")->req.submit_seq, 8u);
   Add(MakeNode("b", 4));
   ASSERT_TRUE(sched_.Restore(MakeJob("p", 1, 4), {{"b", {0, 1, 2, 3}}}, TimePoint{}, std::nullopt,
                              TimePoint{} + seconds(60))
                   .ok());
-  EXPECT_EQ(sched_.job("p")->state, QueuedJobState::kPreempting);
+  EXPECT_EQ(sched_.view().job("p")->state, QueuedJobState::kPreempting);
   Submit(MakeJob("w", 1, 4, "t", 5));
   EXPECT_TRUE(sched_.Schedule().empty());  // waits for p; preempts nothing more
   EXPECT_EQ(Reasons("w")[0], "waiting for preempted job(s) p to exit");
   clock_.Advance(seconds(10));
-  EXPECT_DOUBLE_EQ(sched_.accounting().JobGpuSeconds("j", clock_.Now()), 20.0);
+  EXPECT_DOUBLE_EQ(sched_.view().accounting().JobGpuSeconds("j", clock_.Now()), 20.0);
 }
 
 TEST_F(PolicyTest, APassSkipsJobsOfAShapeThatCanNoLongerBePlaced) {
@@ -408,7 +408,7 @@ TEST_F(PolicyTest, APassSkipsJobsOfAShapeThatCanNoLongerBePlaced) {
   EXPECT_EQ(d[0].job, "s1");
   EXPECT_EQ(d[1].job, "s2");
   // w0 (head), s1, s2, s3: looked at; w1..w999: skipped.
-  EXPECT_EQ(sched_.last_pass().visited, 4u);
+  EXPECT_EQ(sched_.view().last_pass().visited, 4u);
   EXPECT_EQ(Reasons("w0")[0], "no node fits: needs 1 node with 4 free GPUs; 0 nodes have them free");
   // A skipped job's reason is worked out when asked, the same as if visited.
   EXPECT_EQ(Reasons("w500"),

@@ -123,7 +123,7 @@ void RunRandomWorkload(uint32_t seed, bool backfill) {
       if (rng() % 2) job.time_limit = seconds(60 + rng() % 3000);
       absl::Status s = sched.Submit(job);
       if (s.ok()) {
-        requests[job.id] = sched.job(job.id)->req;
+        requests[job.id] = sched.view().job(job.id)->req;
         pending.insert(job.id);
       } else {
         ASSERT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
@@ -167,14 +167,14 @@ void RunRandomWorkload(uint32_t seed, bool backfill) {
       } else {
         ASSERT_TRUE(ledger.Holds(d.job));
         ASSERT_TRUE(job.preemptible) << d.job;
-        ASSERT_EQ(sched.job(d.job)->state, QueuedJobState::kPreempting);
+        ASSERT_EQ(sched.view().job(d.job)->state, QueuedJobState::kPreempting);
         ++preempts;
         if (rng() % 2) exit_job(d.job, true);  // some exit at once, others later
       }
     }
     for (const auto& [t, q] : quota) ASSERT_LE(ledger.TenantGpus(t), q) << "quota of " << t;
     for (const auto& t : tenants) {
-      ASSERT_EQ(ledger.TenantGpus(t), sched.accounting().GpusInUse(t)) << t;
+      ASSERT_EQ(ledger.TenantGpus(t), sched.view().accounting().GpusInUse(t)) << t;
     }
   }
   EXPECT_GT(starts, 500) << "seed " << seed;
@@ -248,10 +248,10 @@ TimePoint TopGangStart(uint32_t seed, bool backfill, int* backfilled) {
     for (const Decision& d : decisions) {
       EXPECT_EQ(d.kind, Decision::Kind::kStart);
       if (d.job == "G") gang_start = t;
-      if (d.job[0] == 's' && sched.job("G") && sched.job("G")->state == QueuedJobState::kPending) {
+      if (d.job[0] == 's' && sched.view().job("G") && sched.view().job("G")->state == QueuedJobState::kPending) {
         ++*backfilled;
       }
-      ends.emplace(t + sched.job(d.job)->req.time_limit, d.job);
+      ends.emplace(t + sched.view().job(d.job)->req.time_limit, d.job);
     }
   }
   EXPECT_TRUE(gang_start.has_value());

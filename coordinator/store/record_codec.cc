@@ -1,51 +1,12 @@
 #include "coordinator/store/record_codec.h"
 
-#include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
-#include <google/protobuf/util/json_util.h>
-#include <google/protobuf/util/type_resolver_util.h>
-
 #include "absl/strings/str_cat.h"
-#include "common/logging.h"
 #include "common/status.h"
 #include "coordinator/wire/proto_convert.h"
+#include "coordinator/wire/proto_json.h"
 #include "proto/athanor_store.pb.h"
 
 namespace athanor::coord {
-namespace {
-
-namespace pb = google::protobuf;
-
-// Protobuf's JSON printer, over a deterministic serialisation: map entries
-// (a spec's env, a node's labels) come out sorted, so a record always
-// encodes to the same text.
-std::string ToJson(const pb::Message& row) {
-  static pb::util::TypeResolver* const resolver =
-      pb::util::NewTypeResolverForDescriptorPool("type.googleapis.com", pb::DescriptorPool::generated_pool());
-  std::string binary;
-  {
-    pb::io::StringOutputStream stream(&binary);
-    pb::io::CodedOutputStream coded(&stream);
-    coded.SetSerializationDeterministic(true);
-    row.SerializeToCodedStream(&coded);
-  }
-  pb::util::JsonPrintOptions options;
-  options.preserve_proto_field_names = true;
-  std::string out;
-  auto status = pb::util::BinaryToJsonString(
-      resolver, absl::StrCat("type.googleapis.com/", row.GetDescriptor()->full_name()), binary, &out, options);
-  // Only a message the generated pool lacks could fail: a build error.
-  ATHANOR_CHECK(status.ok()) << status.ToString();
-  return out;
-}
-
-absl::Status FromJson(const char* what, std::string_view text, pb::Message* row) {
-  auto status = pb::util::JsonStringToMessage(std::string(text), row, pb::util::JsonParseOptions());
-  if (!status.ok()) return absl::DataLossError(absl::StrCat(what, " record: ", status.message().ToString()));
-  return absl::OkStatus();
-}
-
-}  // namespace
 
 std::string EncodeJob(const JobRecord& job) {
   store::JobRow row;
@@ -78,12 +39,12 @@ std::string EncodeJob(const JobRecord& job) {
   }
   row.set_last_active_unix(job.last_active_unix);
   row.set_idle_warned(job.idle_warned);
-  return ToJson(row);
+  return ToProtoJson(row);
 }
 
 absl::StatusOr<JobRecord> DecodeJob(std::string_view text) {
   store::JobRow row;
-  RETURN_IF_ERROR(FromJson("job", text, &row));
+  RETURN_IF_ERROR(FromProtoJson("job", text, &row));
   JobRecord job;
   if (absl::Status s = RecordFromProto(row.job(), &job); !s.ok()) {
     return absl::DataLossError(absl::StrCat("job record: ", s.message()));
@@ -122,12 +83,12 @@ std::string EncodeNode(const NodeRecord& node) {
   store::NodeRow row;
   RecordToProto(node, row.mutable_node());
   row.set_drain(node.drain);
-  return ToJson(row);
+  return ToProtoJson(row);
 }
 
 absl::StatusOr<NodeRecord> DecodeNode(std::string_view text) {
   store::NodeRow row;
-  RETURN_IF_ERROR(FromJson("node", text, &row));
+  RETURN_IF_ERROR(FromProtoJson("node", text, &row));
   NodeRecord node;
   if (absl::Status s = RecordFromProto(row.node(), &node); !s.ok()) {
     return absl::DataLossError(absl::StrCat("node record: ", s.message()));

@@ -1,7 +1,7 @@
 // The coordinator's records as rows of the state database: the messages of
-// proto/athanor_store.proto, written as protobuf JSON (one line, field names
-// as in the .proto, enums by name, map keys sorted: equal records give equal
-// text, and `sqlite3 state.db 'select record from jobs'` stays readable).
+// proto/athanor_store.proto, written as protobuf JSON (wire/proto_json.h: one
+// line, field names as in the .proto, enums by name, map keys sorted: equal
+// records give equal text).
 //
 // A row embeds the wire's messages for what the wire carries and converts
 // them with wire/proto_convert.h; only the store's own fields are mapped in

@@ -158,6 +158,7 @@ void RecordToProto(const JobRecord& job, rpc::Job* out) {
   if (job.last_telemetry.step >= 0) ToProto(job.last_telemetry, out->mutable_last_telemetry());
   if (job.hang.attempt > 0) ToProto(job.hang, out->mutable_last_hang());
   for (const std::string& node : job.avoid_nodes) out->add_avoid_nodes(node);
+  for (const std::string& node : job.master_port_taken_on) out->add_master_port_taken_on(node);
 }
 
 absl::Status RecordFromProto(const rpc::Job& p, JobRecord* job) {
@@ -183,6 +184,7 @@ absl::Status RecordFromProto(const rpc::Job& p, JobRecord* job) {
   if (p.has_last_telemetry()) job->last_telemetry = FromProto(p.last_telemetry());
   if (p.has_last_hang()) job->hang = FromProto(p.last_hang());
   job->avoid_nodes.assign(p.avoid_nodes().begin(), p.avoid_nodes().end());
+  job->master_port_taken_on.assign(p.master_port_taken_on().begin(), p.master_port_taken_on().end());
   return absl::OkStatus();
 }
 

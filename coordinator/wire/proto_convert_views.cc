@@ -82,6 +82,7 @@ std::vector<RankReport> FromProto(
     c.signal = r.signal();
     c.message = r.message();
     c.signal_from_agent = r.signal_from_agent();
+    c.master_port_taken = r.master_port_taken();
     c.cpu_seconds = r.cpu_seconds();
     c.gpu_utilization = r.gpu_measured() ? r.gpu_utilization() : -1;
     if (r.has_progress()) c.progress = ProgressFromProto(r.progress());

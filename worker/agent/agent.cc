@@ -48,6 +48,7 @@ void AddReports(const std::vector<RankStatusReport>& reports,
     p->set_signal(r.signal);
     p->set_message(r.message);
     p->set_signal_from_agent(r.signal_from_agent);
+    p->set_master_port_taken(r.master_port_taken);
     p->set_cpu_seconds(r.cpu_seconds);
     if (r.gpu_utilization >= 0) {
       p->set_gpu_measured(true);

@@ -81,10 +81,12 @@ RankSupervisor::Rendezvous* RankSupervisor::RendezvousLocked(const RankTarget& t
   const int world = number("WORLD_SIZE"), master_port = number("MASTER_PORT");
   if (!rank0_here || world <= 1 || master_port <= 0) return nullptr;
   Rendezvous& rv = rendezvous_[attempt];
-  absl::StatusOr<RendezvousListener> listener = ListenForRendezvous(master_port);
+  auto addr = target.env.find("MASTER_ADDR");
+  const std::string master_addr = addr == target.env.end() ? "" : addr->second;
+  absl::StatusOr<RendezvousListener> listener = ListenForRendezvous(master_addr, master_port);
   if (!listener.ok() && absl::IsUnavailable(listener.status()) && here == world) {
     // Every rank is here: they can all be told another port.
-    listener = ListenForRendezvous(0);
+    listener = ListenForRendezvous(master_addr, 0);
     if (listener.ok()) {
       ATHANOR_LOG(WARNING) << "job " << attempt.first << " attempt " << attempt.second << ": master port "
                            << master_port << " is in use on this node (another process listens there); its "
@@ -93,6 +95,7 @@ RankSupervisor::Rendezvous* RankSupervisor::RendezvousLocked(const RankTarget& t
     }
   }
   if (!listener.ok()) {
+    rv.port_taken = absl::IsUnavailable(listener.status()) && here < world;
     rv.error = absl::StrCat("cannot serve the attempt's rendezvous: ", listener.status().message(),
                             here == world ? "" : "; ranks on other nodes expect the store on that port, so this "
                                                  "attempt cannot rendezvous (its next one gets another port)");
@@ -147,8 +150,12 @@ void RankSupervisor::StartLocked(const RankTarget& target, const std::vector<Ran
   for (const auto& [k, v] : extra_env_) options.env[k] = v;
   Rendezvous* rendezvous = RendezvousLocked(target, desired);
   if (rendezvous != nullptr && rendezvous->port > 0) options.env["MASTER_PORT"] = std::to_string(rendezvous->port);
+  if (rendezvous != nullptr && !rendezvous->error.empty()) {
+    // No rank of the attempt here starts: the others would meet the squatter.
+    r.report.master_port_taken = rendezvous->port_taken;
+    return fail(rendezvous->error);
+  }
   if (rendezvous != nullptr && target.key.rank == 0) {
-    if (!rendezvous->error.empty()) return fail(rendezvous->error);
     if (rendezvous->fd >= 0) {
       options.pass_fds[kRendezvousListenFd] = rendezvous->fd;
       options.env["ATHANOR_RENDEZVOUS_LISTEN_FD"] = std::to_string(kRendezvousListenFd);

@@ -17,8 +17,11 @@
 // When another process already listens there and every rank of the attempt
 // runs on this node, the attempt's ranks get a free port as MASTER_PORT
 // instead; when some rank runs elsewhere (it expects the coordinator's port),
-// rank 0 fails to start saying why (the attempt fails; nothing counts against
-// the node).
+// the attempt's ranks here fail to start saying why, none of them having
+// contacted the squatter, and their reports say the port was taken
+// (master_port_taken): the coordinator requeues the attempt without using a
+// restart and puts its next rank 0 on another node (job_lifecycle.h).
+// Nothing counts against the node.
 //
 // Logs are opened from the work dir without following links (rank_log.h).
 // With a checkpoint registry (checkpoint/service/rank_registry.h), each rank
@@ -99,6 +102,9 @@ struct RankStatusReport {
   int32_t signal = 0;
   std::string message;
   bool signal_from_agent = false;  // `signal` is one this supervisor sent (SIGTERM, SIGKILL)
+  // kFailedToStart because another process listens on the attempt's master
+  // port here and ranks on other nodes expect it: the platform's fault, not the job's.
+  bool master_port_taken = false;
   double cpu_seconds = -1;  // CPU time of the rank's process group (measured ranks)
   std::vector<int32_t> gpu_ids;   // measured ranks: their GPUs
   double gpu_utilization = -1;    // filled by the agent from nvidia-smi; < 0: unknown
@@ -171,7 +177,8 @@ class RankSupervisor {
   struct Rendezvous {
     int fd = -1;        // the listening socket until rank 0 has it
     int port = 0;       // the ranks' MASTER_PORT here
-    std::string error;  // non-empty: rank 0 cannot start, and why
+    std::string error;  // non-empty: the attempt's ranks here cannot start, and why
+    bool port_taken = false;  // the error is that another process holds the port
   };
   using AttemptKey = std::pair<std::string, int32_t>;
   void StartLocked(const RankTarget& target, const std::vector<RankTarget>& desired)

@@ -1,17 +1,19 @@
 #include "worker/agent/rendezvous_listener.h"
 
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 
 namespace athanor::agent {
 
-absl::StatusOr<RendezvousListener> ListenForRendezvous(int port) {
+absl::StatusOr<RendezvousListener> ListenForRendezvous(const std::string& address, int port) {
   if (port < 0 || port > 65535) {
     return absl::InvalidArgumentError(absl::StrCat("MASTER_PORT ", port, " is not in 0..65535"));
   }
@@ -23,9 +25,14 @@ absl::StatusOr<RendezvousListener> ListenForRendezvous(int port) {
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_ANY);
   addr.sin_port = htons(static_cast<uint16_t>(port));
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || listen(fd, 1024) != 0) {
+  const bool literal = inet_pton(AF_INET, address.c_str(), &addr.sin_addr) == 1;
+  int bound = literal ? bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) : -1;
+  if (!literal || (bound != 0 && errno == EADDRNOTAVAIL)) {  // a name, or not this node's address
+    addr.sin_addr.s_addr = htonl(INADDR_ANY);
+    bound = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  }
+  if (bound != 0 || listen(fd, 1024) != 0) {
     const int err = errno;
     close(fd);
     if (err == EADDRINUSE) {

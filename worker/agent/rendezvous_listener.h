@@ -14,14 +14,21 @@
 namespace athanor::agent {
 
 struct RendezvousListener {
-  int fd = -1;    // listening on 0.0.0.0:port, close-on-exec; the caller closes it
+  int fd = -1;    // listening, close-on-exec; the caller closes it
   int port = 0;
 };
 
-// Binds 0.0.0.0:`port` (0: a free port the kernel picks) and listens.
-// Unavailable, saying that another process holds the port, when it is in
-// use; InvalidArgument for a port outside 0..65535.
-absl::StatusOr<RendezvousListener> ListenForRendezvous(int port);
+// Binds `address`:`port` (0: a free port the kernel picks) and listens.
+// `address` is where the ranks are told to find the store (MASTER_ADDR):
+// an IPv4 literal of this node is bound as it is, anything else (a host
+// name, an address that is not this node's, "") binds every address. A
+// listener on the port at that address or on every address makes the bind
+// fail, so the check is as strict as binding every address, but a process
+// on another address of the host (another node's, where nodes share a host
+// as in tests) does not count. Unavailable, saying that another process
+// holds the port, when it is in use; InvalidArgument for a port outside
+// 0..65535.
+absl::StatusOr<RendezvousListener> ListenForRendezvous(const std::string& address, int port);
 
 // The descriptor number a rank 0 finds its listening socket at.
 inline constexpr int kRendezvousListenFd = 3;
