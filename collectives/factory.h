@@ -19,6 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "collectives/communicator.h"
+#include "collectives/ucx/ucx_tuning.h"
 
 namespace athanor {
 
@@ -28,6 +29,9 @@ struct CommunicatorOptions {
   std::string master_addr = "127.0.0.1";
   int master_port = 0;  // rank 0 serves the TCP store there
   std::chrono::milliseconds timeout{std::chrono::minutes(2)};  // bootstrap and default op timeout
+  // The ucx backend's knobs, built at the edge (UcxTuningFromEnv in the
+  // mains); the other backends ignore them.
+  UcxTuning ucx;
 };
 
 absl::StatusOr<std::unique_ptr<Communicator>> CreateCommunicator(const CommunicatorOptions& options);

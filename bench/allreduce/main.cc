@@ -23,6 +23,7 @@
 #include "bench/allreduce/cross_host.h"
 #include "collectives/factory.h"
 #include "collectives/mpi/mpi_communicator.h"
+#include "collectives/ucx/ucx_tuning_env.h"
 #include "common/logging.h"
 #include "common/net.h"
 #include "common/options.h"
@@ -156,6 +157,12 @@ int RunRank(const BenchOptions& o) {
     co.master_port = env->master_port;
   }
   co.local_rank = env->local_rank;
+  auto tuning = UcxTuningFromEnv(ProcessEnv());
+  if (!tuning.ok()) {
+    fprintf(stderr, "%s\n", tuning.status().ToString().c_str());
+    return 2;
+  }
+  co.ucx = *tuning;
   SetLogTags(absl::StrCat("rank=", co.rank));
   DataType type;
   ReduceOp op;

@@ -23,6 +23,7 @@
 #include "collectives/bootstrap/tcp_store.h"
 #include "collectives/factory.h"
 #include "collectives/testing/conformance.h"
+#include "collectives/ucx/ucx_tuning_env.h"
 #include "common/logging.h"
 #include "common/options.h"
 #include "common/rank_env.h"
@@ -44,6 +45,12 @@ int Run(const std::string& backend, int die_rank) {
   co.master_addr = env->master_addr.empty() ? "127.0.0.1" : env->master_addr;
   co.master_port = env->master_port;
   co.timeout = std::chrono::seconds(60);
+  auto tuning = UcxTuningFromEnv(ProcessEnv());
+  if (!tuning.ok()) {
+    fprintf(stderr, "athanor-collectives-rank: %s\n", tuning.status().ToString().c_str());
+    return 2;
+  }
+  co.ucx = *tuning;
   SetLogTags(absl::StrCat("rank=", co.rank));
   auto comm = CreateCommunicator(co);
   if (!comm.ok()) {

@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "collectives/reduce/reduce_kernels.h"
 #include "collectives/ucx/shm_segment.h"
-#include "collectives/ucx/ucx_internal.h"
+#include "collectives/ucx/ucx_worker.h"
 
 namespace athanor {
 namespace ucx_internal {

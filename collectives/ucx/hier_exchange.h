@@ -25,7 +25,7 @@
 // It also carries the op order from world rank 0 to the other hosts'
 // leaders: one 8-byte message per op, tagged kOrderTagBase | op number.
 //
-// Thread model: confined to the owner's lock (UcxCommunicator::mu_), as is
+// Thread model: confined to the owner's lock (OpEngine::mu()), as is
 // every UCX callback (they run inside ucp_worker_progress under that lock).
 // Ownership: the worker, endpoints and topology are not owned and outlive
 // this object.

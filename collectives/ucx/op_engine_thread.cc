@@ -1,5 +1,4 @@
-// The ucx backend's progress thread (see "Thread model" in
-// ucx_communicator.h): event-driven blocking progress as UCX documents it
+// OpEngine's progress thread (see "Thread model" in ucx_communicator.h): event-driven blocking progress as UCX documents it
 // (ucp_worker_get_efd, ucp_worker_arm, then poll), plus an eventfd that new
 // work and departing waiters use to wake it.
 #include <poll.h>
@@ -9,7 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "collectives/ucx/ucx_internal.h"
+#include "collectives/ucx/op_engine.h"
 #include "common/logging.h"
 
 namespace athanor {
@@ -24,12 +23,12 @@ constexpr int kPendingNapMs = 5;
 
 }  // namespace
 
-absl::Status UcxCommunicator::StartProgressThread() {
+absl::Status OpEngine::StartProgressThread() {
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (wake_fd_ < 0) {
     return absl::InternalError(absl::StrCat("ucx: eventfd: ", std::strerror(errno)));
   }
-  ucs_status_t s = ucp_worker_get_efd(worker_, &worker_fd_);
+  ucs_status_t s = ucp_worker_get_efd(o_.worker, &worker_fd_);
   if (s != UCS_OK) {
     ATHANOR_LOG(WARNING) << "ucx: no worker event fd (" << ucs_status_string(s)
                          << "); the progress thread naps instead";
@@ -39,7 +38,7 @@ absl::Status UcxCommunicator::StartProgressThread() {
   return absl::OkStatus();
 }
 
-void UcxCommunicator::StopProgressThread() {
+void OpEngine::StopProgressThread() {
   if (!progress_thread_.joinable()) return;
   {
     StdMutexLock lock(&mu_);
@@ -52,16 +51,14 @@ void UcxCommunicator::StopProgressThread() {
   wake_fd_ = -1;
 }
 
-void UcxCommunicator::WakeLocked() {
+void OpEngine::WakeLocked() {
   if (!sleeping_ || wake_fd_ < 0) return;
   sleeping_ = false;
   uint64_t one = 1;
   (void)!write(wake_fd_, &one, sizeof(one));
 }
 
-void UcxCommunicator::EnterWait() { waiters_.fetch_add(1, std::memory_order_acq_rel); }
-
-void UcxCommunicator::LeaveWait() {
+void OpEngine::LeaveWait() {
   if (waiters_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   // The last waiter left: hand what is still pending to the progress thread.
   // (An operation submitted after this read wakes the thread itself.)
@@ -70,11 +67,12 @@ void UcxCommunicator::LeaveWait() {
   if (!ops_.empty()) WakeLocked();
 }
 
-void UcxCommunicator::ProgressThreadMain() {
+void OpEngine::ProgressThreadMain() {
   int idle = 0;
   std::vector<pollfd> fds;
   for (;;) {
-    bool armed = false, pending = false, watch = false;
+    bool armed = false, pending = false;
+    size_t first_pid = 0;
     {
       StdMutexLock lock(&mu_);
       if (stop_) return;
@@ -84,8 +82,8 @@ void UcxCommunicator::ProgressThreadMain() {
         pending = !ops_.empty();
         if (pending && idle < kSpinRounds) continue;
         // Shared-memory ops raise no UCX event: nap briefly instead.
-        if (pending && worker_fd_ >= 0 && shared_pending_.load(std::memory_order_acquire) == 0) {
-          ucs_status_t s = ucp_worker_arm(worker_);
+        if (pending && worker_fd_ >= 0 && silent_ops_.load(std::memory_order_acquire) == 0) {
+          ucs_status_t s = ucp_worker_arm(o_.worker);
           if (s == UCS_ERR_BUSY) {  // events arrived meanwhile: progress them
             idle = 0;
             continue;
@@ -97,16 +95,12 @@ void UcxCommunicator::ProgressThreadMain() {
         // A waiter progresses; it wakes us when it leaves with work pending.
         pending = false;
       }
-      // Not once a death is known or deferred (the pidfd stays readable).
-      watch = peer_error_.ok() && !exit_deferred_;
+      fds.clear();
+      fds.push_back({wake_fd_, POLLIN, 0});
+      if (armed) fds.push_back({worker_fd_, POLLIN, 0});
+      first_pid = fds.size();
+      o_.peers->AppendPollFds(&fds);
       sleeping_ = true;
-    }
-    fds.clear();
-    fds.push_back({wake_fd_, POLLIN, 0});
-    if (armed) fds.push_back({worker_fd_, POLLIN, 0});
-    const size_t first_pid = fds.size();
-    if (watch) {
-      for (const auto& w : peer_watch_) fds.push_back({w.pidfd, POLLIN, 0});
     }
     int n = poll(fds.data(), fds.size(), !pending ? -1 : armed ? kPendingNapMs : 1);
     if (n < 0 && errno != EINTR) {
@@ -122,8 +116,8 @@ void UcxCommunicator::ProgressThreadMain() {
     sleeping_ = false;
     idle = 0;
     if (peer_gone) {
-      CheckPeersLocked();
-      if (!peer_error_.ok() && error_.ok()) error_ = peer_error_;
+      o_.peers->CheckExits();
+      if (!o_.peers->error().ok()) SetError(o_.peers->error());
       if (!error_.ok()) FailAll(error_);
     }
   }

@@ -3,7 +3,7 @@
 // A Schedule is a list of independent Chains (one per pipeline segment); a
 // Chain is a sequence of Steps run in order; a Step posts at most one send and
 // one receive, and once both are done optionally reduces and scales. The
-// executor (UcxCommunicator) keeps at most `window` chains in flight and
+// executor (TagOp, tag_op.h) keeps at most `window` chains in flight and
 // starts chain j only after chain j - window finished, so chain j may use
 // scratch slot j % window without conflict. Pure data; no I/O, no threads.
 #pragma once

@@ -86,6 +86,7 @@
 #include "absl/strings/str_cat.h"
 #include "collectives/reduce/reduce_kernels.h"
 #include "collectives/ucx/shm_segment.h"
+#include "collectives/ucx/shm_segments.h"
 #include "common/status.h"
 
 namespace athanor {
@@ -127,86 +128,19 @@ absl::Status ShmAllReduce::SetUp(TcpStoreClient* store, const std::string& prefi
   slots_ = static_cast<size_t>(std::max(2, options_.slots));
   stage_bytes_ = options_.inter != nullptr ? 0 : (options_.one_shot_bytes + 63) / 64 * 64;
   blocks_ = options_.inter != nullptr ? std::max(options_.blocks, n) : n;
-  // This rank's segment: UCX allocates it where peers can map it (System V
-  // or POSIX shared memory, whichever the context has).
-  std::string mine;
-  ucp_mem_map_params_t mp{};
-  mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_FLAGS;
-  mp.length = kControlBytes + kEntries * stage_bytes_ + slots_ * chunk_bytes_;
-  mp.flags = UCP_MEM_MAP_ALLOCATE;
-  ucs_status_t s = ucp_mem_map(context_, &mp, &memh_);
-  void* rkey_buf = nullptr;
-  size_t rkey_len = 0;
-  if (s != UCS_OK) {
-    memh_ = nullptr;
-    why_not_ = absl::StrCat("ucp_mem_map: ", ucs_status_string(s));
-  } else {
-    ucp_mem_attr_t attr{};
-    attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS;
-    s = ucp_mem_query(memh_, &attr);
-    if (s == UCS_OK) s = ucp_rkey_pack(context_, memh_, &rkey_buf, &rkey_len);
-    if (s != UCS_OK) {
-      why_not_ = absl::StrCat("ucp_rkey_pack: ", ucs_status_string(s));
-    } else {
-      uint64_t address = reinterpret_cast<uint64_t>(attr.address);
-      new (attr.address) SharedControl{};
-      const uint64_t geometry[4] = {address, chunk_bytes_, slots_, stage_bytes_};
-      mine.assign(reinterpret_cast<const char*>(geometry), sizeof(geometry));
-      mine.append(static_cast<const char*>(rkey_buf), rkey_len);
-      ucp_rkey_buffer_release(rkey_buf);
-    }
-  }
-  // Everyone publishes, even a rank that failed, so nobody waits for it.
-  ASSIGN_OR_RETURN(std::vector<std::string> keys,
-                   AllGatherThroughStore(store, prefix, r, n, mine, timeout));
-  segment_.assign(n, nullptr);
-  rkeys_.assign(n, nullptr);
-  for (int q = 0; q < n && why_not_.empty(); ++q) {
-    uint64_t geometry[4];
-    if (keys[q].size() <= sizeof(geometry)) {
-      why_not_ = absl::StrCat("rank ", options_.ranks[q], " has no segment");
-      break;
-    }
-    std::memcpy(geometry, keys[q].data(), sizeof(geometry));
-    const uint64_t address = geometry[0];
-    if (geometry[1] != chunk_bytes_ || geometry[2] != slots_ || geometry[3] != stage_bytes_) {
-      why_not_ = absl::StrCat("rank ", options_.ranks[q],
-                              " lays out its segment differently (ATHANOR_UCX_SHARED_* differ)");
-      break;
-    }
-    if (q == r) {
-      segment_[q] = reinterpret_cast<char*>(address);
-      continue;
-    }
-    s = ucp_ep_rkey_unpack(options_.eps[q], keys[q].data() + sizeof(geometry), &rkeys_[q]);
-    void* local = nullptr;
-    if (s == UCS_OK) s = ucp_rkey_ptr(rkeys_[q], address, &local);
-    if (s != UCS_OK) {
-      why_not_ = absl::StrCat("rank ", options_.ranks[q], "'s segment cannot be mapped here (",
-                              ucs_status_string(s), "; UCX_TLS may leave out shared memory)");
-      break;
-    }
-    segment_[q] = static_cast<char*>(local);
-  }
+  ShmSegments::Layout layout{chunk_bytes_, slots_, stage_bytes_};
+  ASSIGN_OR_RETURN(segments_, ShmSegments::Map(context_, options_.eps, options_.ranks, r, layout,
+                                               store, prefix, timeout));
+  why_not_ = segments_->why_not();
+  segment_ = segments_->all();
   return absl::OkStatus();
 }
 
-void ShmAllReduce::ReleaseKeys() {
-  for (ucp_rkey_h& k : rkeys_) {
-    if (k != nullptr) ucp_rkey_destroy(k);
-    k = nullptr;
-  }
-}
+void ShmAllReduce::ReleaseKeys() { segments_->ReleaseKeys(); }
 
-ShmAllReduce::~ShmAllReduce() {
-  ReleaseKeys();
-  if (memh_ != nullptr) ucp_mem_unmap(context_, memh_);
-}
+ShmAllReduce::~ShmAllReduce() = default;
 
-char* ShmAllReduce::Slot(int q, uint64_t chunk) const {
-  return segment_[q] + kControlBytes + kEntries * stage_bytes_ + (chunk % slots_) * chunk_bytes_;
-}
-
+char* ShmAllReduce::Slot(int q, uint64_t chunk) const { return segments_->Slot(q, chunk); }
 
 void ShmAllReduce::FreeDrainedEntries() {
   SharedControl* me = Control(segment_[r_]);
@@ -275,7 +209,7 @@ absl::Status ShmAllReduce::Submit(ShmOp* op) {
   const uint64_t tseq = tag_seq_[op->user_tag]++;
   state->key = (((op->user_tag & 0xFFFFFull) << 32) | (tseq & 0xFFFFFFFFull)) + 1;
   if (state->one_shot) {
-    std::memcpy(segment_[r_] + kControlBytes + state->entry * stage_bytes_, state->send, bytes);
+    std::memcpy(segments_->Stage(r_, state->entry), state->send, bytes);
   }
   Entry& e = me->entries[state->entry];
   e.word.store(0, std::memory_order_relaxed);

@@ -1,10 +1,9 @@
 // ShmAllReduce: all-reduce among the ranks of one host through shared
 // memory, with an optional stage between hosts (the hierarchical all-reduce).
 //
-// Each member owns a segment that UCX allocates in shared memory
-// (ucp_mem_map with UCP_MEM_MAP_ALLOCATE) and maps every other member's
-// through its packed key (ucp_rkey_ptr). The algorithm and its op-order
-// protocol are described in shm_all_reduce.cc.
+// Each member owns a segment in shared memory that every other member maps
+// (ShmSegments, shm_segments.h). The algorithm and its op-order protocol
+// are described in shm_all_reduce.cc.
 //
 // Two uses:
 //  - every rank of the communicator on one host: the whole all-reduce;
@@ -15,15 +14,16 @@
 //    are pipelined: the exchange of one chunk between hosts runs while the
 //    next chunks are copied and reduced on the host.
 //
-// Thread model: not thread-safe. The owner (UcxCommunicator) calls every
-// method under its own lock; nothing here blocks or calls back except into
-// InterHost, under that same lock.
+// Thread model: not thread-safe. Its owner calls every method under one
+// lock (the OpEngine's), except Nap; nothing here blocks (Nap aside) or
+// calls back except into InterHost, under that same lock.
 // Ownership: ShmOp objects belong to the caller and must outlive their
 // Submit .. Finished/Abandon span; InterHost is not owned and outlives this.
 #pragma once
 
 #include <ucp/api/ucp.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <list>
@@ -40,6 +40,9 @@ namespace athanor {
 namespace ucx_internal {
 
 struct ShmOp;
+class ShmSegments;
+struct Counter;
+struct SharedControl;
 
 // The stage between hosts of the hierarchical all-reduce, and its op order.
 class InterHost {
@@ -122,6 +125,15 @@ class ShmAllReduce {
   void Abandon(ShmOp* op);
   // Where every member stands, for timeout messages.
   std::string Progress() const;
+  // Sleeps until the member the last Advance waited for moves on (at most
+  // `max`) and returns true; false at once when that Advance waited on no
+  // member's chunk counter (the op order, or the hierarchical form, which
+  // also waits on the network). Unlike the rest, callable without the
+  // owner's lock, so a waiting thread can sleep without holding it.
+  bool Nap(std::chrono::microseconds max) const;
+  // How many chunk steps this rank has published so far: a waiter that
+  // sees it move is not stuck.
+  uint64_t moves() const { return moves_; }
 
   // Where the time of the hierarchical all-reduces went, summed over ops
   // (seconds): wall time from submission to finish; copying and reducing on
@@ -151,6 +163,9 @@ class ShmAllReduce {
   absl::StatusOr<bool> AdvanceHierarchical(ShmOp* op);
   void Finish(ShmOp* op);
   bool Owns(int block) const { return block % n_ == r_; }
+  // Whether every peer brought `counter` to `value`; if not, remembers the
+  // first that has not, for Nap.
+  bool Await(Counter SharedControl::*counter, uint64_t value);
 
   // Constant after Create.
   const ucp_context_h context_;
@@ -158,9 +173,8 @@ class ShmAllReduce {
   const int n_, r_;
   size_t chunk_bytes_ = 0, slots_ = 0, stage_bytes_ = 0;
   int blocks_ = 0;  // per chunk: n_ on one host, Options::blocks across hosts
-  ucp_mem_h memh_ = nullptr;
-  std::vector<ucp_rkey_h> rkeys_;
-  std::vector<char*> segment_;  // by member; ours at r_
+  std::unique_ptr<ShmSegments> segments_;
+  std::vector<char*> segment_;  // segments_->all(): by member, ours at r_
   std::string why_not_;
 
   // Op state (the owner's lock).
@@ -175,6 +189,12 @@ class ShmAllReduce {
   uint64_t received_order_ = 0;  // follows_order: decisions received so far
   uint64_t order_key_ = 0;       // ... the key of decision received_order_ - 1
   PhaseTimes times_;
+  // What the last Advance waited for (Await), read by Nap without the lock:
+  // a member's control area, its counter, the value. Null owner: nothing.
+  std::atomic<SharedControl*> nap_owner_{nullptr};
+  std::atomic<const std::atomic<uint64_t>*> nap_counter_{nullptr};
+  std::atomic<uint64_t> nap_value_{0};
+  uint64_t moves_ = 0;
 };
 
 }  // namespace ucx_internal

@@ -13,7 +13,7 @@
 #include "collectives/local_communicator.h"
 #include "collectives/testing/conformance.h"
 #include "collectives/testing/rank_harness.h"
-#include "collectives/ucx/ucx_internal.h"
+#include "collectives/ucx/ucx_worker.h"
 #include "common/status.h"
 #include "gtest/gtest.h"
 

@@ -5,12 +5,34 @@
 #include "collectives/reduce/reduce_kernels.h"
 #include "collectives/ucx/shm_all_reduce.h"
 #include "collectives/ucx/shm_segment.h"
+#include "collectives/ucx/shm_segments.h"
 #include "common/status.h"
 
 namespace athanor {
 namespace ucx_internal {
 
+bool ShmAllReduce::Await(Counter SharedControl::*counter, uint64_t value) {
+  int lagging = -1;
+  if (Reached(segment_, r_, counter, value, &lagging)) return true;
+  SharedControl* owner = Control(segment_[lagging]);
+  nap_counter_.store(&(owner->*counter).value, std::memory_order_relaxed);
+  nap_value_.store(value, std::memory_order_relaxed);
+  nap_owner_.store(owner, std::memory_order_release);
+  return false;
+}
+
+bool ShmAllReduce::Nap(std::chrono::microseconds max) const {
+  SharedControl* owner = nap_owner_.load(std::memory_order_acquire);
+  if (owner == nullptr) return false;
+  // A racing Advance may have moved the target on: then this sleeps on the
+  // wrong member at worst until `max`, or returns at once.
+  ucx_internal::Nap(owner, nap_counter_.load(std::memory_order_relaxed),
+                    nap_value_.load(std::memory_order_relaxed), max);
+  return true;
+}
+
 absl::StatusOr<bool> ShmAllReduce::Advance(ShmOp* op) {
+  nap_owner_.store(nullptr, std::memory_order_relaxed);
   if (current_ == nullptr) {
     ASSIGN_OR_RETURN(bool adopted, AdoptChoice());
     if (!adopted) return false;
@@ -24,7 +46,7 @@ absl::StatusOr<bool> ShmAllReduce::AdvanceFlat(ShmOp* op) {
   const int n = n_, r = r_;
   const size_t elem = DataTypeSize(op->type);
   if (st.one_shot) {
-    auto staged = [&](int q) { return segment_[q] + kControlBytes + st.peer_entry[q] * stage_bytes_; };
+    auto staged = [&](int q) { return segments_->Stage(q, st.peer_entry[q]); };
     ReduceBuffers(op->type, op->op, op->recv, staged(0), staged(1), op->count);
     for (int q = 2; q < n; ++q) ReduceBuffers(op->type, op->op, op->recv, op->recv, staged(q), op->count);
     if (op->op == ReduceOp::kAvg) ScaleForAvg(op->type, op->recv, op->count, n);
@@ -39,17 +61,18 @@ absl::StatusOr<bool> ShmAllReduce::AdvanceFlat(ShmOp* op) {
     const size_t len = std::min(chunk_elems, op->count - c0);
     if (st.phase == 0) {
       // Our slot is free once every peer is done with its previous chunk.
-      if (g >= slots_ && !Reached(segment_, r, &SharedControl::done, g - slots_ + 1)) return false;
+      if (g >= slots_ && !Await(&SharedControl::done, g - slots_ + 1)) return false;
       for (int q = 0; q < n; ++q) {
         if (q == r) continue;
         auto [b, e] = Share(len, n, q, elem);
         std::memcpy(Slot(r, g) + b * elem, st.send + (c0 + b) * elem, (e - b) * elem);
       }
-      me->copied.value.store(g + 1, std::memory_order_release);
+      Publish(me, &SharedControl::copied, g + 1);
+      ++moves_;
       st.phase = 1;
     }
     if (st.phase == 1) {
-      if (!Reached(segment_, r, &SharedControl::copied, g + 1)) return false;
+      if (!Await(&SharedControl::copied, g + 1)) return false;
       auto [b, e] = Share(len, n, r, elem);
       if (e > b) {
         char* dst = Slot(r, g) + b * elem;
@@ -63,16 +86,18 @@ absl::StatusOr<bool> ShmAllReduce::AdvanceFlat(ShmOp* op) {
         if (op->op == ReduceOp::kAvg) ScaleForAvg(op->type, dst, e - b, n);
         CopyOut(op->recv + (c0 + b) * elem, dst, (e - b) * elem, st.stream);
       }
-      me->reduced.value.store(g + 1, std::memory_order_release);
+      Publish(me, &SharedControl::reduced, g + 1);
+      ++moves_;
       st.phase = 2;
     }
-    if (!Reached(segment_, r, &SharedControl::reduced, g + 1)) return false;
+    if (!Await(&SharedControl::reduced, g + 1)) return false;
     for (int q = 0; q < n; ++q) {
       if (q == r) continue;
       auto [b, e] = Share(len, n, q, elem);
       CopyOut(op->recv + (c0 + b) * elem, Slot(q, g) + b * elem, (e - b) * elem, st.stream);
     }
-    me->done.value.store(g + 1, std::memory_order_release);
+    Publish(me, &SharedControl::done, g + 1);
+    ++moves_;
     st.phase = 0;
     ++st.chunk;
   }

@@ -12,6 +12,11 @@
 #include <cstring>
 #include <new>
 #include <utility>
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 #include <vector>
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -49,6 +54,10 @@ struct SharedControl {
   // has adopted one, else its oldest unfinished op; 0: none.
   Counter head;
   Counter choices;  // rank 0 only: how many ops it has chosen
+  // Napping (see Publish and Nap): peers asleep on this rank's counters, and
+  // the futex word they sleep on, bumped by a publish that finds one.
+  alignas(64) std::atomic<uint32_t> sleepers{0};
+  std::atomic<uint32_t> wake{0};
   alignas(64) std::atomic<uint64_t> choice[kChoiceRing];  // rank 0 only: their keys
   Entry entries[kEntries];
 };
@@ -144,14 +153,58 @@ inline void StreamFence() {
 using CounterField = Counter SharedControl::*;
 
 
-// Whether every member but `self` has brought `counter` to `value`.
+// Whether every member but `self` has brought `counter` to `value`; if not,
+// *lagging (when given) is the first member that has not.
 inline bool Reached(const std::vector<char*>& segment, int self, CounterField counter,
-                    uint64_t value) {
+                    uint64_t value, int* lagging = nullptr) {
   for (int q = 0; q < static_cast<int>(segment.size()); ++q) {
     if (q == self) continue;
-    if ((Control(segment[q])->*counter).value.load(std::memory_order_acquire) < value) return false;
+    if ((Control(segment[q])->*counter).value.load(std::memory_order_acquire) < value) {
+      if (lagging != nullptr) *lagging = q;
+      return false;
+    }
   }
   return true;
+}
+
+// Why ranks nap instead of spinning: on a host with as many cores as ranks,
+// a rank that spins (or sched_yields, which only yields to its own core's
+// queue) while its peer shares a core with some other thread holds a whole
+// core for nothing, and the pair runs at the starved peer's pace. A rank
+// asleep in the kernel frees its core, so the scheduler can move the peer
+// (or the other thread) onto it. docs/benchmarks.md, "One-host steadiness".
+//
+// The futex word lives in the segment (shared memory): the syscalls are the
+// shared (not private) kind, keyed by the page, so they work between
+// processes mapping it at different addresses.
+inline void FutexWake(std::atomic<uint32_t>* word) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
+}
+
+// Sets one of this rank's counters and wakes the peers napping on it.
+inline void Publish(SharedControl* me, CounterField counter, uint64_t value) {
+  (me->*counter).value.store(value, std::memory_order_release);
+  // Pairs with the fence in Nap: either the napper sees the value, or this
+  // sees the napper (and bumps the word it sleeps on).
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (me->sleepers.load(std::memory_order_relaxed) != 0) {
+    me->wake.fetch_add(1, std::memory_order_release);
+    FutexWake(&me->wake);
+  }
+}
+
+// Sleeps until `owner` publishes, at most `max`, unless `counter` (one of
+// owner's) already reached `value`.
+inline void Nap(SharedControl* owner, const std::atomic<uint64_t>* counter, uint64_t value,
+                std::chrono::microseconds max) {
+  const uint32_t seen = owner->wake.load(std::memory_order_acquire);
+  owner->sleepers.fetch_add(1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (counter->load(std::memory_order_acquire) < value) {
+    timespec ts{static_cast<time_t>(max.count() / 1000000), static_cast<long>(max.count() % 1000000) * 1000};
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&owner->wake), FUTEX_WAIT, seen, &ts, nullptr, 0);
+  }
+  owner->sleepers.fetch_sub(1, std::memory_order_relaxed);
 }
 
 inline double Since(std::chrono::steady_clock::time_point t0) {

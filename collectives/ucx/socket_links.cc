@@ -82,13 +82,14 @@ bool IoExactly(int fd, bool write_side, void* buf, size_t n,
   return true;
 }
 
-void Tune(int fd) {
+// buffer_bytes: SO_SNDBUF/SO_RCVBUF (UcxTuning::socket_buffer_bytes); 0 keeps
+// the kernel's autotuning.
+void Tune(int fd, int buffer_bytes) {
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  if (const char* v = std::getenv("ATHANOR_UCX_SOCKET_BUFFER_BYTES")) {
-    int b = std::atoi(v);
-    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &b, sizeof(b));
-    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &b, sizeof(b));
+  if (buffer_bytes > 0) {
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buffer_bytes, sizeof(buffer_bytes));
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buffer_bytes, sizeof(buffer_bytes));
   }
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 }
@@ -98,8 +99,8 @@ void Tune(int fd) {
 absl::StatusOr<std::unique_ptr<SocketLinks>> SocketLinks::Create(
     TcpStoreClient* store, const std::string& prefix, int rank, int world_size,
     const std::vector<int>& peers, const std::string& master_addr, int master_port,
-    std::chrono::milliseconds timeout, bool offer) {
-  std::unique_ptr<SocketLinks> links(new SocketLinks());
+    std::chrono::milliseconds timeout, bool offer, int buffer_bytes) {
+  std::unique_ptr<SocketLinks> links(new SocketLinks(buffer_bytes));
   bool usable = false;
   RETURN_IF_ERROR(links->SetUp(store, prefix, rank, world_size, peers, master_addr, master_port,
                                timeout, offer, &usable));
@@ -206,7 +207,7 @@ absl::Status SocketLinks::SetUp(TcpStoreClient* store, const std::string& prefix
   }
   close(listen_fd);
   for (Link& l : links_) {
-    if (l.fd >= 0) Tune(l.fd);
+    if (l.fd >= 0) Tune(l.fd, buffer_bytes_);
   }
   return status;
 }

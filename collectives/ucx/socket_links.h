@@ -60,13 +60,14 @@ class SocketLinks {
   // store server, whose route picks the address this rank publishes.
   // Returns nullptr (no error) when some rank has no IPv4 address to
   // publish or does not `offer` links: every rank then sees the same and
-  // keeps UCX for the data.
+  // keeps UCX for the data. `buffer_bytes`: each socket's send and receive
+  // buffer (UcxTuning::socket_buffer_bytes; 0 leaves the kernel's sizing).
   // Errors: the store, or a peer that does not connect or accept within
   // `timeout` (DeadlineExceeded / Unavailable naming it).
   static absl::StatusOr<std::unique_ptr<SocketLinks>> Create(
       TcpStoreClient* store, const std::string& prefix, int rank, int world_size,
       const std::vector<int>& peers, const std::string& master_addr, int master_port,
-      std::chrono::milliseconds timeout, bool offer = true);
+      std::chrono::milliseconds timeout, bool offer = true, int buffer_bytes = 0);
   ~SocketLinks();  // Stop(), then closes the sockets
   SocketLinks(const SocketLinks&) = delete;
   SocketLinks& operator=(const SocketLinks&) = delete;
@@ -117,7 +118,7 @@ class SocketLinks {
     bool into_is_held = false;
   };
 
-  SocketLinks() = default;
+  explicit SocketLinks(int buffer_bytes) : buffer_bytes_(buffer_bytes) {}
   absl::Status SetUp(TcpStoreClient* store, const std::string& prefix, int rank, int world_size,
                      const std::vector<int>& peers, const std::string& master_addr,
                      int master_port, std::chrono::milliseconds timeout, bool offer,
@@ -133,6 +134,7 @@ class SocketLinks {
   void FailLink(Link* link, const std::string& why);
   void FailLocked(Link* link, const std::string& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  const int buffer_bytes_;   // SO_SNDBUF/SO_RCVBUF; 0: the kernel's
   std::vector<Link> links_;  // fixed after SetUp
   int wake_fd_ = -1;
   std::thread thread_;

@@ -16,9 +16,19 @@
 // the chosen lanes are logged at start-up. Worker addresses are exchanged
 // through the TCP store served by rank 0 (collectives/bootstrap/tcp_store.h).
 //
+// Inside (ucx_communicator.cc is the front that picks the path per call):
+// TagSchedulePath (tag_schedule_path.h) runs the tag-message schedules and
+// the 2-rank pair call, SharedMemoryPath (shm_path.h) the one-host
+// all-reduce, HierarchicalPath (hier_path.h) the one across hosts; each owns
+// its state. OpEngine (op_engine.h) runs every path's pending ops under one
+// lock and owns the progress thread; PeerWatch (peer_watch.h) names dead
+// peers; UcxWorker (ucx_worker.h) holds the UCP context, worker and
+// endpoints. Knobs: UcxTuning (ucx_tuning.h), in CommunicatorOptions::ucx.
+//
 // Thread model: one progress thread per communicator (world_size > 1). One
-// mutex (mu_) guards the UCP worker and every pending operation; whoever holds
-// it progresses the worker and advances *all* pending operations.
+// mutex (the OpEngine's) guards the UCP worker and every pending operation;
+// whoever holds it progresses the worker and advances *all* pending
+// operations.
 //  - The progress thread sleeps in the kernel (poll on the worker's event fd
 //    after ucp_worker_arm, a wake-up eventfd, and the local peers' pidfds)
 //    when nothing is pending, so an idle communicator costs no CPU. While
@@ -28,10 +38,13 @@
 //    with no thread in Wait.
 //  - A thread in Work::Wait progresses inline (lowest latency) and the
 //    progress thread stands aside until the last waiter leaves; Work::Done
-//    progresses once. Blocking calls (Communicator::AllReduce, ...) do not
+//    progresses once. A waiter whose pending ops are all shared-memory ones
+//    and that has seen no move for 500 us sleeps on a futex in the peer's
+//    segment until the peer publishes (op_engine.h), so a rank never holds
+//    a core while its peer waits for one. Blocking calls (Communicator::AllReduce, ...) do not
 //    wake the progress thread at all: their caller progresses.
 // Any thread may call any method; callbacks (UcxTuning::on_done) run with
-// mu_ held on whichever thread progressed.
+// the engine's lock held on whichever thread progressed.
 //
 // Tags: the low 20 bits of CollectiveOptions::tag, plus a per-tag sequence
 // number (8 bits), select the messages of a call, so concurrent calls need
@@ -60,75 +73,12 @@
 
 #include "absl/status/statusor.h"
 #include "collectives/factory.h"
+#include "collectives/ucx/ucx_tuning.h"
 
 namespace athanor {
 
-// Tuning knobs; defaults suit shared memory on one host.
-struct UcxTuning {
-  size_t segment_bytes = 512 << 10;
-  int window = 4;
-  size_t small_bytes = 64 << 10;  // all-reduces up to this size use recursive doubling
-  // UCX keepalive period: how fast a silent dead peer is noticed
-  // (UCX_KEEPALIVE_INTERVAL in the environment wins).
-  std::string keepalive_interval = "1s";
-  // Peers on this host: keep UCX shared memory (which cannot report a dead
-  // peer) and watch their processes through pidfds every watch_period.
-  bool watch_local_peers = true;
-  std::chrono::milliseconds watch_period{20};
-  // Run the progress thread (see "Thread model"); false: operations move
-  // only while some thread waits on or polls them.
-  bool progress_thread = true;
-  // Ranks that all live on one host: all-reduces of at least
-  // shared_min_bytes (with 2 ranks: also above small_bytes, where the pair
-  // path is faster) run through shared memory instead of tag messages.
-  // Every rank maps every other rank's segment (UCX allocates it and hands
-  // out a pointer to it: ucp_mem_map + ucp_rkey_ptr; not possible when
-  // UCX_TLS leaves out shared memory) of shared_slots chunks of
-  // shared_chunk_bytes, and each rank reduces its share of each chunk
-  // straight out of its peers' segments. See ucx_shm.cc.
-  bool shared_memory = true;
-  size_t shared_min_bytes = 512;
-  size_t shared_chunk_bytes = 512 << 10;
-  int shared_slots = 4;
-  // Shared all-reduces up to this size are staged whole when submitted, and
-  // every rank reduces all of it once the call runs (no synchronisation
-  // beyond the agreed order; also the staging buffer size per entry).
-  size_t shared_one_shot_bytes = 16 << 10;
-  // Ranks on several hosts, some host with more than one: all-reduces of
-  // at least hierarchical_min_bytes reduce-scatter through shared memory on
-  // each host, all-reduce each block between hosts over tag messages, and
-  // all-gather through shared memory (shm_all_reduce.h); smaller ones, and
-  // every call with hierarchical off, run the flat ring or recursive
-  // doubling over tag messages.
-  bool hierarchical = true;
-  // ... and the blocks cross hosts over plain TCP connections between their
-  // owners (socket_links.h) instead of UCX tag messages: 1 always, 0 never,
-  // -1 where UCX itself would cross over TCP (no verbs lane to a rank on
-  // another host), so InfiniBand and RoCE keep UCX's RDMA.
-  int hierarchical_sockets = -1;
-  // A thread in Work::Wait that has spun a while without the op finishing
-  // sleeps this long between polls instead of yielding (0: yield). Where
-  // ranks share cores with the network stack (namespace hosts on one
-  // machine) sleeping leaves the kernel the CPU it needs to move the data.
-  int wait_nap_us = 0;
-  size_t hierarchical_min_bytes = 256 << 10;
-  // Slots of the hierarchical path (its own segments' geometry, instead of
-  // shared_chunk_bytes and shared_slots): more and longer transfers in
-  // flight between hosts. A call is cut into about this many chunks, each
-  // at least 256 KiB and at most a slot.
-  size_t hierarchical_chunk_bytes = 1 << 20;
-  int hierarchical_slots = 8;
-  // Between three hosts or more, calls of at least this size run a ring
-  // between each block's owners (2 (hosts-1)/hosts x the block sent, in
-  // 2 (hosts-1) steps); smaller ones a direct exchange (hosts-1 x the block,
-  // one step). See hier_exchange.h.
-  size_t hierarchical_ring_min_bytes = 16 << 20;
-  // Test hook: called once per operation when it finishes, with its tag and
-  // status, under the communicator's lock (must not call back into it).
-  std::function<void(uint64_t tag, const absl::Status& status)> on_done;
-};
-
+// Knobs come from options.ucx (see ucx_tuning.h).
 absl::StatusOr<std::unique_ptr<Communicator>> CreateUcxCommunicator(
-    const CommunicatorOptions& options, const UcxTuning& tuning = {});
+    const CommunicatorOptions& options);
 
 }  // namespace athanor

@@ -122,7 +122,9 @@ TEST(UcxCommunicator, ConformanceWithoutSharedMemory) {
     h.create = [](const CommunicatorOptions& o) {
       UcxTuning t;
       t.shared_memory = false;
-      return CreateUcxCommunicator(o, t);
+      CommunicatorOptions with_tuning = o;
+      with_tuning.ucx = t;
+      return CreateUcxCommunicator(with_tuning);
     };
     ExpectAllOk(RunRanksAsProcesses(h, [](int, Communicator* comm) -> absl::Status {
       RETURN_IF_ERROR(RunConformance(comm));
@@ -354,7 +356,9 @@ TEST(UcxCommunicator, KilledRankIsNamedThroughUcxPeerErrorHandling) {
     UcxTuning t;
     t.watch_local_peers = false;
     t.keepalive_interval = "200ms";
-    return CreateUcxCommunicator(o, t);
+    CommunicatorOptions with_tuning = o;
+    with_tuning.ucx = t;
+    return CreateUcxCommunicator(with_tuning);
   };
   constexpr int kVictim = 1;
   auto results = RunRanksAsProcesses(h, [](int rank, Communicator* comm) -> absl::Status {

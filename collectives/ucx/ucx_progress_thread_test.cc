@@ -45,7 +45,9 @@ HarnessOptions WithCompletionHook(int world, std::vector<Completion>* completion
       c->status = status;
       c->cv.notify_all();
     };
-    return CreateUcxCommunicator(o, t);
+    CommunicatorOptions with_tuning = o;
+    with_tuning.ucx = t;
+    return CreateUcxCommunicator(with_tuning);
   };
   return h;
 }
