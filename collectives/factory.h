@@ -28,6 +28,12 @@ struct CommunicatorOptions {
   int rank = 0, world_size = 1, local_rank = 0;
   std::string master_addr = "127.0.0.1";
   int master_port = 0;  // rank 0 serves the TCP store there
+  // The rendezvous secret the store and its clients prove to each other
+  // (empty: none), and, for rank 0, a listening socket the agent bound on
+  // master_port (-1: the store binds it). Read at the edge by the mains
+  // (ParseRendezvousEnv, common/rank_env.h).
+  std::string rendezvous_secret;
+  int rendezvous_listen_fd = -1;
   std::chrono::milliseconds timeout{std::chrono::minutes(2)};  // bootstrap and default op timeout
   // The ucx backend's knobs, built at the edge (UcxTuningFromEnv in the
   // mains); the other backends ignore them.

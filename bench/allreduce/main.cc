@@ -163,6 +163,13 @@ int RunRank(const BenchOptions& o) {
     return 2;
   }
   co.ucx = *tuning;
+  auto rendezvous = ParseRendezvousEnv(ProcessEnv());
+  if (!rendezvous.ok()) {
+    fprintf(stderr, "%s\n", rendezvous.status().ToString().c_str());
+    return 2;
+  }
+  co.rendezvous_secret = rendezvous->secret;
+  co.rendezvous_listen_fd = rendezvous->listen_fd;
   SetLogTags(absl::StrCat("rank=", co.rank));
   DataType type;
   ReduceOp op;

@@ -20,7 +20,6 @@
 #include "collectives/bootstrap/store_auth.h"
 #include "collectives/bootstrap/store_protocol.h"
 #include "common/logging.h"
-#include "common/rank_env.h"
 #include "common/status.h"
 
 namespace athanor {
@@ -119,12 +118,6 @@ absl::StatusOr<int> AdoptListener(int fd, int port) {
 }
 
 }  // namespace
-
-absl::StatusOr<std::unique_ptr<TcpStoreServer>> TcpStoreServer::Start(const std::string& host, int port) {
-  absl::StatusOr<RendezvousEnv> env = ParseRendezvousEnv(ProcessEnv());
-  if (!env.ok()) return env.status();
-  return Start(host, port, StoreServerOptions{env->secret, env->listen_fd});
-}
 
 absl::StatusOr<std::unique_ptr<TcpStoreServer>> TcpStoreServer::Start(const std::string& host,
                                                                       int port,
@@ -409,13 +402,6 @@ void TcpStoreServer::Run() {
     }
   }
   for (auto& [fd, unused] : peers) close(fd);
-}
-
-absl::StatusOr<std::unique_ptr<TcpStoreClient>> TcpStoreClient::Connect(const std::string& host, int port,
-                                                                       std::chrono::milliseconds timeout) {
-  absl::StatusOr<RendezvousEnv> env = ParseRendezvousEnv(ProcessEnv());
-  if (!env.ok()) return env.status();
-  return Connect(host, port, timeout, env->secret);
 }
 
 absl::StatusOr<std::unique_ptr<TcpStoreClient>> TcpStoreClient::Connect(

@@ -69,11 +69,6 @@ class TcpStoreServer {
   // than a non-zero `port`.
   static absl::StatusOr<std::unique_ptr<TcpStoreServer>> Start(const std::string& host, int port,
                                                                const StoreServerOptions& options);
-  // Transitional, for backends that do not pass the rendezvous options yet
-  // (collectives/ucx, collectives/nccl): the options this process's
-  // environment gives (ParseRendezvousEnv, common/rank_env.h); a bad value
-  // there is InvalidArgument. Remove once CommunicatorOptions carries them.
-  static absl::StatusOr<std::unique_ptr<TcpStoreServer>> Start(const std::string& host, int port);
   ~TcpStoreServer();  // stops the thread and closes every connection
   int port() const { return port_; }
   // Stops accepting connections and blocks until every client has hung up
@@ -115,10 +110,6 @@ class TcpStoreClient {
   static absl::StatusOr<std::unique_ptr<TcpStoreClient>> Connect(const std::string& host, int port,
                                                                  std::chrono::milliseconds timeout,
                                                                  const std::string& secret);
-  // Transitional, as TcpStoreServer::Start(host, port): the secret this
-  // process's environment gives.
-  static absl::StatusOr<std::unique_ptr<TcpStoreClient>> Connect(const std::string& host, int port,
-                                                                 std::chrono::milliseconds timeout);
   ~TcpStoreClient();
 
   absl::Status Set(const std::string& key, const std::string& value);

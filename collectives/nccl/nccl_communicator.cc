@@ -129,10 +129,12 @@ class NcclCommunicator final : public Communicator {
     e = cudaMalloc(&barrier_buf_, sizeof(int));
     if (e != cudaSuccess) return CudaError("cudaMalloc", e);
     if (options_.rank == 0) {
-      ASSIGN_OR_RETURN(server_, TcpStoreServer::Start(options_.master_addr, options_.master_port));
+      ASSIGN_OR_RETURN(server_, TcpStoreServer::Start(options_.master_addr, options_.master_port,
+                                                      {.secret = options_.rendezvous_secret,
+                                                       .listen_fd = options_.rendezvous_listen_fd}));
     }
     ASSIGN_OR_RETURN(store_, TcpStoreClient::Connect(options_.master_addr, options_.master_port,
-                                                     options_.timeout));
+                                                     options_.timeout, options_.rendezvous_secret));
     ncclUniqueId id;
     if (options_.rank == 0) {
       ncclResult_t r = ncclGetUniqueId(&id);

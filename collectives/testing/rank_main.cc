@@ -51,6 +51,13 @@ int Run(const std::string& backend, int die_rank) {
     return 2;
   }
   co.ucx = *tuning;
+  auto rendezvous = ParseRendezvousEnv(ProcessEnv());
+  if (!rendezvous.ok()) {
+    fprintf(stderr, "athanor-collectives-rank: %s\n", rendezvous.status().ToString().c_str());
+    return 2;
+  }
+  co.rendezvous_secret = rendezvous->secret;
+  co.rendezvous_listen_fd = rendezvous->listen_fd;
   SetLogTags(absl::StrCat("rank=", co.rank));
   auto comm = CreateCommunicator(co);
   if (!comm.ok()) {
@@ -79,7 +86,8 @@ int Run(const std::string& backend, int die_rank) {
   printf("rank %d: %s\n", co.rank, s.ToString().c_str());
   fflush(stdout);
   if (co.rank != die_rank) {
-    auto store = TcpStoreClient::Connect(co.master_addr, co.master_port, std::chrono::seconds(10));
+    auto store = TcpStoreClient::Connect(co.master_addr, co.master_port, std::chrono::seconds(10),
+                                         co.rendezvous_secret);
     if (store.ok()) {
       auto n = (*store)->Add("die/reported", 1);
       if (n.ok() && *n == co.world_size - 1) (void)(*store)->Set("die/all", "1");

@@ -111,9 +111,9 @@ class ShmOnlyCommunicator final : public Communicator {
 
   absl::Status Init() {
     if (o_.rank == 0) {
-      ASSIGN_OR_RETURN(server_, TcpStoreServer::Start(o_.master_addr, o_.master_port));
+      ASSIGN_OR_RETURN(server_, TcpStoreServer::Start(o_.master_addr, o_.master_port, {}));
     }
-    ASSIGN_OR_RETURN(store_, TcpStoreClient::Connect(o_.master_addr, o_.master_port, o_.timeout));
+    ASSIGN_OR_RETURN(store_, TcpStoreClient::Connect(o_.master_addr, o_.master_port, o_.timeout, ""));
     ucp_config_t* config = nullptr;
     if (ucp_config_read(nullptr, nullptr, &config) != UCS_OK) return absl::InternalError("config");
     ucp_params_t params{};

@@ -34,7 +34,7 @@ struct Trio {
   std::vector<std::unique_ptr<SocketLinks>> links;
 
   void Start() {
-    auto s = TcpStoreServer::Start("127.0.0.1", 0);
+    auto s = TcpStoreServer::Start("127.0.0.1", 0, {});
     ASSERT_TRUE(s.ok()) << s.status();
     server = *std::move(s);
     const std::vector<std::vector<int>> peers = {{1, 2}, {0}, {0}};
@@ -44,7 +44,7 @@ struct Trio {
     std::vector<std::thread> threads;
     for (int r = 0; r < 3; ++r) {
       threads.emplace_back([&, r] {
-        auto c = TcpStoreClient::Connect("127.0.0.1", server->port(), seconds(10));
+        auto c = TcpStoreClient::Connect("127.0.0.1", server->port(), seconds(10), "");
         if (!c.ok()) {
           status[r] = c.status();
           return;

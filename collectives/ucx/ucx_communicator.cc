@@ -129,9 +129,12 @@ absl::Status UcxCommunicator::Init() {
   const auto& o = options_;
   const UcxTuning& t = o.ucx;
   if (o.rank == 0) {
-    ASSIGN_OR_RETURN(server_, TcpStoreServer::Start(o.master_addr, o.master_port));
+    ASSIGN_OR_RETURN(server_, TcpStoreServer::Start(o.master_addr, o.master_port,
+                                                    {.secret = o.rendezvous_secret,
+                                                     .listen_fd = o.rendezvous_listen_fd}));
   }
-  ASSIGN_OR_RETURN(store_, TcpStoreClient::Connect(o.master_addr, o.master_port, o.timeout));
+  ASSIGN_OR_RETURN(store_, TcpStoreClient::Connect(o.master_addr, o.master_port, o.timeout,
+                                                   o.rendezvous_secret));
   UcxWorker::Options wo;
   ASSIGN_OR_RETURN(wo.local_peers, MapPeers());
   wo.rank = o.rank;

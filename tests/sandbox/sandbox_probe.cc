@@ -109,24 +109,30 @@ std::string ForkBomb(int n) {
   return out;
 }
 
+// The job's rendezvous secret, as the rank's environment gives it (none when
+// it is missing or malformed).
+std::string JobRendezvousSecret() {
+  return athanor::ParseRendezvousEnv(athanor::ProcessEnv()).value_or(athanor::RendezvousEnv{}).secret;
+}
+
 std::string Store(const std::string& target, bool with_secret) {
   size_t colon = target.rfind(':');
   std::string host = target.substr(0, colon);
   int port = atoi(target.substr(colon + 1).c_str());
   auto c = athanor::TcpStoreClient::Connect(host, port, std::chrono::seconds(5),
-                                            with_secret ? athanor::ParseRendezvousEnv(athanor::ProcessEnv()).value_or(athanor::RendezvousEnv{}).secret : "");
+                                            with_secret ? JobRendezvousSecret() : "");
   if (!c.ok()) return absl::StrCat("connect: ", absl::StatusCodeToString(c.status().code()));
   absl::Status s = (*c)->Set("owner", "intruder");
   return s.ok() ? "ok" : absl::StrCat("set: ", absl::StatusCodeToString(s.code()));
 }
 
 int Serve(int port) {
-  auto server = athanor::TcpStoreServer::Start("127.0.0.1", port);
+  auto server = athanor::TcpStoreServer::Start("127.0.0.1", port, {.secret = JobRendezvousSecret()});
   if (!server.ok()) {
     std::cout << "serve: " << server.status() << std::endl;
     return 1;
   }
-  auto c = athanor::TcpStoreClient::Connect("127.0.0.1", port, std::chrono::seconds(5));
+  auto c = athanor::TcpStoreClient::Connect("127.0.0.1", port, std::chrono::seconds(5), JobRendezvousSecret());
   const char* job = getenv("ATHANOR_JOB_ID");
   if (!c.ok() || !(*c)->Set("owner", job != nullptr ? job : "?").ok()) return 1;
   std::cout << "serving" << std::endl;

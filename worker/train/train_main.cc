@@ -72,6 +72,9 @@ absl::StatusOr<CommunicatorOptions> CommOptions(const TrainFlags& flags, const R
   o.master_port = env.master_port;
   o.timeout = std::chrono::seconds(flags.timeout_s);
   ASSIGN_OR_RETURN(o.ucx, UcxTuningFromEnv(ProcessEnv()));
+  ASSIGN_OR_RETURN(RendezvousEnv rendezvous, ParseRendezvousEnv(ProcessEnv()));
+  o.rendezvous_secret = rendezvous.secret;
+  o.rendezvous_listen_fd = rendezvous.listen_fd;
   if (env.world_size > 1 && env.source == RankEnvSource::kOpenMpi && env.master_addr.empty() &&
       o.backend != "mpi") {
     if (flags.backend_given) {
