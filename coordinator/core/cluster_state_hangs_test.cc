@@ -5,26 +5,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "coordinator/core/cluster_state.h"
+#include "coordinator/health/test_util.h"
 
 namespace athanor::coord {
 namespace {
 
-RankReport Report(const std::string& job, int32_t attempt, int32_t rank, int64_t step,
-                  uint64_t seq, uint64_t waiting = 0, bool stopped = false) {
-  RankReport r;
-  r.job_id = job;
-  r.attempt = attempt;
-  r.rank = rank;
-  r.progress.seen = true;
-  r.progress.step = step;
-  r.progress.collective_seq = seq;
-  r.progress.waiting_seq = waiting;
-  r.progress.waiting_op = waiting ? "all-reduce" : "";
-  r.progress.stopped = stopped;
-  r.progress.step_ms = 100;
-  r.progress.step_compute_ms = 80;
-  return r;
-}
+using testing::ProgressReport;
 
 // Through ClusterState: the hung attempt is requeued with the reason, its
 // ranks are told to capture stacks before the kill, and a node named twice
@@ -50,7 +36,7 @@ class ClusterHangTest : public ::testing::Test {
       std::vector<RankReport> reports;
       for (const DesiredRank& d : state_->DesiredFor(node)) {
         bool stuck = node == stuck_node;
-        RankReport r = Report(d.job_id, d.attempt, d.rank, stuck ? stuck_step : step,
+        RankReport r = ProgressReport(d.job_id, d.attempt, d.rank, stuck ? stuck_step : step,
                               stuck ? stuck_step : step, stuck ? 0 : step, stuck && stop_stuck_);
         if (d.terminate) r.phase = RankPhase::kExited;
         reports.push_back(r);
@@ -194,7 +180,7 @@ class StragglerMoveTest : public ::testing::Test {
     for (const std::string& node : nodes_) {
       std::vector<RankReport> reports;
       for (const DesiredRank& d : state_->DesiredFor(node)) {
-        RankReport r = Report(d.job_id, d.attempt, d.rank, step, step);
+        RankReport r = ProgressReport(d.job_id, d.attempt, d.rank, step, step);
         r.progress.step_compute_ms = node == slow_node ? 200 : 100;
         if (d.terminate) r.phase = RankPhase::kExited;
         reports.push_back(r);

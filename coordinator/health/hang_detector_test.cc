@@ -6,26 +6,12 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
+#include "coordinator/health/test_util.h"
 
 namespace athanor::coord {
 namespace {
 
-RankReport Report(const std::string& job, int32_t attempt, int32_t rank, int64_t step,
-                  uint64_t seq, uint64_t waiting = 0, bool stopped = false) {
-  RankReport r;
-  r.job_id = job;
-  r.attempt = attempt;
-  r.rank = rank;
-  r.progress.seen = true;
-  r.progress.step = step;
-  r.progress.collective_seq = seq;
-  r.progress.waiting_seq = waiting;
-  r.progress.waiting_op = waiting ? "all-reduce" : "";
-  r.progress.stopped = stopped;
-  r.progress.step_ms = 100;
-  r.progress.step_compute_ms = 80;
-  return r;
-}
+using testing::ProgressReport;
 
 JobRecord Running(const std::string& id, int32_t attempt, int64_t hang_timeout_s = 0) {
   JobRecord j;
@@ -44,12 +30,12 @@ class HangDetectorTest : public ::testing::Test {
 
 TEST_F(HangDetectorTest, StoppedRankIsNamedAfterTheDefaultTimeoutNotBefore) {
   JobRecord job = Running("7", 1);
-  det_.Observe("node-a", Report("7", 1, 0, 10, 40));
-  det_.Observe("node-b", Report("7", 1, 1, 10, 40));
+  det_.Observe("node-a", ProgressReport("7", 1, 0, 10, 40));
+  det_.Observe("node-b", ProgressReport("7", 1, 1, 10, 40));
   clock_.Advance(Seconds(1));
   // Rank 0 moved into all-reduce #41; rank 1 is stopped mid-step.
-  det_.Observe("node-a", Report("7", 1, 0, 10, 41, 41));
-  det_.Observe("node-b", Report("7", 1, 1, 10, 40, 0, /*stopped=*/true));
+  det_.Observe("node-a", ProgressReport("7", 1, 0, 10, 41, 41));
+  det_.Observe("node-b", ProgressReport("7", 1, 1, 10, 40, 0, /*stopped=*/true));
   clock_.Advance(Seconds(29.9));
   EXPECT_TRUE(det_.Check({&job}).empty());
   clock_.Advance(Seconds(0.1));
@@ -68,14 +54,14 @@ TEST_F(HangDetectorTest, StoppedRankIsNamedAfterTheDefaultTimeoutNotBefore) {
 
 TEST_F(HangDetectorTest, StoppedRankWhilePeersWaitInTheirCheckpointSaveSaysSo) {
   JobRecord job = Running("7", 1);
-  det_.Observe("node-a", Report("7", 1, 0, 15, 30));
-  det_.Observe("node-b", Report("7", 1, 1, 15, 30));
+  det_.Observe("node-a", ProgressReport("7", 1, 0, 15, 30));
+  det_.Observe("node-b", ProgressReport("7", 1, 1, 15, 30));
   clock_.Advance(Seconds(1));
   // Rank 0 waits for its earlier save's commit, which needs rank 1's vote.
-  RankReport saving = Report("7", 1, 0, 16, 32);
+  RankReport saving = ProgressReport("7", 1, 0, 16, 32);
   saving.progress.waiting_op = "checkpoint save";
   det_.Observe("node-a", saving);
-  det_.Observe("node-b", Report("7", 1, 1, 15, 31, 0, /*stopped=*/true));
+  det_.Observe("node-b", ProgressReport("7", 1, 1, 15, 31, 0, /*stopped=*/true));
   clock_.Advance(Seconds(30));
   std::vector<HangVerdict> v = det_.Check({&job});
   ASSERT_EQ(v.size(), 1u);
@@ -88,13 +74,13 @@ TEST_F(HangDetectorTest, StoppedRankWhilePeersWaitInTheirCheckpointSaveSaysSo) {
 
 TEST_F(HangDetectorTest, RankThatHasNotEnteredThePeersCollectiveIsTheSuspect) {
   JobRecord job = Running("7", 2);
-  for (int r = 0; r < 4; ++r) det_.Observe(absl::StrCat("n", r), Report("7", 2, r, 5, 5811));
+  for (int r = 0; r < 4; ++r) det_.Observe(absl::StrCat("n", r), ProgressReport("7", 2, r, 5, 5811));
   clock_.Advance(Seconds(1));
   for (int r : {0, 1, 2}) {
-    det_.Observe(absl::StrCat("n", r), Report("7", 2, r, 5, 5812, 5812));
+    det_.Observe(absl::StrCat("n", r), ProgressReport("7", 2, r, 5, 5812, 5812));
   }
   // Rank 3 never issued #5812 (issue count 5811) and is in no collective.
-  det_.Observe("node-d", Report("7", 2, 3, 5, 5811));
+  det_.Observe("node-d", ProgressReport("7", 2, 3, 5, 5811));
   clock_.Advance(Seconds(31));
   std::vector<HangVerdict> v = det_.Check({&job});
   ASSERT_EQ(v.size(), 1u);
@@ -113,14 +99,14 @@ TEST_F(HangDetectorTest, RankThatSkippedTheCollectiveItsPeersWaitInIsTheSuspect)
     SCOPED_TRACE(skipper);
     JobRecord job = Running(absl::StrCat("s", skipper), 1);
     const int peer = 1 - skipper;
-    det_.Observe("node-a", Report(job.id, 1, 0, 40, 120));
-    det_.Observe("node-b", Report(job.id, 1, 1, 40, 120));
+    det_.Observe("node-a", ProgressReport(job.id, 1, 0, 40, 120));
+    det_.Observe("node-b", ProgressReport(job.id, 1, 1, 40, 120));
     clock_.Advance(Seconds(1));
     // Both issued #121 (a gradient bucket) and #122 (the loss); the peer
     // waits in #121, the skipper went past it, finished step 41 and waits in
     // #123, the first all-reduce of step 42.
-    det_.Observe(peer == 0 ? "node-a" : "node-b", Report(job.id, 1, peer, 41, 122, 121));
-    det_.Observe(skipper == 0 ? "node-a" : "node-b", Report(job.id, 1, skipper, 42, 123, 123));
+    det_.Observe(peer == 0 ? "node-a" : "node-b", ProgressReport(job.id, 1, peer, 41, 122, 121));
+    det_.Observe(skipper == 0 ? "node-a" : "node-b", ProgressReport(job.id, 1, skipper, 42, 123, 123));
     clock_.Advance(Seconds(30));
     std::vector<HangVerdict> v = det_.Check({&job});
     ASSERT_EQ(v.size(), 1u);
@@ -132,10 +118,10 @@ TEST_F(HangDetectorTest, RankThatSkippedTheCollectiveItsPeersWaitInIsTheSuspect)
                                         "that its peers wait in; it waits in all-reduce #123)"));
   }
   JobRecord four = Running("f", 3);
-  for (int r = 0; r < 4; ++r) det_.Observe(absl::StrCat("n", r), Report("f", 3, r, 8, 30));
+  for (int r = 0; r < 4; ++r) det_.Observe(absl::StrCat("n", r), ProgressReport("f", 3, r, 8, 30));
   clock_.Advance(Seconds(1));
-  for (int r : {0, 1, 3}) det_.Observe(absl::StrCat("n", r), Report("f", 3, r, 8, 31, 31));
-  det_.Observe("n2", Report("f", 3, 2, 8, 32, 32));
+  for (int r : {0, 1, 3}) det_.Observe(absl::StrCat("n", r), ProgressReport("f", 3, r, 8, 31, 31));
+  det_.Observe("n2", ProgressReport("f", 3, 2, 8, 32, 32));
   clock_.Advance(Seconds(30));
   std::vector<HangVerdict> v = det_.Check({&four});
   ASSERT_EQ(v.size(), 1u);
@@ -149,10 +135,10 @@ TEST_F(HangDetectorTest, RankThatSkippedTheCollectiveItsPeersWaitInIsTheSuspect)
 // which takes every rank's part, so the one still in it is stuck there.
 TEST_F(HangDetectorTest, RankStillInACollectiveItsPeersFinishedIsTheSuspect) {
   JobRecord job = Running("7", 2);
-  for (int r = 0; r < 4; ++r) det_.Observe(absl::StrCat("n", r), Report("7", 2, r, 5, 5811));
+  for (int r = 0; r < 4; ++r) det_.Observe(absl::StrCat("n", r), ProgressReport("7", 2, r, 5, 5811));
   clock_.Advance(Seconds(1));
-  for (int r : {0, 1, 2}) det_.Observe(absl::StrCat("n", r), Report("7", 2, r, 5, 5812, 5812));
-  det_.Observe("n3", Report("7", 2, 3, 5, 5811, 5811));
+  for (int r : {0, 1, 2}) det_.Observe(absl::StrCat("n", r), ProgressReport("7", 2, r, 5, 5812, 5812));
+  det_.Observe("n3", ProgressReport("7", 2, 3, 5, 5811, 5811));
   clock_.Advance(Seconds(30));
   std::vector<HangVerdict> v = det_.Check({&job});
   ASSERT_EQ(v.size(), 1u);
@@ -164,12 +150,12 @@ TEST_F(HangDetectorTest, RankStillInACollectiveItsPeersFinishedIsTheSuspect) {
 
 TEST_F(HangDetectorTest, EveryRankInOneCollectiveNamesTheOneThatStoppedMovingFirst) {
   JobRecord job = Running("9", 1);
-  det_.Observe("a", Report("9", 1, 0, 3, 9));
-  det_.Observe("b", Report("9", 1, 1, 3, 9));
+  det_.Observe("a", ProgressReport("9", 1, 0, 3, 9));
+  det_.Observe("b", ProgressReport("9", 1, 1, 3, 9));
   clock_.Advance(Seconds(1));
-  det_.Observe("b", Report("9", 1, 1, 3, 10, 10));
+  det_.Observe("b", ProgressReport("9", 1, 1, 3, 10, 10));
   clock_.Advance(Seconds(1));
-  det_.Observe("a", Report("9", 1, 0, 3, 10, 10));
+  det_.Observe("a", ProgressReport("9", 1, 0, 3, 10, 10));
   clock_.Advance(Seconds(30));
   std::vector<HangVerdict> v = det_.Check({&job});
   ASSERT_EQ(v.size(), 1u);
@@ -180,10 +166,10 @@ TEST_F(HangDetectorTest, EveryRankInOneCollectiveNamesTheOneThatStoppedMovingFir
 
 TEST_F(HangDetectorTest, WithoutCollectivesTheRankWhoseStepStoppedFirstIsNamed) {
   JobRecord job = Running("9", 1);
-  det_.Observe("a", Report("9", 1, 0, 3, 9));
-  det_.Observe("b", Report("9", 1, 1, 3, 9));
+  det_.Observe("a", ProgressReport("9", 1, 0, 3, 9));
+  det_.Observe("b", ProgressReport("9", 1, 1, 3, 9));
   clock_.Advance(Seconds(2));
-  det_.Observe("a", Report("9", 1, 0, 4, 10));  // rank 1 made its last move 2 s earlier
+  det_.Observe("a", ProgressReport("9", 1, 0, 4, 10));  // rank 1 made its last move 2 s earlier
   clock_.Advance(Seconds(30));
   std::vector<HangVerdict> v = det_.Check({&job});
   ASSERT_EQ(v.size(), 1u);
@@ -194,8 +180,8 @@ TEST_F(HangDetectorTest, WithoutCollectivesTheRankWhoseStepStoppedFirstIsNamed) 
 TEST_F(HangDetectorTest, ProgressKeepsAnAttemptAlive) {
   JobRecord job = Running("7", 1);
   for (int i = 0; i < 100; ++i) {
-    det_.Observe("a", Report("7", 1, 0, i, 2 * i));
-    det_.Observe("b", Report("7", 1, 1, i, 2 * i));
+    det_.Observe("a", ProgressReport("7", 1, 0, i, 2 * i));
+    det_.Observe("b", ProgressReport("7", 1, 1, i, 2 * i));
     clock_.Advance(Seconds(20));
     EXPECT_TRUE(det_.Check({&job}).empty()) << i;
   }
@@ -205,7 +191,7 @@ TEST_F(HangDetectorTest, TimeoutGrowsWithTheMedianStepAndAJobMaySetItsOwn) {
   JobRecord job = Running("7", 1);
   EXPECT_EQ(det_.Timeout(job), Seconds(30));
   for (int i = 1; i <= 5; ++i) {
-    RankReport r = Report("7", 1, 0, i, i);
+    RankReport r = ProgressReport("7", 1, 0, i, i);
     r.progress.step_ms = i == 5 ? 100000 : 5000;  // median 5 s
     det_.Observe("a", r);
   }
@@ -217,7 +203,7 @@ TEST_F(HangDetectorTest, TimeoutGrowsWithTheMedianStepAndAJobMaySetItsOwn) {
 
   JobRecord own = Running("8", 1, /*hang_timeout_s=*/45);
   EXPECT_EQ(det_.Timeout(own), Seconds(45));
-  det_.Observe("a", Report("8", 1, 0, 1, 1));
+  det_.Observe("a", ProgressReport("8", 1, 0, 1, 1));
   clock_.Advance(Seconds(44));
   EXPECT_TRUE(det_.Check({&own}).empty());
   clock_.Advance(Seconds(1));
@@ -229,12 +215,12 @@ TEST_F(HangDetectorTest, TimeoutGrowsWithTheMedianStepAndAJobMaySetItsOwn) {
 TEST_F(HangDetectorTest, VerdictsSayWhetherTheJobCausedTheHang) {
   JobRecord stopped = Running("1", 1), idle = Running("2", 1), collective = Running("3", 1);
   for (const char* id : {"1", "2", "3"}) {
-    det_.Observe("a", Report(id, 1, 0, 4, 4));
-    det_.Observe("b", Report(id, 1, 1, 4, 4));
+    det_.Observe("a", ProgressReport(id, 1, 0, 4, 4));
+    det_.Observe("b", ProgressReport(id, 1, 1, 4, 4));
   }
   clock_.Advance(Seconds(1));
-  det_.Observe("b", Report("1", 1, 1, 4, 4, 0, /*stopped=*/true));
-  det_.Observe("a", Report("3", 1, 0, 5, 5, 5));  // rank 1 never enters all-reduce #5
+  det_.Observe("b", ProgressReport("1", 1, 1, 4, 4, 0, /*stopped=*/true));
+  det_.Observe("a", ProgressReport("3", 1, 0, 5, 5, 5));  // rank 1 never enters all-reduce #5
   clock_.Advance(Seconds(30));
   std::vector<HangVerdict> v = det_.Check({&stopped, &idle, &collective});
   ASSERT_EQ(v.size(), 3u);
@@ -253,11 +239,11 @@ TEST_F(HangDetectorTest, RanksWithoutPagesAndOldAttemptsAreNotJudged) {
   no_page.job_id = "7";
   no_page.attempt = 3;
   det_.Observe("a", no_page);
-  det_.Observe("a", Report("7", 2, 0, 1, 1));  // an older attempt's late report
+  det_.Observe("a", ProgressReport("7", 2, 0, 1, 1));  // an older attempt's late report
   clock_.Advance(Seconds(300));
   EXPECT_TRUE(det_.Check({&job}).empty());
   // A job no longer running is forgotten.
-  det_.Observe("a", Report("7", 3, 0, 1, 1));
+  det_.Observe("a", ProgressReport("7", 3, 0, 1, 1));
   EXPECT_TRUE(det_.Check({}).empty());
   clock_.Advance(Seconds(300));
   EXPECT_TRUE(det_.Check({&job}).empty());
@@ -270,7 +256,7 @@ TEST_F(HangDetectorTest, StragglerFlaggedOverKWindowsAndClearedWhenTheSpanIsFast
     for (int i = 0; i < 5; ++i) {
       ++step;
       for (int r = 0; r < 3; ++r) {
-        RankReport rep = Report("7", 1, r, step, step);
+        RankReport rep = ProgressReport("7", 1, r, step, step);
         rep.progress.step_compute_ms = r == 2 ? slow_ms : 100;
         det_.Observe(absl::StrCat("n", r), rep);
       }
@@ -305,7 +291,7 @@ TEST_F(HangDetectorTest, StragglerMustBeSlowInEachOfKWindows) {
     for (int i = 0; i < 5; ++i) {
       ++step;
       for (int r = 0; r < 2; ++r) {
-        RankReport rep = Report("7", 1, r, step, step);
+        RankReport rep = ProgressReport("7", 1, r, step, step);
         rep.progress.step_compute_ms = r == 1 ? slow_ms : 100;
         det_.Observe(absl::StrCat("n", r), rep);
       }
@@ -341,7 +327,7 @@ TEST_F(HangDetectorTest, WindowsShorterThanTheHeartbeatIntervalAreStretched) {
       for (int r = 0; r < 2; ++r) {
         if (tick % 30 != r * 15) continue;
         ++steps[r];
-        RankReport rep = Report("7", 1, r, steps[r], steps[r]);
+        RankReport rep = ProgressReport("7", 1, r, steps[r], steps[r]);
         rep.progress.step_compute_ms = r == 1 ? 200 : 100;
         det->Observe(absl::StrCat("n", r), rep);
       }
@@ -364,7 +350,7 @@ TEST_F(HangDetectorTest, SteadyGangHasNoStraggler) {
   JobRecord job = Running("7", 1);
   for (int step = 1; step <= 200; ++step) {
     for (int r = 0; r < 2; ++r) {
-      RankReport rep = Report("7", 1, r, step, step);
+      RankReport rep = ProgressReport("7", 1, r, step, step);
       rep.progress.step_compute_ms = 100 + (step * 7 + r * 13) % 25;  // +-12% jitter
       det_.Observe("n", rep);
     }
