@@ -2,8 +2,9 @@
 // memory, with an optional stage between hosts (the hierarchical all-reduce).
 //
 // Each member owns a segment in shared memory that every other member maps
-// (ShmSegments, shm_segments.h). The algorithm and its op-order protocol
-// are described in shm_all_reduce.cc.
+// (ShmSegments, shm_segments.h). Every member runs the ops in one agreed
+// order (ShmOpOrder, shm_op_order.h). The algorithm is described in
+// shm_all_reduce.cc.
 //
 // Two uses:
 //  - every rank of the communicator on one host: the whole all-reduce;
@@ -26,8 +27,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <list>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -40,6 +39,7 @@ namespace athanor {
 namespace ucx_internal {
 
 struct ShmOp;
+class ShmOpOrder;
 class ShmSegments;
 struct Counter;
 struct SharedControl;
@@ -150,18 +150,9 @@ class ShmAllReduce {
   ShmAllReduce(ucp_context_h context, const Options& options);
   absl::Status SetUp(TcpStoreClient* store, const std::string& prefix,
                      std::chrono::milliseconds timeout);
-  char* Segment(int q) const { return segment_[q]; }
   char* Slot(int q, uint64_t chunk) const;
-  bool PeersReached(int counter, uint64_t value) const;
-  void FreeDrainedEntries();
-  // Sets current_ to the op every member runs next, if known yet.
-  absl::StatusOr<bool> AdoptChoice();
-  // Rank 0's pick among the ops every member has announced; null: none yet.
-  ShmOp* ChooseAnnounced() const;
-  ShmOp* FindPending(uint64_t key) const;
   absl::StatusOr<bool> AdvanceFlat(ShmOp* op);
   absl::StatusOr<bool> AdvanceHierarchical(ShmOp* op);
-  void Finish(ShmOp* op);
   bool Owns(int block) const { return block % n_ == r_; }
   // Whether every peer brought `counter` to `value`; if not, remembers the
   // first that has not, for Nap.
@@ -177,17 +168,9 @@ class ShmAllReduce {
   std::vector<char*> segment_;  // segments_->all(): by member, ours at r_
   std::string why_not_;
 
-  // Op state (the owner's lock).
-  std::map<uint64_t, uint64_t> tag_seq_;  // next per tag
-  uint64_t submitted_ = 0;  // ops this rank announced
-  uint64_t decision_ = 0;   // ops this rank finished
-  ShmOp* current_ = nullptr;
-  uint64_t next_chunk_ = 0;  // global number of the next op's first chunk
-  // Entries of finished ops that peers may still read: (entry, decision).
-  std::vector<std::pair<int, uint64_t>> draining_;
-  std::list<ShmOp*> pending_;  // announced and unfinished, in submission order
-  uint64_t received_order_ = 0;  // follows_order: decisions received so far
-  uint64_t order_key_ = 0;       // ... the key of decision received_order_ - 1
+  // Op state (the owner's lock): which op runs (made by SetUp), and the
+  // chunks' timings.
+  std::unique_ptr<ShmOpOrder> order_;
   PhaseTimes times_;
   // What the last Advance waited for (Await), read by Nap without the lock:
   // a member's control area, its counter, the value. Null owner: nothing.

@@ -4,6 +4,7 @@
 // (AdvanceHierarchical). Called under the owner's lock; never blocks.
 #include "collectives/reduce/reduce_kernels.h"
 #include "collectives/ucx/shm_all_reduce.h"
+#include "collectives/ucx/shm_op_order.h"
 #include "collectives/ucx/shm_segment.h"
 #include "collectives/ucx/shm_segments.h"
 #include "common/status.h"
@@ -33,11 +34,11 @@ bool ShmAllReduce::Nap(std::chrono::microseconds max) const {
 
 absl::StatusOr<bool> ShmAllReduce::Advance(ShmOp* op) {
   nap_owner_.store(nullptr, std::memory_order_relaxed);
-  if (current_ == nullptr) {
-    ASSIGN_OR_RETURN(bool adopted, AdoptChoice());
+  if (order_->current() == nullptr) {
+    ASSIGN_OR_RETURN(bool adopted, order_->AdoptChoice());
     if (!adopted) return false;
   }
-  if (current_ != op) return false;  // another op runs first
+  if (order_->current() != op) return false;  // another op runs first
   return options_.inter != nullptr ? AdvanceHierarchical(op) : AdvanceFlat(op);
 }
 
@@ -50,7 +51,7 @@ absl::StatusOr<bool> ShmAllReduce::AdvanceFlat(ShmOp* op) {
     ReduceBuffers(op->type, op->op, op->recv, staged(0), staged(1), op->count);
     for (int q = 2; q < n; ++q) ReduceBuffers(op->type, op->op, op->recv, op->recv, staged(q), op->count);
     if (op->op == ReduceOp::kAvg) ScaleForAvg(op->type, op->recv, op->count, n);
-    Finish(op);
+    order_->Finish(op);
     return true;
   }
   const size_t chunk_elems = st.chunk_elems;
@@ -102,7 +103,7 @@ absl::StatusOr<bool> ShmAllReduce::AdvanceFlat(ShmOp* op) {
     ++st.chunk;
   }
   if (st.stream) StreamFence();
-  Finish(op);
+  order_->Finish(op);
   return true;
 }
 
@@ -197,7 +198,7 @@ absl::StatusOr<bool> ShmAllReduce::AdvanceHierarchical(ShmOp* op) {
   if (st.stream) StreamFence();
   ++times_.ops;
   times_.wall += Since(st.submitted);
-  Finish(op);
+  order_->Finish(op);
   return true;
 }
 

@@ -1,7 +1,8 @@
-// The layout of a ShmAllReduce segment and the helpers both halves of its
-// implementation use (shm_all_reduce.cc: set-up, announcements and op order;
-// shm_chunks.cc: the chunk pipelines). Internal to collectives/ucx; see
-// shm_all_reduce.cc for the protocol.
+// The layout of a ShmAllReduce segment and the helpers the parts of its
+// implementation use (shm_all_reduce.cc: set-up; shm_op_order.cc:
+// announcements and op order; shm_chunks.cc: the chunk pipelines). Internal
+// to collectives/ucx; see shm_all_reduce.cc and shm_op_order.cc for the
+// protocol.
 #pragma once
 
 #include <algorithm>
