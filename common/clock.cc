@@ -12,6 +12,12 @@ int64_t RealClock::UnixSeconds() const {
       .count();
 }
 
+int64_t RealClock::UnixMillis() const {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 RealClock* RealClock::Get() {
   static RealClock* clock = new RealClock();
   return clock;
@@ -25,6 +31,11 @@ TimePoint FakeClock::Now() const {
 int64_t FakeClock::UnixSeconds() const {
   absl::MutexLock lock(&mu_);
   return unix_base_ + std::chrono::duration_cast<std::chrono::seconds>(elapsed_).count();
+}
+
+int64_t FakeClock::UnixMillis() const {
+  absl::MutexLock lock(&mu_);
+  return unix_base_ * 1000 + std::chrono::duration_cast<std::chrono::milliseconds>(elapsed_).count();
 }
 
 void FakeClock::Advance(Duration d) {

@@ -21,6 +21,9 @@ class Clock {
   virtual TimePoint Now() const = 0;
   // Unix time in seconds, for records shown to people. Thread-safe.
   virtual int64_t UnixSeconds() const = 0;
+  // Unix time in milliseconds (WallClock's base, so that Unix times read
+  // off the monotonic clock are not up to a second behind). Thread-safe.
+  virtual int64_t UnixMillis() const { return UnixSeconds() * 1000; }
 };
 
 // The real clock: steady_clock and system_clock.
@@ -28,6 +31,7 @@ class RealClock final : public Clock {
  public:
   TimePoint Now() const override;
   int64_t UnixSeconds() const override;
+  int64_t UnixMillis() const override;
   static RealClock* Get();  // process-wide instance, never destroyed
 };
 
@@ -37,6 +41,7 @@ class FakeClock final : public Clock {
   explicit FakeClock(int64_t unix_seconds = 1'700'000'000) : unix_base_(unix_seconds) {}
   TimePoint Now() const override;
   int64_t UnixSeconds() const override;
+  int64_t UnixMillis() const override;
   void Advance(Duration d);
 
  private:

@@ -20,9 +20,7 @@ absl::StatusOr<TokenRecord> DecodeToken(std::string_view text) {
   store::TokenRow row;
   RETURN_IF_ERROR(FromProtoJson("token", text, &row));
   TokenRecord token;
-  if (absl::Status s = FromProto(row.info(), &token); !s.ok()) {
-    return absl::DataLossError(absl::StrCat("token record: ", s.message()));
-  }
+  RETURN_IF_ERROR(RowError("token", FromProto(row.info(), &token)));
   if (token.id.empty()) return absl::DataLossError("token record: no id");
   token.salt = row.salt();
   token.hash = row.hash();

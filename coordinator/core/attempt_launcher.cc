@@ -83,13 +83,16 @@ void AttemptLauncher::Start(JobRecord* job, const std::vector<sched::NodeAllocat
   std::optional<NodeRecord> master = nodes_->Get(chosen[0].node);
   job->master_addr = master ? master->host : "";
   job->master_port = port;
-  job->usage.push_back({clock_->UnixNow(), 0, job->spec.nodes * job->spec.gpus_per_node});
+  // The usage interval and the attempt's span start at the same instant:
+  // billing charges the one, tenants check it against the other.
+  const double placed_at = clock_->UnixNow();
+  job->usage.push_back({placed_at, 0, job->spec.nodes * job->spec.gpus_per_node});
   // Records of attempts started before placements were kept have none: pad.
   job->attempt_nodes.resize(job->attempt - 1);
   job->attempt_nodes.emplace_back();
   for (const sched::NodeAllocation& n : chosen) job->attempt_nodes.back().push_back(n.node);
   job->attempt_spans.resize(job->attempt - 1);
-  job->attempt_spans.push_back({clock_->UnixNow(), 0, "", ""});
+  job->attempt_spans.push_back({placed_at, 0, "", ""});
   job->last_active_unix = clock_->UnixNow();
   job->idle_warned = false;
   log_->MarkJob(job->seq);
@@ -138,6 +141,7 @@ void AttemptLauncher::AppendDesired(const JobRecord& job, const std::string& nod
       d.archive_uri = job.spec.checkpoint_uri;
       if (job.idle_warned) d.notice = job.reason;
     }
+    if (d.notice.empty()) d.notice = job.billing_notice;
     out->push_back(std::move(d));
   }
 }

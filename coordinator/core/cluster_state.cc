@@ -29,8 +29,9 @@ ClusterState::ClusterState(StateOptions options, const Clock* clock)
       sched_(clock, SchedOptions(options_)),
       nodes_(&sched_, &log_, &clock_),
       accounts_(&options_, &sched_, &log_, &clock_),
+      billing_(&options_, &log_, &clock_, &nodes_),
       launcher_(&options_, &nodes_, &log_, &clock_),
-      jobs_({&options_, &clock_, &sched_, &nodes_, &log_, &launcher_, &accounts_}),
+      jobs_({&options_, &clock_, &sched_, &nodes_, &log_, &launcher_, &accounts_, &billing_}),
       hangs_(options_.hangs, clock),
       suspects_(&options_.hangs, clock),
       upload_holds_(options_.checkpoint_upload_wait, &sched_,
@@ -129,6 +130,7 @@ void ClusterState::Tick() {
     }
   }
   CheckHangs();
+  billing().Enforce();
   Schedule();
 }
 
@@ -198,6 +200,9 @@ Changes ClusterState::TakeChanges(std::set<std::string>* touched_nodes) {
     if (std::optional<NodeRecord> rec = nodes_.Get(n)) c.nodes.push_back(std::move(*rec));
   }
   c.quotas = std::move(marks.quotas);
+  c.prices = std::move(marks.prices);
+  c.plans = std::move(marks.plans);
+  c.ledger = std::move(marks.ledger);
   if (touched_nodes != nullptr) *touched_nodes = std::move(marks.touched);
   return c;
 }

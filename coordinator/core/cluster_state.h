@@ -6,6 +6,7 @@
 //   JobLifecycle     job records and their state machine (job_lifecycle.h)
 //   AttemptLauncher  placements -> attempts and the env contract (attempt_launcher.h)
 //   TenantAccounts   quotas, usage, idle reclaim (tenant_accounts.h)
+//   TenantBilling    prices, plans, the ledger and metering (tenant_billing.h)
 //   HangDetector     hangs and stragglers from rank progress (hang_detector.h)
 //   UploadHolds      requeued jobs waiting for a checkpoint upload (upload_holds.h)
 //   sched::Scheduler placement and policy (scheduler/)
@@ -29,9 +30,11 @@
 #include "coordinator/checkpoints/upload_holds.h"
 #include "coordinator/core/attempt_launcher.h"
 #include "coordinator/core/cluster_admin.h"
+#include "coordinator/core/cluster_billing.h"
 #include "coordinator/core/job_lifecycle.h"
 #include "coordinator/core/node_table.h"
 #include "coordinator/core/tenant_accounts.h"
+#include "coordinator/core/tenant_billing.h"
 #include "coordinator/health/hang_detector.h"
 #include "coordinator/model/change_log.h"
 #include "coordinator/model/state_types.h"
@@ -49,6 +52,12 @@ class ClusterState {
   // `quotas` (from the store) override the --quota flags.
   void Restore(std::vector<JobRecord> jobs, const std::vector<NodeRecord>& nodes,
                const std::map<std::string, int32_t>& quotas = {});
+  // Billing's records from the store; InvalidArgument when the ledger does
+  // not read (tenant_billing.h).
+  absl::Status RestoreBilling(std::vector<billing::Price> prices, std::vector<billing::Plan> plans,
+                              std::vector<billing::LedgerEntry> ledger) {
+    return billing_.Restore(std::move(prices), std::move(plans), std::move(ledger));
+  }
 
   // Validates, refuses a job that can never fit (InvalidArgument naming why)
   // and queues it. A repeated idempotency key returns the first job.
@@ -90,6 +99,9 @@ class ClusterState {
   // ---- admin: draining, quotas (cluster_admin.h); preempting a job by hand
   // is jobs().Preempt.
   ClusterAdmin admin() { return ClusterAdmin(*this); }
+  // ---- billing: prices, plans, credit, bills (cluster_billing.h).
+  ClusterBilling billing() { return ClusterBilling(*this); }
+  const TenantBilling& billing_state() const { return billing_; }
   absl::StatusOr<WhyResult> Why(const std::string& id) const;
 
   // The ranks `node` should run now. Empty for unknown nodes.
@@ -107,7 +119,8 @@ class ClusterState {
   const TenantAccounts& accounts() const { return accounts_; }
 
  private:
-  friend class ClusterAdmin;  // a facet of this class's interface
+  friend class ClusterAdmin;  // facets of this class's interface
+  friend class ClusterBilling;
 
   // Hangs and stragglers (cluster_state_hangs.cc): feeds running ranks'
   // progress to the detector; stops hung attempts (stacks captured first),
@@ -136,6 +149,9 @@ class ClusterState {
   sched::Scheduler sched_;
   NodeTable nodes_;
   TenantAccounts accounts_;
+  TenantBilling billing_;
+  // Tenants whose jobs are held for want of credit (ClusterBilling::Enforce).
+  std::set<std::string> credit_held_;
   AttemptLauncher launcher_;
   JobLifecycle jobs_;
   HangDetector hangs_;

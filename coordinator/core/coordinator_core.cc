@@ -28,6 +28,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorCore>> CoordinatorCore::Create(
   {
     absl::MutexLock lock(&c->mu_);
     c->state_.Restore(std::move(contents.jobs), contents.nodes, contents.quotas);
+    RETURN_IF_ERROR(c->state_.RestoreBilling(std::move(contents.prices), std::move(contents.plans),
+                                             std::move(contents.ledger)));
     c->state_.TakeChanges();  // restoring changes nothing on disk
     c->durable_generation_ = c->state_.log().generation();
   }

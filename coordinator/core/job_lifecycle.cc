@@ -75,9 +75,9 @@ absl::StatusOr<SubmitResult> JobLifecycle::Submit(const JobSpec& spec, const std
     auto it = by_key_.find({spec.tenant, key});
     if (it != by_key_.end()) return SubmitResult{jobs_.at(it->second).id, true};
   }
-  if (max_pending > 0 && p_.sched->pending_of(spec.tenant) >= static_cast<size_t>(max_pending)) {
+  if (max_pending > 0 && p_.sched->view().pending_of(spec.tenant) >= static_cast<size_t>(max_pending)) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "tenant '", spec.tenant, "' has ", p_.sched->pending_of(spec.tenant),
+        "tenant '", spec.tenant, "' has ", p_.sched->view().pending_of(spec.tenant),
         " pending jobs, the most it may queue (", max_pending,
         ", --max-pending-per-tenant): wait for some to start, or cancel some"));
   }
@@ -245,6 +245,8 @@ void JobLifecycle::BeginPreempt(JobRecord* job, Duration grace, PreemptCause cau
                                 const std::string& reason) {
   if (job->stopping || !job->allocated) return;
   job->preempted = true;
+  job->stop_platform_fault =
+      cause == PreemptCause::kPriority || cause == PreemptCause::kMasterPort;
   counters_.preemptions[PreemptCauseName(cause)]++;
   job->stop_kill_after_ms = std::chrono::duration_cast<std::chrono::milliseconds>(grace).count();
   job->preempt_deadline_unix = p_.clock->UnixNow() + ToSeconds(grace);
@@ -312,7 +314,10 @@ std::vector<JobRecord*> JobLifecycle::RunningOn(const std::string& node) {
 }
 
 void JobLifecycle::FailAttemptsOn(const std::string& node, const std::string& why) {
-  for (JobRecord* job : RunningOn(node)) FailAttempt(job, why);
+  for (JobRecord* job : RunningOn(node)) {
+    job->stop_platform_fault = true;  // a node lost is the platform's doing
+    FailAttempt(job, why);
+  }
 }
 
 void JobLifecycle::PreemptAttemptsOn(const std::string& node, Duration grace,
@@ -325,9 +330,14 @@ void JobLifecycle::PreemptAttemptsOn(const std::string& node, Duration grace,
 
 void JobLifecycle::Finish(JobRecord* job, JobState outcome, const std::string& reason) {
   const bool was_allocated = job->allocated;
+  // The usage interval and the span end together, never before what billing
+  // charged already (a restarted coordinator's clock may be a little behind).
+  const double now = std::max(p_.clock->UnixNow(), p_.billing->MeteredUntil(*job));
+  const bool platform_fault = job->stop_platform_fault;
   if (was_allocated) {
     TouchAttemptNodes(p_.log, *job);  // its ranks leave the desired sets
-    if (!job->usage.empty() && job->usage.back().end == 0) job->usage.back().end = p_.clock->UnixNow();
+    if (!job->usage.empty() && job->usage.back().end == 0) job->usage.back().end = now;
+    p_.billing->Release(*job, platform_fault);
     absl::Status s = p_.sched->OnJobExited(job->id, outcome == JobState::kPending);
     if (absl::IsNotFound(s) && outcome == JobState::kPending) {
       s = p_.sched->Submit(ToSchedRequest(*job, *p_.options));
@@ -345,8 +355,15 @@ void JobLifecycle::Finish(JobRecord* job, JobState outcome, const std::string& r
   p_.accounts->Forget(job->seq);
   job->stopping = false;
   const bool preempted = job->preempted;
-  if (was_allocated) EndAttemptSpan(job, outcome, preempted, reason, p_.clock->UnixNow());
+  if (was_allocated) {
+    EndAttemptSpan(job, outcome, preempted, reason, now);
+    if (job->attempt > 0 && static_cast<size_t>(job->attempt) <= job->attempt_spans.size()) {
+      job->attempt_spans[job->attempt - 1].platform_fault = platform_fault;
+    }
+  }
   job->preempted = false;
+  job->stop_platform_fault = false;
+  job->billing_notice.clear();
   job->idle_warned = false;
   job->last_active_unix = 0;
   if (outcome == JobState::kPending) {

@@ -39,6 +39,7 @@
 #include "coordinator/core/lifecycle_counters.h"
 #include "coordinator/core/node_table.h"
 #include "coordinator/core/tenant_accounts.h"
+#include "coordinator/core/tenant_billing.h"
 #include "coordinator/model/change_log.h"
 #include "coordinator/model/state_types.h"
 #include "coordinator/model/wall_clock.h"
@@ -62,6 +63,7 @@ class JobLifecycle {
     ChangeLog* log;
     AttemptLauncher* launcher;
     TenantAccounts* accounts;
+    TenantBilling* billing;
   };
   explicit JobLifecycle(Parts parts) : p_(parts) {}
 
@@ -88,7 +90,8 @@ class JobLifecycle {
   void BeginStop(JobRecord* job, JobState outcome, const std::string& reason);
   // Stops the attempt: requeued while restarts remain, else FAILED.
   void FailAttempt(JobRecord* job, const std::string& reason);
-  // Each attempt with a rank on `node` (not yet stopping) fails / is preempted.
+  // Each attempt with a rank on `node` (not yet stopping) fails (a node
+  // lost: the platform's fault, AttemptSpan::platform_fault) / is preempted.
   void FailAttemptsOn(const std::string& node, const std::string& why);
   void PreemptAttemptsOn(const std::string& node, Duration grace, const std::string& why);
   // Ends the attempts whose ranks all stopped; after node changes.

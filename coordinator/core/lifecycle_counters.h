@@ -16,7 +16,7 @@ namespace athanor::coord {
 // (athanor_preemptions_total{reason=PreemptCauseName}).
 // kMasterPort: the attempt's master port was taken on rank 0's node (by
 // another process; not the job's doing), so it is requeued like a preemption.
-enum class PreemptCause { kPriority, kAdmin, kDrain, kStraggler, kMasterPort };
+enum class PreemptCause { kPriority, kAdmin, kDrain, kStraggler, kMasterPort, kCredit };
 
 inline const char* PreemptCauseName(PreemptCause cause) {
   switch (cause) {
@@ -25,6 +25,7 @@ inline const char* PreemptCauseName(PreemptCause cause) {
     case PreemptCause::kDrain: return "drain";
     case PreemptCause::kStraggler: return "straggler";
     case PreemptCause::kMasterPort: return "master_port";
+    case PreemptCause::kCredit: return "credit";
   }
   return "drain";
 }

@@ -22,18 +22,26 @@ NodeState FromSched(sched::MemberState s) {
   return NodeState::kUnknown;
 }
 
+// What a node's record and its scheduler spec share, listed once for both
+// directions (ToSpec, NodeTable::ToRecord), so the two cannot drift:
+// `copy(spec_field, record_field)` for each.
+template <typename Spec, typename Record, typename Copy>
+void SharedNodeFields(Spec& spec, Record& record, Copy copy) {
+  copy(spec.name, record.name);
+  copy(spec.agent_address, record.agent_address);
+  copy(spec.host, record.host);
+  copy(spec.unsandboxed, record.unsandboxed);
+  copy(spec.gpus, record.inventory.gpus);
+  copy(spec.gpu_model, record.inventory.gpu_model);
+  copy(spec.gpu_memory_mb, record.inventory.gpu_memory_mb);
+  copy(spec.cpus, record.inventory.cpus);
+  copy(spec.memory_mb, record.inventory.memory_mb);
+  copy(spec.labels, record.inventory.labels);
+}
+
 sched::NodeSpec ToSpec(const NodeRecord& n) {
   sched::NodeSpec spec;
-  spec.name = n.name;
-  spec.gpus = n.inventory.gpus;
-  spec.gpu_model = n.inventory.gpu_model;
-  spec.gpu_memory_mb = n.inventory.gpu_memory_mb;
-  spec.cpus = n.inventory.cpus;
-  spec.memory_mb = n.inventory.memory_mb;
-  spec.labels = n.inventory.labels;
-  spec.agent_address = n.agent_address;
-  spec.host = n.host;
-  spec.unsandboxed = n.unsandboxed;
+  SharedNodeFields(spec, n, [](auto& to, const auto& from) { to = from; });
   return spec;
 }
 
@@ -53,16 +61,7 @@ const sched::MemberNode* NodeTable::Find(const std::string& name) const {
 
 NodeRecord NodeTable::ToRecord(const sched::MemberNode& n) const {
   NodeRecord r;
-  r.name = n.spec.name;
-  r.agent_address = n.spec.agent_address;
-  r.host = n.spec.host;
-  r.unsandboxed = n.spec.unsandboxed;
-  r.inventory.gpus = n.spec.gpus;
-  r.inventory.gpu_model = n.spec.gpu_model;
-  r.inventory.gpu_memory_mb = n.spec.gpu_memory_mb;
-  r.inventory.cpus = n.spec.cpus;
-  r.inventory.memory_mb = n.spec.memory_mb;
-  r.inventory.labels = n.spec.labels;
+  SharedNodeFields(n.spec, r, [](const auto& from, auto& to) { to = from; });
   r.state = FromSched(n.state);
   r.last_heartbeat_unix = static_cast<int64_t>(clock_->ToUnix(n.last_heartbeat));
   r.reason = n.reason;

@@ -17,8 +17,11 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "coordinator/model/types.h"
+#include "proto/athanor_billing.pb.h"
 
 namespace athanor::coord {
 
@@ -40,6 +43,21 @@ class ChangeLog {
   // `gpus` < 0: the tenant's quota was removed.
   void MarkQuota(const std::string& tenant, int32_t gpus) { quotas_[tenant] = gpus; }
 
+  // Billing's records (core/tenant_billing.h): prices and plans as set,
+  // ledger entries as appended, each persisted once.
+  void MarkPrice(billing::Price price) {
+    prices_.push_back(std::move(price));
+    ++marks_;
+  }
+  void MarkPlan(billing::Plan plan) {
+    plans_.push_back(std::move(plan));
+    ++marks_;
+  }
+  void MarkLedger(billing::LedgerEntry entry) {
+    ledger_.push_back(std::move(entry));
+    ++marks_;
+  }
+
   // The ranks `node` should run changed.
   void TouchNode(const std::string& node) {
     node_generation_[node] = ++generation_;
@@ -59,14 +77,20 @@ class ChangeLog {
     std::map<std::string, int32_t> quotas;
     std::set<std::string> touched;  // nodes whose desired set changed
     uint64_t generation = 0;        // generation() when taken
+    std::vector<billing::Price> prices;
+    std::vector<billing::Plan> plans;
+    std::vector<billing::LedgerEntry> ledger;
   };
   Marks Take() {
     Marks m{std::move(jobs_), std::move(nodes_), std::move(quotas_), std::move(touched_),
-            generation_};
+            generation_, std::move(prices_), std::move(plans_), std::move(ledger_)};
     jobs_.clear();
     nodes_.clear();
     quotas_.clear();
     touched_.clear();
+    prices_.clear();
+    plans_.clear();
+    ledger_.clear();
     return m;
   }
  private:
@@ -74,6 +98,9 @@ class ChangeLog {
   std::set<std::string> nodes_;
   std::map<std::string, int32_t> quotas_;
   std::set<std::string> touched_;
+  std::vector<billing::Price> prices_;
+  std::vector<billing::Plan> plans_;
+  std::vector<billing::LedgerEntry> ledger_;
   std::unordered_map<std::string, uint64_t> node_generation_;
   uint64_t generation_;
   uint64_t marks_ = 0;

@@ -11,6 +11,7 @@
 #include "coordinator/model/hang_options.h"
 #include "coordinator/model/types.h"
 #include "coordinator/scheduler/types.h"
+#include "proto/athanor_billing.pb.h"
 
 namespace athanor::coord {
 
@@ -30,7 +31,10 @@ struct StateOptions {
   bool backfill = true;
   std::map<std::string, int32_t> quotas;  // tenant -> GPUs (--quota); the store's win
   Duration idle_reclaim_grace = Seconds(60);  // idle warning -> reclaim
-  double idle_cpu_fraction = 0.01;  // idle below this share of one core (x100: GPU utilisation %)
+  double idle_cpu_fraction = 0.01;
+  // Billing: attempts holding GPUs are charged at least this often (and
+  // when they release them); a tenant's credit is checked as often.
+  Duration billing_interval = Seconds(60);  // idle below this share of one core (x100: GPU utilisation %)
   // Run a scheduling pass inside every operation that may let a job start
   // (submit, exits, registrations). Off, the owner calls Schedule() itself:
   // the coordinator does, from its own loop, so that a storm of submissions
@@ -73,7 +77,15 @@ struct Changes {
   std::vector<JobRecord> jobs;
   std::vector<NodeRecord> nodes;
   std::map<std::string, int32_t> quotas;  // tenant -> GPUs; < 0: removed
-  bool empty() const { return jobs.empty() && nodes.empty() && quotas.empty(); }
+  // Billing: prices and plans as set (a newer one of the same key replaces
+  // the stored one), ledger entries to append.
+  std::vector<billing::Price> prices;
+  std::vector<billing::Plan> plans;
+  std::vector<billing::LedgerEntry> ledger;
+  bool empty() const {
+    return jobs.empty() && nodes.empty() && quotas.empty() && prices.empty() && plans.empty() &&
+           ledger.empty();
+  }
 };
 
 struct SubmitResult {

@@ -58,6 +58,10 @@ struct AttemptSpan {
   double end = 0;       // 0 while it runs
   std::string outcome;  // "", "preempted", "restarted", "succeeded", "failed", "cancelled"
   std::string reason;   // why it ended
+  // The platform ended it (a node lost, a hang blamed on a node, a
+  // preemption for a higher priority, a squatted master port): billing
+  // refunds it where the tenant's plan says so.
+  bool platform_fault = false;
 };
 
 struct RankPlacement {
@@ -152,6 +156,8 @@ struct JobRecord {
   // The stop is a preemption (by the scheduler, by hand or by a drain): ranks
   // get `stop_kill_after_ms` to checkpoint and the requeue consumes no restart.
   bool preempted = false;
+  // The stop is the platform's doing (AttemptSpan::platform_fault).
+  bool stop_platform_fault = false;
   int64_t stop_kill_after_ms = 0;
   double preempt_deadline_unix = 0;
   double last_checkpoint_unix = 0;  // when committed_step was last seen to advance
@@ -177,6 +183,9 @@ struct JobRecord {
   // (JobLifecycle, kMaxMasterPortRequeues).
   std::vector<std::string> master_port_taken_on;
   TelemetryFigures last_telemetry;  // persisted every so often while it runs
+  // Billing's word to the ranks (credit low), appended once to their logs;
+  // in memory only (ClusterState::CheckCredit sets it again after a restart).
+  std::string billing_notice;
 };
 
 struct NodeInventory {

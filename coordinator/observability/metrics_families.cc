@@ -153,9 +153,9 @@ void TenantFamilies(const rpc::ClusterView& view, Builder& b) {
 
 void CounterFamilies(const LifecycleCounters& c, Builder& b) {
   MetricFamily& pre = b.Family("athanor_preemptions_total",
-                               "Attempts preempted, by reason (priority, admin, drain, straggler, master_port).",
+                               "Attempts preempted, by reason (priority, admin, drain, straggler, master_port, credit).",
                                MetricType::Counter);
-  for (const char* r : {"priority", "admin", "drain", "straggler", "master_port"}) {
+  for (const char* r : {"priority", "admin", "drain", "straggler", "master_port", "credit"}) {
     auto it = c.preemptions.find(r);
     Builder::Counter(pre, {{"reason", r}}, it == c.preemptions.end() ? 0 : it->second);
   }

@@ -73,7 +73,7 @@ std::vector<Decision> SchedulePass::Run() {
       job.reason.pass = s_.pass_id;
       ++visited_;
 
-      if (!job.hold.empty()) {
+      if (!s_.HoldOf(job).empty()) {
         job.reason.Set(PendingReason::Code::kHeld);
         continue;
       }

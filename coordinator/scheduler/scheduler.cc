@@ -140,6 +140,14 @@ absl::Status Scheduler::MarkPreempting(const JobId& id, TimePoint deadline) {
   return absl::OkStatus();
 }
 
+void Scheduler::SetTenantHold(const std::string& tenant, std::string why) {
+  if (why.empty()) {
+    s_.tenant_holds.erase(tenant);
+  } else {
+    s_.tenant_holds[tenant] = std::move(why);
+  }
+}
+
 absl::Status Scheduler::SetHold(const JobId& id, std::string why) {
   auto it = s_.jobs.find(id);
   if (it == s_.jobs.end()) return absl::NotFoundError(absl::StrCat("no job ", id));

@@ -79,6 +79,9 @@ class Scheduler {
   // Why()); an empty `why` lets it start again. Passes skip a held job
   // without making it the head. NotFound for an unknown job.
   absl::Status SetHold(const JobId& job, std::string why);
+  // Holds every pending job of `tenant`, queued now or later, while `why` is
+  // non-empty (a tenant out of credit); Why() shows `why`.
+  void SetTenantHold(const std::string& tenant, std::string why);
   // From now on the job is not placed on `nodes` (it moves off a straggler's
   // node). Only while it holds resources (its queue entry is made at
   // OnJobExited); FailedPrecondition for a pending job, NotFound for none.
@@ -96,8 +99,6 @@ class Scheduler {
 
   // ---- introspection: the tables, read-only (scheduler_view.h)
   SchedulerView view() const { return SchedulerView(s_, clock_); }
-  // Pending jobs of `tenant` (the submission cap's count).
-  size_t pending_of(const std::string& tenant) const { return s_.queue.TenantSize(tenant); }
 
  private:
   const Clock* const clock_;

@@ -7,6 +7,12 @@ int SchedulerState::TenantQuota(const std::string& tenant) const {
   return it == quotas.end() ? -1 : it->second;
 }
 
+const std::string& SchedulerState::HoldOf(const QueuedJob& job) const {
+  if (!job.hold.empty()) return job.hold;
+  auto it = tenant_holds.find(job.req.tenant);
+  return it == tenant_holds.end() ? job.hold : it->second;
+}
+
 double SchedulerState::TenantShare(const std::string& tenant) const {
   auto it = shares.find(tenant);
   return it == shares.end() ? 1.0 : it->second;

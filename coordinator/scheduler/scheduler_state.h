@@ -42,6 +42,7 @@ struct SchedulerState {
   std::unordered_map<JobId, QueuedJob> jobs;  // pending and holding resources
   std::map<std::string, int> quotas;          // GPUs; no entry: no quota
   std::map<std::string, double> shares;       // fair-share weights; no entry: 1
+  std::map<std::string, std::string> tenant_holds;  // every pending job of the tenant waits: why
   // Jobs holding resources (RUNNING or PREEMPTING), by id; values point
   // into `jobs` (node-based, so stable). Unordered: what a pass derives from
   // it is sorted by job id where order matters (preemption plans, victims).
@@ -51,6 +52,8 @@ struct SchedulerState {
   uint64_t pass_id = 0;  // passes so far
 
   int TenantQuota(const std::string& tenant) const;  // -1: none
+  // Why a pending job may not start now, held itself or by its tenant; "" : not held.
+  const std::string& HoldOf(const QueuedJob& job) const;
   double TenantShare(const std::string& tenant) const;
   const QueuedJob* Find(const JobId& id) const;  // null when unknown
   // Puts a holder in `ends` under its current EndEstimate() (after it starts

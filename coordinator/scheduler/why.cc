@@ -37,7 +37,7 @@ std::string StartText(bool finite, TimePoint when, TimePoint now) {
 PendingReason ReasonNow(const SchedulerState& s, const QueuedJob& job) {
   PendingReason r;
   r.pass = s.pass_id;
-  if (!job.hold.empty()) {
+  if (!s.HoldOf(job).empty()) {
     r.code = PendingReason::Code::kHeld;
     return r;
   }
@@ -114,7 +114,7 @@ WhyReport Explain(const SchedulerState& s, const QueuedJob& job, TimePoint now) 
                                             " (starts ", StartText(r.finite, r.when, now), ")"));
       break;
     case Code::kHeld:
-      report.reasons.push_back(job.hold);
+      report.reasons.push_back(s.HoldOf(job));
       break;
     case Code::kStrictOrder:
       report.reasons.push_back(

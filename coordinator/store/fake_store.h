@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "coordinator/store/store.h"
 
@@ -25,6 +26,9 @@ class FakeStore final : public Store {
     std::map<int64_t, JobRecord> jobs ABSL_GUARDED_BY(mu);  // by seq
     std::map<std::string, NodeRecord> nodes ABSL_GUARDED_BY(mu);
     std::map<std::string, int32_t> quotas ABSL_GUARDED_BY(mu);
+    std::map<std::pair<std::string, int64_t>, billing::Price> prices ABSL_GUARDED_BY(mu);
+    std::map<std::string, billing::Plan> plans ABSL_GUARDED_BY(mu);
+    std::map<int64_t, billing::LedgerEntry> ledger ABSL_GUARDED_BY(mu);
     int commits ABSL_GUARDED_BY(mu) = 0;
     bool fail_commits ABSL_GUARDED_BY(mu) = false;
   };
@@ -34,6 +38,11 @@ class FakeStore final : public Store {
   absl::Status Commit(const Changes& changes) override {
     absl::MutexLock lock(&data_->mu);
     if (data_->fail_commits) return absl::UnavailableError("FakeStore: commits fail");
+    for (const billing::LedgerEntry& e : changes.ledger) {
+      if (data_->ledger.count(e.id())) {
+        return absl::InternalError(absl::StrCat("FakeStore: ledger entry ", e.id(), " exists"));
+      }
+    }
     for (const JobRecord& j : changes.jobs) data_->jobs[j.seq] = j;
     for (const NodeRecord& n : changes.nodes) data_->nodes[n.name] = n;
     for (const auto& [tenant, gpus] : changes.quotas) {
@@ -43,6 +52,9 @@ class FakeStore final : public Store {
         data_->quotas[tenant] = gpus;
       }
     }
+    for (const billing::Price& p : changes.prices) data_->prices[{p.gpu_model(), p.effective_unix_ms()}] = p;
+    for (const billing::Plan& p : changes.plans) data_->plans[p.tenant()] = p;
+    for (const billing::LedgerEntry& e : changes.ledger) data_->ledger[e.id()] = e;
     ++data_->commits;
     return absl::OkStatus();
   }
@@ -53,6 +65,9 @@ class FakeStore final : public Store {
     for (const auto& [seq, j] : data_->jobs) out.jobs.push_back(j);
     for (const auto& [name, n] : data_->nodes) out.nodes.push_back(n);
     out.quotas = data_->quotas;
+    for (const auto& [key, p] : data_->prices) out.prices.push_back(p);
+    for (const auto& [tenant, p] : data_->plans) out.plans.push_back(p);
+    for (const auto& [id, e] : data_->ledger) out.ledger.push_back(e);
     return out;
   }
 

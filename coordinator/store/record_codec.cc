@@ -36,9 +36,11 @@ std::string EncodeJob(const JobRecord& job) {
     r->set_end(a.end);
     r->set_outcome(a.outcome);
     r->set_reason(a.reason);
+    r->set_platform_fault(a.platform_fault);
   }
   row.set_last_active_unix(job.last_active_unix);
   row.set_idle_warned(job.idle_warned);
+  row.set_stop_platform_fault(job.stop_platform_fault);
   return ToProtoJson(row);
 }
 
@@ -46,9 +48,7 @@ absl::StatusOr<JobRecord> DecodeJob(std::string_view text) {
   store::JobRow row;
   RETURN_IF_ERROR(FromProtoJson("job", text, &row));
   JobRecord job;
-  if (absl::Status s = RecordFromProto(row.job(), &job); !s.ok()) {
-    return absl::DataLossError(absl::StrCat("job record: ", s.message()));
-  }
+  RETURN_IF_ERROR(RowError("job", RecordFromProto(row.job(), &job)));
   job.seq = row.seq();
   job.idempotency_key = row.idempotency_key();
   job.allocated = row.allocated();
@@ -64,10 +64,11 @@ absl::StatusOr<JobRecord> DecodeJob(std::string_view text) {
   for (const store::UsageInterval& u : row.usage()) job.usage.push_back({u.start(), u.end(), u.gpus()});
   for (const store::AttemptNodeList& a : row.attempt_nodes()) job.attempt_nodes.emplace_back(a.nodes().begin(), a.nodes().end());
   for (const store::AttemptSpan& a : row.attempt_spans()) {
-    job.attempt_spans.push_back({a.start(), a.end(), a.outcome(), a.reason()});
+    job.attempt_spans.push_back({a.start(), a.end(), a.outcome(), a.reason(), a.platform_fault()});
   }
   job.last_active_unix = row.last_active_unix();
   job.idle_warned = row.idle_warned();
+  job.stop_platform_fault = row.stop_platform_fault();
   if (job.ranks.size() != job.allocation.size()) {
     return absl::DataLossError(absl::StrCat("job ", job.id, ": ranks and allocation disagree"));
   }
@@ -90,11 +91,16 @@ absl::StatusOr<NodeRecord> DecodeNode(std::string_view text) {
   store::NodeRow row;
   RETURN_IF_ERROR(FromProtoJson("node", text, &row));
   NodeRecord node;
-  if (absl::Status s = RecordFromProto(row.node(), &node); !s.ok()) {
-    return absl::DataLossError(absl::StrCat("node record: ", s.message()));
-  }
+  RETURN_IF_ERROR(RowError("node", RecordFromProto(row.node(), &node)));
   node.drain = row.drain();
   return node;
+}
+
+std::string EncodeBillingRow(const google::protobuf::Message& row) { return ToProtoJson(row); }
+
+absl::Status DecodeBillingRow(const char* what, std::string_view text,
+                              google::protobuf::Message* row) {
+  return FromProtoJson(what, text, row);
 }
 
 }  // namespace athanor::coord

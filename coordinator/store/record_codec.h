@@ -13,6 +13,8 @@
 #include <string>
 #include <string_view>
 
+#include <google/protobuf/message.h>
+
 #include "absl/status/statusor.h"
 #include "coordinator/model/types.h"
 
@@ -22,5 +24,10 @@ std::string EncodeJob(const JobRecord& job);
 absl::StatusOr<JobRecord> DecodeJob(std::string_view text);
 std::string EncodeNode(const NodeRecord& node);
 absl::StatusOr<NodeRecord> DecodeNode(std::string_view text);
+// Billing's rows are its records themselves (proto/athanor_billing.proto):
+// a price, a plan, a ledger entry. DataLoss naming `what` on a bad row.
+std::string EncodeBillingRow(const google::protobuf::Message& row);
+absl::Status DecodeBillingRow(const char* what, std::string_view text,
+                              google::protobuf::Message* row);
 
 }  // namespace athanor::coord

@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "coordinator/model/state_types.h"
 #include "coordinator/model/types.h"
+#include "proto/athanor_billing.pb.h"
 
 namespace athanor::coord {
 
@@ -35,6 +36,9 @@ class Store {
     std::vector<JobRecord> jobs;  // by seq
     std::vector<NodeRecord> nodes;
     std::map<std::string, int32_t> quotas;  // set by `athanor quota`; < 0: removed
+    std::vector<billing::Price> prices;     // newest per (model, effective time)
+    std::vector<billing::Plan> plans;       // newest per tenant
+    std::vector<billing::LedgerEntry> ledger;  // by id
   };
 
   virtual ~Store() = default;

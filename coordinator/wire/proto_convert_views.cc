@@ -26,6 +26,7 @@ void ToProto(const JobRecord& job, rpc::Job* out) {
       attempt->set_end_unix(span.end);
       attempt->set_outcome(span.outcome);
       attempt->set_end_reason(span.reason);
+      attempt->set_platform_fault(span.platform_fault);
     }
   }
   StragglersToProto(job.stragglers, out->mutable_stragglers());

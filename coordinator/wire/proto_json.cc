@@ -42,4 +42,9 @@ absl::Status FromProtoJson(const char* what, std::string_view text, pb::Message*
   return absl::OkStatus();
 }
 
+absl::Status RowError(const char* what, const absl::Status& conversion) {
+  if (conversion.ok()) return conversion;
+  return absl::DataLossError(absl::StrCat(what, " record: ", conversion.message()));
+}
+
 }  // namespace athanor::coord

@@ -18,5 +18,9 @@ std::string ToProtoJson(const google::protobuf::Message& row);
 // DataLoss "`what` record: <the parser's reason>" when `text` is not JSON of
 // `row`'s message (an unknown field included).
 absl::Status FromProtoJson(const char* what, std::string_view text, google::protobuf::Message* row);
+// A read row's conversion into its record (the FromProto of the message it
+// embeds) as the row's error: OK stays OK, a failure is DataLoss "`what`
+// record: <its message>", worded as FromProtoJson's.
+absl::Status RowError(const char* what, const absl::Status& conversion);
 
 }  // namespace athanor::coord

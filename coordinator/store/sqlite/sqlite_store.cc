@@ -3,6 +3,8 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <optional>
+#include <string_view>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -66,7 +68,12 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string
   RETURN_IF_ERROR(store->Exec(
       "CREATE TABLE IF NOT EXISTS jobs (seq INTEGER PRIMARY KEY, record TEXT NOT NULL);"
       "CREATE TABLE IF NOT EXISTS nodes (name TEXT PRIMARY KEY, record TEXT NOT NULL);"
-      "CREATE TABLE IF NOT EXISTS quotas (tenant TEXT PRIMARY KEY, gpus INTEGER NOT NULL);"));
+      "CREATE TABLE IF NOT EXISTS quotas (tenant TEXT PRIMARY KEY, gpus INTEGER NOT NULL);"
+      "CREATE TABLE IF NOT EXISTS prices (model TEXT NOT NULL, effective INTEGER NOT NULL,"
+      " record TEXT NOT NULL, PRIMARY KEY (model, effective));"
+      "CREATE TABLE IF NOT EXISTS plans (tenant TEXT PRIMARY KEY, record TEXT NOT NULL);"
+      // Append-only: a repeated id fails the whole commit.
+      "CREATE TABLE IF NOT EXISTS ledger (id INTEGER PRIMARY KEY, record TEXT NOT NULL);"));
   RETURN_IF_ERROR(store->UpgradeRows());
   ASSIGN_OR_RETURN(std::string mode, store->JournalMode());
   if (mode != "wal") {
@@ -249,6 +256,27 @@ absl::Status SqliteStore::Commit(const Changes& changes) {
       sqlite3_bind_int64(put_quota.get(), 2, gpus);
       if (sqlite3_step(put_quota.get()) != SQLITE_DONE) return fail("write quota " + tenant);
     }
+    Statement put_price(db_, "INSERT OR REPLACE INTO prices (model, effective, record) VALUES (?, ?, ?)");
+    Statement put_plan(db_, "INSERT OR REPLACE INTO plans (tenant, record) VALUES (?, ?)");
+    Statement put_entry(db_, "INSERT INTO ledger (id, record) VALUES (?, ?)");
+    if (put_price.get() == nullptr || put_plan.get() == nullptr || put_entry.get() == nullptr) {
+      return fail("prepare");
+    }
+    for (const billing::Price& price : changes.prices) {
+      if (!PutRow(put_price.get(), price.gpu_model(), price.effective_unix_ms(), price)) {
+        return fail("write price of " + price.gpu_model());
+      }
+    }
+    for (const billing::Plan& plan : changes.plans) {
+      if (!PutRow(put_plan.get(), plan.tenant(), std::nullopt, plan)) {
+        return fail("write plan of " + plan.tenant());
+      }
+    }
+    for (const billing::LedgerEntry& entry : changes.ledger) {
+      if (!PutRow(put_entry.get(), std::nullopt, entry.id(), entry)) {
+        return fail(absl::StrCat("write ledger entry ", entry.id()));
+      }
+    }
   }
   if (absl::Status s = Exec("COMMIT"); !s.ok()) {
     Exec("ROLLBACK").IgnoreError();  // as above: the COMMIT error is the one to report
@@ -295,7 +323,42 @@ absl::StatusOr<SqliteStore::Contents> SqliteStore::LoadAll() {
     out.quotas[tenant] = static_cast<int32_t>(sqlite3_column_int64(quotas.get(), 1));
   }
   if (rc != SQLITE_DONE) return SqliteError(db_, "read quotas");
+  RETURN_IF_ERROR(ReadRows("prices", "SELECT record FROM prices ORDER BY model, effective", &out.prices));
+  RETURN_IF_ERROR(ReadRows("plans", "SELECT record FROM plans ORDER BY tenant", &out.plans));
+  RETURN_IF_ERROR(ReadRows("ledger", "SELECT record FROM ledger ORDER BY id", &out.ledger));
   return out;
+}
+
+bool SqliteStore::PutRow(sqlite3_stmt* stmt, std::optional<std::string> text_key,
+                         std::optional<int64_t> int_key, const google::protobuf::Message& row) {
+  const std::string text = EncodeBillingRow(row);
+  sqlite3_reset(stmt);
+  int i = 1;
+  if (text_key) {
+    sqlite3_bind_text(stmt, i++, text_key->data(), static_cast<int>(text_key->size()), SQLITE_TRANSIENT);
+  }
+  if (int_key) sqlite3_bind_int64(stmt, i++, *int_key);
+  sqlite3_bind_text(stmt, i, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
+  return sqlite3_step(stmt) == SQLITE_DONE;
+}
+
+template <typename Row>
+absl::Status SqliteStore::ReadRows(const char* table, const char* sql, std::vector<Row>* out) {
+  Statement select(db_, sql);
+  if (select.get() == nullptr) return SqliteError(db_, absl::StrCat("read ", table));
+  int rc;
+  while ((rc = sqlite3_step(select.get())) == SQLITE_ROW) {
+    std::string_view text(reinterpret_cast<const char*>(sqlite3_column_text(select.get(), 0)),
+                          sqlite3_column_bytes(select.get(), 0));
+    Row row;
+    if (absl::Status s = DecodeBillingRow(table, text, &row); !s.ok()) {
+      return absl::DataLossError(absl::StrCat("state database, ", table, " row ", out->size() + 1, ": ",
+                                              s.message()));
+    }
+    out->push_back(std::move(row));
+  }
+  if (rc != SQLITE_DONE) return SqliteError(db_, absl::StrCat("read ", table));
+  return absl::OkStatus();
 }
 
 }  // namespace athanor::coord

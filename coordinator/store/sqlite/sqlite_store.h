@@ -17,13 +17,17 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include <google/protobuf/message.h>
 
 #include "absl/status/statusor.h"
 #include "coordinator/store/store.h"
 
 struct sqlite3;
+struct sqlite3_stmt;
 
 namespace athanor::coord {
 
@@ -75,6 +79,13 @@ class SqliteStore final : public Store {
   absl::Status UpgradeRows();
   // SQLite's hook after each commit, with the frames now in the log.
   static int AfterWalCommit(void* store, sqlite3* db, const char* schema, int frames);
+  // Billing's rows: binds the key(s) given, then the row as text, and steps.
+  bool PutRow(sqlite3_stmt* stmt, std::optional<std::string> text_key,
+              std::optional<int64_t> int_key, const google::protobuf::Message& row);
+  // Reads every row of `sql` (one text column) into `out`; DataLoss naming
+  // the table and row that does not read.
+  template <typename Row>
+  absl::Status ReadRows(const char* table, const char* sql, std::vector<Row>* out);
 
   sqlite3* db_;  // owned
   const WalOptions wal_;

@@ -1,0 +1,52 @@
+// ClusterBilling: billing's commands and checks on the cluster state. A
+// facet of ClusterState (ClusterState::billing()), like ClusterAdmin: prices,
+// plans and credit (an admin's), bills and balances (a tenant's own), and
+// Enforce(), which ClusterState::Tick runs: it meters attempts holding GPUs,
+// grants allowances, and acts on each tenant's credit level (bill.h):
+//   - low and very low: a notice to the tenant's running ranks (appended to
+//     their logs), the coordinator's log, and the level in bills and the
+//     dashboard;
+//   - out of credit: the tenant's pending jobs, queued now or later, are held
+//     with a `why` that says so, and its running attempts are stopped as a
+//     preemption (SIGTERM, the job's grace to checkpoint, requeued without a
+//     restart);
+//   - credit again (a top-up, a new month's allowance, a higher limit): the
+//     hold goes and the jobs start again from their checkpoints.
+// A tenant without a plan is billed but never limited.
+//
+// Not thread-safe, as ClusterState: the owner serialises calls. Holds the
+// state by reference: use it at once, never keep it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "proto/athanor_billing.pb.h"
+
+namespace athanor::coord {
+
+class ClusterState;
+
+class ClusterBilling {
+ public:
+  explicit ClusterBilling(ClusterState& state) : state_(state) {}
+
+  absl::StatusOr<billing::Price> SetPrice(const billing::Price& price);
+  absl::Status SetPlan(const billing::Plan& plan);
+  absl::StatusOr<billing::LedgerEntry> AddCredit(const std::string& tenant, int64_t amount_micros,
+                                                 const std::string& note);
+  absl::StatusOr<billing::Bill> Bill(const std::string& tenant, const std::string& month) const;
+  std::vector<billing::TenantBalance> Balances(const std::string& tenant = "") const;
+  std::vector<billing::Price> Prices() const;
+  std::vector<billing::Plan> Plans() const;
+
+  // Metering, allowances and credit levels; every Tick.
+  void Enforce();
+
+ private:
+  ClusterState& state_;
+};
+
+}  // namespace athanor::coord
