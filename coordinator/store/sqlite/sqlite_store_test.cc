@@ -26,6 +26,53 @@ TEST(SqliteStoreTest, UsesWal) {
   EXPECT_EQ((*store)->JournalMode().value(), "wal");
 }
 
+TEST(SqliteStoreTest, BillingRowsSurviveAReopenAndTheLedgerIsAppendOnly) {
+  std::string path = TempPath("state.db");
+  Changes c;
+  billing::Price price;
+  price.set_gpu_model("H200");
+  price.set_effective_unix_ms(1000);
+  price.set_gpu_hour_micros(3500000);
+  c.prices.push_back(price);
+  price.set_gpu_hour_micros(3600000);  // the same key again: replaces
+  c.prices.push_back(price);
+  billing::Plan plan;
+  plan.set_tenant("acme");
+  plan.set_credit_limit_micros(5);
+  c.plans.push_back(plan);
+  for (int64_t id : {1, 2}) {
+    billing::LedgerEntry e;
+    e.set_id(id);
+    e.set_tenant("acme");
+    e.set_kind(id == 1 ? billing::CREDIT : billing::ACCRUAL);
+    e.set_amount_micros(id == 1 ? 100 : -40);
+    c.ledger.push_back(e);
+  }
+  {
+    auto store = SqliteStore::Open(path);
+    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_TRUE((*store)->Commit(c).ok());
+    // An entry id written again fails the whole batch: nothing of it lands.
+    Changes again;
+    again.ledger.push_back(c.ledger[1]);
+    plan.set_credit_limit_micros(9);
+    again.plans.push_back(plan);
+    absl::Status s = (*store)->Commit(again);
+    EXPECT_EQ(s.ToString(), "INTERNAL: sqlite write ledger entry 2: UNIQUE constraint failed: ledger.id");
+  }
+  auto store = SqliteStore::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  absl::StatusOr<Store::Contents> got = (*store)->LoadAll();
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->prices.size(), 1u);
+  EXPECT_EQ(got->prices[0].gpu_hour_micros(), 3600000);
+  ASSERT_EQ(got->plans.size(), 1u);
+  EXPECT_EQ(got->plans[0].credit_limit_micros(), 5);
+  ASSERT_EQ(got->ledger.size(), 2u);
+  EXPECT_EQ(got->ledger[0].kind(), billing::CREDIT);
+  EXPECT_EQ(got->ledger[1].amount_micros(), -40);
+}
+
 TEST(SqliteStoreTest, ReopenKeepsJobsAndNodes) {
   std::string path = TempPath("state.db");
   JobRecord job;
