@@ -75,6 +75,11 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string
       // Append-only: a repeated id fails the whole commit.
       "CREATE TABLE IF NOT EXISTS ledger (id INTEGER PRIMARY KEY, record TEXT NOT NULL);"));
   RETURN_IF_ERROR(store->UpgradeRows());
+  // The schema and any rewritten rows go into the database file now, so the
+  // log starts empty and its thresholds count commits' pages only.
+  if (sqlite3_wal_checkpoint_v2(db, nullptr, SQLITE_CHECKPOINT_TRUNCATE, nullptr, nullptr) != SQLITE_OK) {
+    return SqliteError(db, "checkpoint at open");
+  }
   ASSIGN_OR_RETURN(std::string mode, store->JournalMode());
   if (mode != "wal") {
     return absl::FailedPreconditionError(
