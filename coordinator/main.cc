@@ -6,8 +6,8 @@
 // Secure by default (docs/security.md): TLS from --tls-dir, agents by their
 // certificates, users by bearer tokens. It refuses to start without TLS
 // material unless told --insecure and listening on loopback only.
-// Serves the Coordinator (CLI) and NodeAgent (agents) gRPC services on one
-// port. SIGTERM/SIGINT shut it down cleanly; kill -9 loses nothing durable.
+// Serves the Coordinator (CLI), Billing and NodeAgent (agents) gRPC services
+// on one port. SIGTERM/SIGINT shut it down cleanly; kill -9 loses nothing durable.
 #include <signal.h>
 #include <unistd.h>
 
@@ -33,6 +33,7 @@
 #include "coordinator/observability/metrics_rpc.h"
 #include "coordinator/observability/observability_service.h"
 #include "coordinator/rpc/agent_service.h"
+#include "coordinator/rpc/billing_service.h"
 #include "coordinator/rpc/checkpoint_commit_service.h"
 #include "coordinator/rpc/coordinator_service.h"
 #include "coordinator/store/sqlite/sqlite_store.h"
@@ -48,6 +49,7 @@ int Run(int argc, char** argv) {
   double heartbeat_timeout_s = 10, default_grace_s = ToSeconds(sched::kDefaultGrace),
          min_run_time_s = ToSeconds(sched::kDefaultMinRunTime);
   double idle_reclaim_grace_s = 60, checkpoint_poll_s = 30, checkpoint_upload_wait_s = 600;
+  double billing_interval_s = 60;
   double max_heartbeats_per_s = 2000;
   bool no_backfill = false, no_metrics = false;
   std::string http_listen, chartjs_dir;
@@ -80,6 +82,9 @@ int Run(int argc, char** argv) {
       ("no-backfill", po::bool_switch(&no_backfill), "strict priority order: no backfill")
       ("idle-reclaim-grace-s", po::value(&idle_reclaim_grace_s)->default_value(60),
        "an idle interactive allocation is reclaimed this long after its warning")
+      ("billing-interval-s", po::value(&billing_interval_s)->default_value(60),
+       "charge attempts holding GPUs at least this often (and when they release them); a "
+       "tenant near the end of its credit is charged and checked every tick")
       ("checkpoint-poll-s", po::value(&checkpoint_poll_s)->default_value(30),
        "read running jobs' newest committed checkpoint this often (0: never)")
       ("checkpoint-upload-wait-s", po::value(&checkpoint_upload_wait_s)->default_value(600),
@@ -130,8 +135,9 @@ int Run(int argc, char** argv) {
     return 2;
   }
   if (default_grace_s < 0 || min_run_time_s < 0 || idle_reclaim_grace_s < 0 || checkpoint_poll_s < 0 ||
-      checkpoint_upload_wait_s < 0) {
-    std::cerr << "athanor-coordinator: grace, run time and poll periods must be >= 0\n";
+      checkpoint_upload_wait_s < 0 || billing_interval_s <= 0) {
+    std::cerr << "athanor-coordinator: grace, run time and poll periods must be >= 0, and "
+                 "--billing-interval-s > 0\n";
     return 2;
   }
   for (const std::string& q : quotas) {
@@ -148,6 +154,7 @@ int Run(int argc, char** argv) {
   options.backfill = !no_backfill;
   options.idle_reclaim_grace = Seconds(idle_reclaim_grace_s);
   options.checkpoint_upload_wait = Seconds(checkpoint_upload_wait_s);
+  options.billing_interval = Seconds(billing_interval_s);
   options.heartbeat_timeout = Seconds(heartbeat_timeout_s);
   HeartbeatPace pace(Millis(heartbeat_interval_ms), options.heartbeat_timeout, max_heartbeats_per_s);
   options.heartbeat_pace = &pace;
@@ -214,6 +221,7 @@ int Run(int argc, char** argv) {
     });
   }
   CoordinatorService coordinator_service(core->get(), (*security)->service_security());
+  BillingService billing_service(core->get(), (*security)->authorizer());
   AgentService agent_service(core->get(), (*security)->authorizer(), (*security)->secrets(),
                              &pace, telemetry.get());
   // The checkpoint poller reads a tenant's store with that tenant's credentials only.
@@ -235,6 +243,7 @@ int Run(int argc, char** argv) {
   builder.AddChannelArgument(GRPC_ARG_ENABLE_DEADLINE_CHECKS, 0);
   builder.AddListeningPort(listen, (*security)->server_credentials(), &port);
   builder.RegisterService(&coordinator_service);
+  builder.RegisterService(&billing_service);
   builder.RegisterService(&agent_service);
   builder.RegisterService((*security)->security_service());
   CheckpointCommitService checkpoint_commit_service(core->get(), (*security)->authorizer());

@@ -48,7 +48,10 @@ int RunWhy(CliContext& ctx, const std::vector<std::string>& args);
 // Interactive allocations (cli_alloc.cc).
 int RunAlloc(CliContext& ctx, const std::vector<std::string>& args);
 int RunCheckpoints(CliContext& ctx, const std::vector<std::string>& args);  // cli_checkpoints.cc
-int RunAdmin(CliContext& ctx, const std::vector<std::string>& args);  // cli_security_admin.cc
+int RunAdmin(CliContext& ctx, const std::vector<std::string>& args);  // cli_admin_tree.cc
+// A tenant's bill and balances (cli_billing.cc).
+int RunBill(CliContext& ctx, const std::vector<std::string>& args);
+int RunBalance(CliContext& ctx, const std::vector<std::string>& args);
 int RunTop(CliContext& ctx, const std::vector<std::string>& args);  // cli_top.cc
 
 }  // namespace athanor::cli

@@ -1,5 +1,7 @@
 #include "launcher/cli_format.h"
 
+#include <time.h>
+
 #include <algorithm>
 
 #include "absl/strings/ascii.h"
@@ -191,6 +193,15 @@ std::string PrefixLines(int32_t rank, const std::string& data) {
   if (!lines.empty() && lines.back().empty()) lines.pop_back();
   for (absl::string_view line : lines) absl::StrAppend(&out, prefix, line, "\n");
   return out;
+}
+
+std::string FormatUnixTime(int64_t unix_seconds) {
+  if (unix_seconds == 0) return "never";
+  time_t t = static_cast<time_t>(unix_seconds);
+  char buf[32];
+  struct tm tm;
+  strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
+  return buf;
 }
 
 std::string ToJson(const google::protobuf::Message& m) {

@@ -30,6 +30,9 @@ std::string FormatWhy(const rpc::WhyPendingResponse& why);
 // when the data lacks one.
 std::string PrefixLines(int32_t rank, const std::string& data);
 
+// Unix seconds as "2026-12-03T10:00:00Z" (UTC); 0 as "never".
+std::string FormatUnixTime(int64_t unix_seconds);
+
 // "PENDING", "UP", ... without the enum prefix.
 std::string StateName(rpc::JobState s);
 std::string StateName(rpc::NodeState s);

@@ -43,13 +43,17 @@ const std::vector<Entry>& Commands() {
        RunAlloc, false},
       {{"why", "ID [--json]", "why a job is pending (quota, fit, queue)"}, RunWhy, false},
       {{"checkpoints", "ID [--uri URI] [--json]", "a job's committed checkpoints"}, RunCheckpoints, false},
+      {{"bill", "[--tenant T] [--month YYYY-MM] [--json|--csv]", "a month's charges, credit and balance"},
+       RunBill, false},
+      {{"balance", "[--tenant T] [--json]", "what tenants have left to spend"}, RunBalance, false},
       {{"top", "[--interval S] [--once]", "live cluster view (q quits)"}, RunTop, false},
       {{"preempt", "ID [--grace S]", "checkpoint, stop and requeue a running job"}, RunPreempt, true},
       {{"drain", "NODE [--grace S] [--reason R]", "move jobs off a node; no new work"}, RunDrain, true},
       {{"undrain", "NODE", "let a drained node take work again"}, RunUndrain, true},
       {{"usage", "[--tenant T] [--since D] [--json]", "GPU-seconds per tenant and job"}, RunUsage, true},
       {{"quota", "[set TENANT GPUS | unset TENANT] [--json]", "show or change GPU quotas"}, RunQuota, true},
-      {{"admin", "ca|token|tenant|credentials ...", "cluster CA, bearer tokens, tenants' limits"},
+      {{"admin", "ca|token|tenant|credentials|price|plan|credit ...",
+        "cluster CA, bearer tokens, tenants' limits, prices, plans and credit"},
        RunAdmin, true},
   };
   return *commands;

@@ -56,9 +56,11 @@ std::optional<int64_t> ParseMegabytes(const std::string& text) {
   return n * unit;
 }
 
-std::optional<int64_t> ParseSince(const std::string& text, int64_t now_unix) {
+namespace {
+
+// "2026-01-31" or "2026-01-31T12:00:00[Z]", in UTC.
+std::optional<int64_t> ParseUtcDate(const std::string& text) {
   if (text.find('\0') != std::string::npos) return std::nullopt;
-  if (std::optional<int64_t> d = ParseDurationSeconds(text)) return now_unix - *d;
   struct tm tm = {};
   const char* end = strptime(text.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
   if (end == nullptr) {
@@ -67,6 +69,34 @@ std::optional<int64_t> ParseSince(const std::string& text, int64_t now_unix) {
   }
   if (end == nullptr || !(*end == '\0' || (end[0] == 'Z' && end[1] == '\0'))) return std::nullopt;
   return static_cast<int64_t>(timegm(&tm));
+}
+
+}  // namespace
+
+std::optional<int64_t> ParseSince(const std::string& text, int64_t now_unix) {
+  if (std::optional<int64_t> d = ParseDurationSeconds(text)) return now_unix - *d;
+  return ParseUtcDate(text);
+}
+
+std::optional<int64_t> ParseUnixTime(const std::string& text) {
+  int64_t seconds = 0;
+  if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos) {
+    // Up to the year 9999: its milliseconds still fit an int64.
+    if (!absl::SimpleAtoi(text, &seconds) || seconds > int64_t{253402300799}) return std::nullopt;
+    return seconds;
+  }
+  return ParseUtcDate(text);
+}
+
+absl::Status CheckMonth(const std::string& text, const std::string& what) {
+  const bool digits = text.size() == 7 && text[4] == '-' &&
+                      text.substr(0, 4).find_first_not_of("0123456789") == std::string::npos &&
+                      text.substr(5).find_first_not_of("0123456789") == std::string::npos;
+  if (!digits || text.substr(5) < "01" || text.substr(5) > "12") {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " \"", text, "\": expected a month as YYYY-MM, such as 2026-12"));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status ParseEnvAssignment(const std::string& text, std::map<std::string, std::string>* env) {

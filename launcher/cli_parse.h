@@ -1,5 +1,5 @@
-// Value parsers of the `athanor` CLI: durations, sizes, times and --env
-// assignments. Pure; thread-safe; no I/O (so they can be fuzzed alone).
+// Value parsers of the `athanor` CLI: durations, sizes, times, months and
+// --env assignments. Pure; thread-safe; no I/O (so they can be fuzzed alone).
 #pragma once
 
 #include <cstdint>
@@ -18,6 +18,13 @@ std::optional<int64_t> ParseMegabytes(const std::string& text);
 // "2026-01-31", "2026-01-31T12:00:00[Z]" (UTC), or a duration meaning that
 // long ago (relative to `now_unix`) -> Unix seconds.
 std::optional<int64_t> ParseSince(const std::string& text, int64_t now_unix);
+// A point in time: Unix seconds ("1796292000") or a UTC date and time
+// ("2026-12-03T10:00:00Z", "2026-12-03T10:00:00", "2026-12-03") -> Unix
+// seconds; nullopt when malformed.
+std::optional<int64_t> ParseUnixTime(const std::string& text);
+// "2026-12": a year of four digits, a month 01..12. InvalidArgument naming
+// `what` and the text otherwise.
+absl::Status CheckMonth(const std::string& text, const std::string& what);
 // "K=V" into env[K] = V. InvalidArgument when there is no '=', K is empty or
 // not a variable name ([A-Za-z_][A-Za-z0-9_]*), or V holds a NUL byte.
 absl::Status ParseEnvAssignment(const std::string& text, std::map<std::string, std::string>* env);

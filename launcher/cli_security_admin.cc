@@ -1,5 +1,5 @@
-// `athanor admin`: the cluster CA, bearer tokens, tenants' limits and their
-// store credentials. Two levels below `admin`: a group, then a verb.
+// `athanor admin`'s security groups: the cluster CA, bearer tokens, tenants'
+// limits and their store credentials. Two levels below `admin`: a group, then a verb.
 //
 //   athanor admin ca init --dir DIR              CA, coordinator certificate, admin.token
 //   athanor admin ca agent --dir DIR --node N    a node's agent certificate
@@ -15,18 +15,15 @@
 //
 // `ca` works on files only; the others call the coordinator's Security
 // service (admins only). A new token is printed once, alone on stdout.
-// `--help` at each level describes it without calling anyone.
-#include <time.h>
-
+// `--help` at each level describes it without calling anyone; the tree and
+// its help are cli_admin_tree.h's.
 #include <iostream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "launcher/cli_commands.h"
+#include "launcher/cli_admin_tree.h"
 #include "launcher/cli_format.h"
-#include "launcher/cli_help.h"
 #include "launcher/cli_util.h"
 #include "security/cluster_ca.h"
 #include "security/private_file.h"
@@ -34,51 +31,9 @@
 namespace athanor::cli {
 namespace {
 
-// A verb's handler: args[0] is "admin GROUP VERB" (for messages), the rest
-// its flags and operands.
-using VerbHandler = int (*)(CliContext& ctx, const std::vector<std::string>& args);
-
-struct Verb {
-  Subcommand help;  // name, synopsis, summary
-  VerbHandler run;
-};
-
-struct Group {
-  Subcommand help;
-  std::string about;  // a paragraph for the group's own --help
-  std::vector<Verb> verbs;
-};
-
-std::string VerbUsage(const std::string& group, const Subcommand& verb) {
-  std::string what = verb.summary;
-  if (!what.empty()) what[0] = absl::ascii_toupper(what[0]);
-  return absl::StrCat("usage: athanor admin ", group, " ", verb.name,
-                      verb.synopsis.empty() ? "" : " ", verb.synopsis, "\n", what, ".");
-}
-
-int UsageError(const std::string& what, const std::string& msg) {
-  std::cerr << "athanor " << what << ": " << msg << " (see --help)\n";
-  return kExitUsage;
-}
-
 int FileError(const std::string& what, const absl::Status& s) {
   std::cerr << "athanor " << what << ": " << s.message() << "\n";
   return kExitRpcError;
-}
-
-std::string When(int64_t unix) {
-  if (unix == 0) return "never";
-  time_t t = static_cast<time_t>(unix);
-  char buf[32];
-  struct tm tm;
-  strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
-  return buf;
-}
-
-po::positional_options_description FirstOperand(const char* name) {
-  po::positional_options_description p;
-  p.add(name, 1);
-  return p;
 }
 
 // ---------------------------------------------------------------- ca
@@ -126,8 +81,8 @@ const Subcommand kTokenList{"list", "[--tenant T] [--json]", "list tokens (never
 const Subcommand kTokenRevoke{"revoke", "ID", "revoke a token at once"};
 
 void PrintToken(const rpc::TokenInfo& t) {
-  std::cout << t.id() << "  " << t.tenant() << "  " << t.role() << "  created " << When(t.created_unix())
-            << "  expires " << When(t.expires_unix()) << (t.revoked() ? "  REVOKED" : "")
+  std::cout << t.id() << "  " << t.tenant() << "  " << t.role() << "  created " << FormatUnixTime(t.created_unix())
+            << "  expires " << FormatUnixTime(t.expires_unix()) << (t.revoked() ? "  REVOKED" : "")
             << (t.description().empty() ? "" : "  " + t.description()) << "\n";
 }
 
@@ -158,7 +113,7 @@ int RunTokenCreate(CliContext& ctx, const std::vector<std::string>& args) {
   if (!s.ok()) return RpcError(args[0], ctx, s);
   std::cout << resp.token() << "\n";
   std::cerr << "token " << resp.info().id() << " for tenant " << resp.info().tenant() << " ("
-            << resp.info().role() << ", expires " << When(resp.info().expires_unix())
+            << resp.info().role() << ", expires " << FormatUnixTime(resp.info().expires_unix())
             << "): shown once; store it mode 0600\n";
   return kExitOk;
 }
@@ -351,10 +306,10 @@ int RunCredentialsList(CliContext& ctx, const std::vector<std::string>& args) {
   return PrintTenants(args[0], ctx, s, resp);
 }
 
-// ---------------------------------------------------------------- the tree
+}  // namespace
 
-const std::vector<Group>& Groups() {
-  static const std::vector<Group>* groups = new std::vector<Group>{
+const std::vector<AdminGroup>& SecurityAdminGroups() {
+  static const std::vector<AdminGroup>* groups = new std::vector<AdminGroup>{
       {{"ca", "init|agent|coordinator --dir DIR", "the cluster CA and its certificates (files only)"},
        "Makes the cluster CA and issues its certificates, in a folder; calls no coordinator.",
        {{kCaInit, RunCaInit}, {kCaAgent, RunCaAgent}, {kCaCoordinator, RunCaCoordinator}}},
@@ -371,66 +326,6 @@ const std::vector<Group>& Groups() {
         {kCredentialsList, RunCredentialsList}}},
   };
   return *groups;
-}
-
-std::string AdminHelp() {
-  std::vector<Subcommand> list;
-  for (const Group& g : Groups()) list.push_back(g.help);
-  return absl::StrCat(
-      "usage: athanor admin GROUP VERB [ARGS...]\n"
-      "The cluster CA, bearer tokens, tenants' limits and their store credentials. `ca` works\n"
-      "on files only; the others call the coordinator's Security service (admins only).\n\n",
-      FormatSubcommands(list),
-      "\n`athanor admin GROUP --help` lists a group's verbs; `athanor admin GROUP VERB --help`\n"
-      "describes one.\n");
-}
-
-std::string GroupHelp(const Group& g) {
-  std::vector<Subcommand> list;
-  for (const Verb& v : g.verbs) list.push_back(v.help);
-  return absl::StrCat("usage: athanor admin ", g.help.name, " VERB [ARGS...]\n", g.about, "\n\n",
-                      FormatSubcommands(list), "\n`athanor admin ", g.help.name,
-                      " VERB --help` describes one.\n");
-}
-
-std::string VerbNames(const Group& g) {
-  std::vector<std::string> names;
-  for (const Verb& v : g.verbs) names.push_back(v.help.name);
-  return absl::StrJoin(names, ", ");
-}
-
-// args[0] is the group's name.
-int RunGroup(CliContext& ctx, const Group& g, const std::vector<std::string>& args) {
-  const std::string what = "admin " + g.help.name;
-  if (args.size() < 2) return UsageError(what, "expected one of " + VerbNames(g));
-  if (IsHelpFlag(args[1])) {
-    std::cout << GroupHelp(g);
-    return kExitOk;
-  }
-  for (const Verb& v : g.verbs) {
-    if (v.help.name != args[1]) continue;
-    std::vector<std::string> rest(args.begin() + 1, args.end());
-    rest[0] = what + " " + v.help.name;
-    return v.run(ctx, rest);
-  }
-  return UsageError(what, "expected one of " + VerbNames(g) + ", got '" + args[1] + "'");
-}
-
-}  // namespace
-
-int RunAdmin(CliContext& ctx, const std::vector<std::string>& args) {
-  if (args.size() < 2) {
-    std::cerr << AdminHelp();
-    return kExitUsage;
-  }
-  if (IsHelpFlag(args[1])) {
-    std::cout << AdminHelp();
-    return kExitOk;
-  }
-  for (const Group& g : Groups()) {
-    if (g.help.name == args[1]) return RunGroup(ctx, g, std::vector<std::string>(args.begin() + 1, args.end()));
-  }
-  return UsageError("admin", "unknown admin command '" + args[1] + "'");
 }
 
 }  // namespace athanor::cli

@@ -162,6 +162,10 @@ std::unique_ptr<rpc::Coordinator::Stub> LocalCluster::CoordinatorStubAs(const st
   return rpc::Coordinator::NewStub(Channel(token, ""));
 }
 
+std::unique_ptr<rpc::Billing::Stub> LocalCluster::BillingStubAs(const std::string& token) {
+  return rpc::Billing::NewStub(Channel(token, ""));
+}
+
 std::unique_ptr<rpc::NodeAgent::Stub> LocalCluster::AgentStub(const std::string& node) {
   if (secure_ && !node.empty()) {
     struct stat st;

@@ -91,6 +91,8 @@ class LocalCluster {
                           const std::string& ttl = "");
   // A Coordinator stub calling with `token` ("" for none) over verified TLS.
   std::unique_ptr<rpc::Coordinator::Stub> CoordinatorStubAs(const std::string& token);
+  // The same for the Billing service.
+  std::unique_ptr<rpc::Billing::Stub> BillingStubAs(const std::string& token);
   // A NodeAgent stub presenting node `node`'s agent certificate ("" for no
   // certificate), issued on first use.
   std::unique_ptr<rpc::NodeAgent::Stub> AgentStub(const std::string& node);

@@ -44,6 +44,16 @@ constexpr AuthRule kRules[] = {
     // Read-only views (athanor top): users see their own tenant's jobs only.
     {"Observability.GetClusterView",   true,  true,  false, Owner::kTenant},
     {"Observability.GetJobTelemetry",  true,  true,  false, Owner::kTenant},
+    // Billing: prices are public; a user reads its own tenant's bill and
+    // balance only; prices, plans, credit and the ledger are an admin's.
+    {"Billing.ListPrices",             true,  true,  false, Owner::kNone},
+    {"Billing.GetBill",                true,  true,  false, Owner::kTenant},
+    {"Billing.ListBalances",           true,  true,  false, Owner::kTenant},
+    {"Billing.SetPrice",               false, true,  false, Owner::kNone},
+    {"Billing.SetPlan",                false, true,  false, Owner::kNone},
+    {"Billing.ListPlans",              false, true,  false, Owner::kNone},
+    {"Billing.AddCredit",              false, true,  false, Owner::kNone},
+    {"Billing.ListLedger",             false, true,  false, Owner::kNone},
 };
 
 constexpr char kBearer[] = "Bearer ";

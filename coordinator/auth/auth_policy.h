@@ -1,7 +1,7 @@
 // THE authorisation table: for every RPC the coordinator serves, which
 // callers may make it (users, admins, agents) and which ownership rule
 // applies. Every handler of every service (Coordinator, NodeAgent, Security,
-// callback API included) starts with Authorizer::Check(ctx, "<Service>.<Rpc>")
+// Billing, callback API included) starts with Authorizer::Check(ctx, "<Service>.<Rpc>")
 // and, where the rule has an owner, calls CheckOwner once it knows the
 // target; nothing else decides who may do what.
 //

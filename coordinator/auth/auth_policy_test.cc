@@ -6,6 +6,7 @@
 #include <google/protobuf/descriptor.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "coordinator/auth/auth_policy.h"
 #include "coordinator/auth/auth_setup.h"
@@ -27,7 +28,7 @@ TEST(AuthPolicyTest, EveryCoordinatorRpcHasARule) {
   const google::protobuf::FileDescriptor* file = rpc::Job::descriptor()->file();
   std::set<std::string> methods;
   // Every service of the proto but AgentControl, which agents serve.
-  ASSERT_EQ(file->service_count(), 6);
+  ASSERT_EQ(file->service_count(), 7);
   for (int k = 0; k < file->service_count(); ++k) {
     const google::protobuf::ServiceDescriptor* s = file->service(k);
     const std::string service = s->name();
@@ -62,6 +63,49 @@ TEST(AuthPolicyTest, OwnershipRules) {
             absl::StatusCode::kPermissionDenied);
   EXPECT_EQ(auth.CheckOwner(admin, "Coordinator.NoSuchRpc", {}).code(),
             absl::StatusCode::kPermissionDenied);
+}
+
+// Billing: prices are public, bills and balances a tenant's own, the rest
+// an admin's; no agent makes any of its calls.
+TEST(AuthPolicyTest, BillingRules) {
+  struct Expected {
+    const char* method;
+    bool user;
+    Owner owner;
+  };
+  const Expected expected[] = {
+      {"Billing.ListPrices", true, Owner::kNone},   {"Billing.GetBill", true, Owner::kTenant},
+      {"Billing.ListBalances", true, Owner::kTenant}, {"Billing.SetPrice", false, Owner::kNone},
+      {"Billing.SetPlan", false, Owner::kNone},     {"Billing.ListPlans", false, Owner::kNone},
+      {"Billing.AddCredit", false, Owner::kNone},   {"Billing.ListLedger", false, Owner::kNone},
+  };
+  int billing_rules = 0;
+  for (const AuthRule* r = AuthRulesBegin(); r != AuthRulesEnd(); ++r) {
+    billing_rules += absl::StartsWith(r->method, "Billing.") ? 1 : 0;
+  }
+  EXPECT_EQ(billing_rules, 8);
+  for (const Expected& e : expected) {
+    const AuthRule* rule = FindAuthRule(e.method);
+    ASSERT_NE(rule, nullptr) << e.method;
+    EXPECT_EQ(rule->user, e.user) << e.method;
+    EXPECT_TRUE(rule->admin) << e.method;
+    EXPECT_FALSE(rule->agent) << e.method;
+    EXPECT_EQ(rule->owner, e.owner) << e.method;
+  }
+
+  Authorizer auth(nullptr, false);
+  Identity alice{Role::kUser, "alice", "t1", "", false};
+  Identity admin{Role::kAdmin, "admin", "t2", "", false};
+  for (const char* method : {"Billing.GetBill", "Billing.ListBalances"}) {
+    EXPECT_TRUE(auth.CheckOwner(alice, method, {.tenant = "alice"}).ok()) << method;
+    absl::Status s = auth.CheckOwner(alice, method, {.tenant = "bob"});
+    EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied) << method;
+    EXPECT_EQ(s.message(),
+              absl::StrCat(method, ": tenant 'bob' is not the caller's (user alice (token t1))"));
+    EXPECT_TRUE(auth.CheckOwner(admin, method, {.tenant = "bob"}).ok()) << method;
+  }
+  // Prices are the same for everyone: no tenant to own.
+  EXPECT_TRUE(auth.CheckOwner(alice, "Billing.ListPrices", {.tenant = "bob"}).ok());
 }
 
 TEST(TokenStoreTest, ExpiryRevocationAndPersistence) {

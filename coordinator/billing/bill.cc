@@ -39,13 +39,7 @@ billing::TenantBalance BalanceOf(const Ledger& ledger, const billing::Plan* plan
   b.set_tenant(tenant);
   b.set_balance_micros(ledger.Balance(tenant));
   b.set_available_micros(Available(ledger, plan, tenant));
-  int64_t spent = 0;
-  for (const billing::LedgerEntry& e : ledger.entries()) {
-    if (e.tenant() == tenant && (e.kind() == billing::ACCRUAL || e.kind() == billing::REFUND)) {
-      spent -= e.amount_micros();
-    }
-  }
-  b.set_spent_micros(spent);
+  b.set_spent_micros(ledger.Spent(tenant));
   b.set_status(CreditLevelName(LevelOf(ledger, plan, tenant)));
   return b;
 }

@@ -96,6 +96,25 @@ TEST(MeterTest, APriceChangeAndAMonthEndCutTheSpan) {
   EXPECT_EQ(book.At("H200", start - 1), nullptr);
 }
 
+TEST(MeterTest, OneAccrualCutWhereItsPriceStaysSumsToTheWholeSpan) {
+  // The default's change cuts an A100 span charged at A100's own price: two
+  // pieces of one key in one call (tests/billing_ledger found it 1 micro short).
+  PriceBook book;
+  billing::Price own = PriceOf("A100", 5623305, kDec1);
+  own.set_memory_gib_hour_micros(5352);
+  ASSERT_TRUE(book.Set(&own, kDec1).ok());
+  billing::Price other = PriceOf("*", 2042216, kDec1 + 112);
+  ASSERT_TRUE(book.Set(&other, kDec1).ok());
+  const AttemptHold hold = Hold("97", 1, {{"A100", 2, 0, 197267}});
+  Ledger ledger;
+  AppendAll(&ledger, Accruals(ledger, book, hold, kDec1, kDec1 + 370, kDec1 + 370));
+  ASSERT_EQ(ledger.entries().size(), 2u);
+  EXPECT_EQ(ledger.entries()[1].price_model(), "A100");
+  EXPECT_EQ(ledger.entries()[1].amount_micros(), -880);  // 1261 - 381, not 879 - 0
+  EXPECT_EQ(ledger.Balance("acme"), -CostOf(own, hold.shares[0], 370));
+  EXPECT_EQ(CostOf(own, hold.shares[0], 370), 1261);
+}
+
 TEST(PriceBookTest, RefusesThePastAndNegativeAmounts) {
   PriceBook book;
   billing::Price past = PriceOf("H200", 1, kDec1 - 1);
@@ -121,8 +140,11 @@ TEST(LedgerTest, RefundsReturnExactlyWhatWasCharged) {
   const AttemptHold hold = Hold("3", 1, {{"H200", 1, 0, 0}, {"L4", 2, 0, 0}});
   AppendAll(&ledger, Accruals(ledger, book, hold, kDec1, kDec1 + 5555, kDec1 + 5555));
   EXPECT_EQ(ledger.Balance("acme"), -1543);  // H200 only: L4 has no price
+  EXPECT_EQ(ledger.Spent("acme"), 1543);
   AppendAll(&ledger, Refunds(ledger, "acme", "3", 1, "node n1 lost", kDec1 + 6000));
   EXPECT_EQ(ledger.Balance("acme"), 0);
+  EXPECT_EQ(ledger.Spent("acme"), 0);
+  EXPECT_EQ(ledger.Spent("nobody"), 0);
   EXPECT_TRUE(ledger.Refunded("3", 1));
   EXPECT_FALSE(ledger.Refunded("3", 2));
   // Restoring the entries gives back the same sums.
@@ -131,6 +153,7 @@ TEST(LedgerTest, RefundsReturnExactlyWhatWasCharged) {
   ASSERT_TRUE(restored.Restore(entries).ok());
   EXPECT_EQ(restored.MeteredUntil("3", 1), kDec1 + 5555);
   EXPECT_EQ(restored.TotalsOf(KeyOf(ledger.entries()[0])).amount, -1543);
+  EXPECT_EQ(restored.Spent("acme"), 0);
   entries.push_back(entries[0]);
   EXPECT_EQ(restored.Restore(entries).message(), "ledger: entry id 3 appears twice");
 }
@@ -194,6 +217,8 @@ TEST(BillTest, LinesPerAttemptModelAndPrice) {
   EXPECT_EQ(bill.allowance_micros(), 5000000);
   EXPECT_EQ(bill.allowance_left_micros(), 0);
   EXPECT_EQ(bill.balance_micros(), -2200000);
+  // Credit (the grant) is not spend; the refunded attempt is not either.
+  EXPECT_EQ(BalanceOf(ledger, nullptr, "acme").spent_micros(), 7200000);
   ASSERT_EQ(bill.daily_size(), 1);
   EXPECT_EQ(bill.daily(0).day(), "2026-12-01");
   EXPECT_EQ(bill.daily(0).amount_micros(), 7200000);

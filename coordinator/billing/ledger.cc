@@ -38,6 +38,7 @@ void Ledger::Index(const billing::LedgerEntry& e) {
   balance += e.amount_micros();
   switch (e.kind()) {
     case billing::ACCRUAL: {
+      spent_[e.tenant()] -= e.amount_micros();
       Totals& t = totals_[KeyOf(e)];
       t.ms += e.span_end_unix_ms() - e.span_start_unix_ms();
       t.amount += e.amount_micros();
@@ -46,6 +47,7 @@ void Ledger::Index(const billing::LedgerEntry& e) {
       break;
     }
     case billing::REFUND:
+      spent_[e.tenant()] -= e.amount_micros();
       refunded_.insert({e.job_id(), e.attempt()});
       break;
     case billing::CREDIT:
@@ -66,6 +68,11 @@ void Ledger::Index(const billing::LedgerEntry& e) {
 int64_t Ledger::Balance(const std::string& tenant) const {
   auto it = balance_.find(tenant);
   return it == balance_.end() ? 0 : it->second;
+}
+
+int64_t Ledger::Spent(const std::string& tenant) const {
+  auto it = spent_.find(tenant);
+  return it == spent_.end() ? 0 : it->second;
 }
 
 int64_t Ledger::FundedBalance(const std::string& tenant) const {

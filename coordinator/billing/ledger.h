@@ -1,9 +1,10 @@
 // Ledger: the append-only list of money movements (billing::LedgerEntry),
 // with the sums the rest of billing asks for kept as entries are appended:
-// a tenant's balance (the sum of its entries), and per accrual key (job,
-// attempt, GPU model, price) how many milliseconds and micro-units were
-// charged, so the next accrual of an attempt starts exactly where the last
-// one ended, across coordinator restarts (the entries are the only state).
+// a tenant's balance (the sum of its entries) and spend (its accruals less
+// refunds), and per accrual key (job, attempt, GPU model, price) how many
+// milliseconds and micro-units were charged, so the next accrual of an
+// attempt starts exactly where the last one ended, across coordinator
+// restarts (the entries are the only state).
 //
 // Not thread-safe: confined to ClusterState's owner.
 #pragma once
@@ -42,6 +43,8 @@ class Ledger {
 
   const std::vector<billing::LedgerEntry>& entries() const { return entries_; }  // by id
   int64_t Balance(const std::string& tenant) const;
+  // What the tenant's usage cost, ever: accruals less refunds (>= 0).
+  int64_t Spent(const std::string& tenant) const;
   // The balance right after the tenant's newest CREDIT or GRANT (0: none).
   int64_t FundedBalance(const std::string& tenant) const;
   std::set<std::string> Tenants() const;
@@ -67,6 +70,7 @@ class Ledger {
   std::vector<billing::LedgerEntry> entries_;
   std::map<std::string, int64_t> balance_;
   std::map<std::string, int64_t> funded_;
+  std::map<std::string, int64_t> spent_;
   std::map<AccrualKey, Totals> totals_;
   std::map<std::pair<std::string, int32_t>, int64_t> metered_until_;
   std::set<std::pair<std::string, int32_t>> refunded_;

@@ -1,6 +1,7 @@
 #include "coordinator/billing/meter.h"
 
 #include <algorithm>
+#include <map>
 
 #include "coordinator/billing/calendar.h"
 
@@ -20,6 +21,10 @@ std::vector<billing::LedgerEntry> Accruals(const Ledger& ledger, const PriceBook
                                            int64_t to_ms, int64_t now_ms) {
   std::vector<billing::LedgerEntry> out;
   if (to_ms <= from_ms) return out;
+  // A key can come twice in one call (a cut where another model's or the
+  // default's price changes, or at a month's end, under the same price): its
+  // later pieces count the earlier ones, which are not in the ledger yet.
+  std::map<AccrualKey, int64_t> ms_here;
   for (const HeldShare& share : hold.shares) {
     std::vector<int64_t> cuts = book.ChangesBetween(share.gpu_model, from_ms, to_ms);
     for (int64_t m = NextMonthStartMs(from_ms); m < to_ms; m = NextMonthStartMs(m)) {
@@ -44,9 +49,11 @@ std::vector<billing::LedgerEntry> Accruals(const Ledger& ledger, const PriceBook
       if (price != nullptr) {
         e.set_price_model(price->gpu_model());
         e.set_price_effective_unix_ms(price->effective_unix_ms());
-        const Ledger::Totals before = ledger.TotalsOf(KeyOf(e));
-        e.set_amount_micros(CostOf(*price, share, before.ms) -
-                            CostOf(*price, share, before.ms + (end - start)));
+        int64_t& here = ms_here[KeyOf(e)];
+        const int64_t before = ledger.TotalsOf(KeyOf(e)).ms + here;
+        e.set_amount_micros(CostOf(*price, share, before) -
+                            CostOf(*price, share, before + (end - start)));
+        here += end - start;
       }
       out.push_back(std::move(e));
       start = end;

@@ -43,6 +43,12 @@ HttpResponse RpcError(const absl::Status& s) {
   return Text(status, std::string(s.message().substr(0, 1024)));
 }
 
+// A query parameter, empty when absent.
+std::string Param(const HttpRequest& req, const std::string& name) {
+  auto it = req.query.find(name);
+  return it == req.query.end() ? std::string() : it->second;
+}
+
 HttpResponse Asset(std::string_view name, const char* type) {
   std::string_view body = DashboardAsset(name);
   if (body.empty()) return {404, "text/plain; charset=utf-8", "missing asset\n", ""};
@@ -72,6 +78,16 @@ void AddRoutes(HttpServer* server, const DashboardOptions& options, CoordinatorM
     if (!tail.ok()) return RpcError(tail.status());
     return HttpResponse{200, "application/json",
                         tail->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), ""};
+  });
+  server->Route("/api/bill", [rpc](const HttpRequest& req) {
+    absl::StatusOr<billing::Bill> bill = rpc->GetBill(req.authorization, Param(req, "tenant"), Param(req, "month"));
+    if (!bill.ok()) return RpcError(bill.status());
+    return Json(*bill);
+  });
+  server->Route("/api/balances", [rpc](const HttpRequest& req) {
+    absl::StatusOr<rpc::ListBalancesResponse> balances = rpc->ListBalances(req.authorization);
+    if (!balances.ok()) return RpcError(balances.status());
+    return Json(*balances);
   });
   // Metrics name every tenant's jobs: admins (or an open server) only.
   server->Route("/metrics", [metrics](const HttpRequest& req) {
@@ -106,8 +122,12 @@ void AddRoutes(HttpServer* server, const DashboardOptions& options, CoordinatorM
   server->Route("/static/dashboard.js", [](const HttpRequest&) {
     return Asset("dashboard.js", "application/javascript");
   });
+  server->Route("/static/billing.js", [](const HttpRequest&) {
+    return Asset("billing.js", "application/javascript");
+  });
   server->Route("/static/style.css", [](const HttpRequest&) { return Asset("style.css", "text/css"); });
   server->Route("/job", [](const HttpRequest&) { return Asset("job.html", "text/html; charset=utf-8"); });
+  server->Route("/billing", [](const HttpRequest&) { return Asset("billing.html", "text/html; charset=utf-8"); });
   server->Route("/", [](const HttpRequest& req) {
     if (req.path != "/" && req.path != "/index.html") {
       return HttpResponse{404, "text/plain; charset=utf-8", "no page here\n", ""};

@@ -1,13 +1,18 @@
 // The coordinator's HTTP endpoint: Prometheus /metrics, the web dashboard
-// (/, /job?id=N, /static/...) and its JSON API:
+// (/, /job?id=N, /billing?tenant=T&month=YYYY-MM, /static/...) and its JSON API:
 //   /api/cluster           the published cluster view (as `athanor top` gets it)
 //   /api/telemetry?job=N   a job's downsampled training history
 //   /api/job?id=N          the job as `athanor job` gets it (attempts with
 //                          their spans and outcomes)
 //   /api/logs?job=N&bytes=B  the newest attempt's log tails, as `athanor logs`
+//   /api/bill?tenant=T&month=YYYY-MM  a tenant's bill (both optional: the
+//                          caller's own, this month)
+//   /api/balances          every tenant's balance for an admin, a user's own
 // /api/cluster, /api/telemetry and /metrics come from what CoordinatorMetrics
-// published: those handlers take no coordinator lock. /api/job and /api/logs
-// are the CLI's RPCs (DashboardRpc), made with the caller's token. Chart.js is served from the Debian package's
+// published: those handlers take no coordinator lock. /api/job, /api/logs,
+// /api/bill and /api/balances are the CLI's RPCs (DashboardRpc), made with
+// the caller's token, so the RPC layer authorises them (a refusal is an HTTP
+// 403 with its message). Chart.js is served from the Debian package's
 // folder (libjs-chart.js). Authentication: HttpServer's authenticator hook.
 // Served over HTTPS with the coordinator's certificate when `tls` is set
 // (security/http_endpoint.h). The metrics object is not owned and must

@@ -16,7 +16,14 @@ DashboardRpc::DashboardRpc(const std::string& target, const std::string& ca_pem,
     ca.ca_pem = ca_pem;  // no client certificate: the caller's token is the identity
     creds = security::ClientCredentials(ca, security::kCoordinatorName, "", &args);
   }
-  stub_ = rpc::Coordinator::NewStub(grpc::CreateCustomChannel(target, creds, args));
+  std::shared_ptr<grpc::Channel> channel = grpc::CreateCustomChannel(target, creds, args);
+  stub_ = rpc::Coordinator::NewStub(channel);
+  billing_ = rpc::Billing::NewStub(channel);
+}
+
+void DashboardRpc::Prepare(grpc::ClientContext* ctx, const std::string& authorization) const {
+  ctx->set_deadline(std::chrono::system_clock::now() + deadline_);
+  if (!authorization.empty()) ctx->AddMetadata("authorization", authorization);
 }
 
 std::string DashboardRpc::SelfTarget(const std::string& listen, int port) {
@@ -27,8 +34,7 @@ std::string DashboardRpc::SelfTarget(const std::string& listen, int port) {
 
 absl::StatusOr<rpc::Job> DashboardRpc::GetJob(const std::string& authorization, const std::string& job_id) {
   grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + deadline_);
-  if (!authorization.empty()) ctx.AddMetadata("authorization", authorization);
+  Prepare(&ctx, authorization);
   rpc::GetJobRequest req;
   req.set_job_id(job_id);
   rpc::Job job;
@@ -37,14 +43,35 @@ absl::StatusOr<rpc::Job> DashboardRpc::GetJob(const std::string& authorization, 
   return job;
 }
 
+absl::StatusOr<billing::Bill> DashboardRpc::GetBill(const std::string& authorization,
+                                                    const std::string& tenant, const std::string& month) {
+  grpc::ClientContext ctx;
+  Prepare(&ctx, authorization);
+  rpc::GetBillRequest req;
+  req.set_tenant(tenant);
+  req.set_month(month);
+  billing::Bill bill;
+  grpc::Status s = billing_->GetBill(&ctx, req, &bill);
+  if (!s.ok()) return FromGrpc(s);
+  return bill;
+}
+
+absl::StatusOr<rpc::ListBalancesResponse> DashboardRpc::ListBalances(const std::string& authorization) {
+  grpc::ClientContext ctx;
+  Prepare(&ctx, authorization);
+  rpc::ListBalancesResponse resp;
+  grpc::Status s = billing_->ListBalances(&ctx, rpc::ListBalancesRequest(), &resp);
+  if (!s.ok()) return FromGrpc(s);
+  return resp;
+}
+
 absl::StatusOr<nlohmann::json> DashboardRpc::LogTail(const std::string& authorization,
                                                      const std::string& job_id, int tail_bytes) {
   if (tail_bytes <= 0 || tail_bytes > kMaxTailBytes) {
     return absl::InvalidArgumentError(absl::StrCat("bytes: expected 1..", kMaxTailBytes));
   }
   grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + deadline_);
-  if (!authorization.empty()) ctx.AddMetadata("authorization", authorization);
+  Prepare(&ctx, authorization);
   rpc::GetLogsRequest req;
   req.set_job_id(job_id);
   req.set_rank(-1);

@@ -1,8 +1,9 @@
 // DashboardRpc: the dashboard's job page reads a job (its attempts) and its
-// log tail the way the CLI does, through the coordinator's own gRPC API
-// (Coordinator.GetJob, Coordinator.GetLogs) with the HTTP caller's bearer
-// token, so that the same authorisation and tenant filtering apply and there
-// is no second source of truth. Under TLS it verifies the coordinator
+// log tail, and its billing page a bill and balances, the way the CLI does,
+// through the coordinator's own gRPC API (Coordinator.GetJob,
+// Coordinator.GetLogs, Billing.GetBill, Billing.ListBalances) with the HTTP
+// caller's bearer token, so that the same authorisation and tenant filtering
+// apply and there is no second source of truth. Under TLS it verifies the coordinator
 // against the cluster CA and presents no client certificate (a token is the
 // identity, as for the CLI).
 //
@@ -40,12 +41,23 @@ class DashboardRpc {
   absl::StatusOr<nlohmann::json> LogTail(const std::string& authorization, const std::string& job_id,
                                          int tail_bytes);
 
+  // Billing.GetBill: `tenant` empty for the caller's own, `month` "YYYY-MM"
+  // or empty for this month.
+  absl::StatusOr<billing::Bill> GetBill(const std::string& authorization, const std::string& tenant,
+                                        const std::string& month);
+  // Billing.ListBalances: an admin's every tenant, a user's own.
+  absl::StatusOr<rpc::ListBalancesResponse> ListBalances(const std::string& authorization);
+
   // The coordinator's own address for a client on this host: a wildcard
   // host (0.0.0.0, [::], empty) becomes 127.0.0.1.
   static std::string SelfTarget(const std::string& listen, int port);
 
  private:
+  // A call's context: the deadline, and the caller's token passed on.
+  void Prepare(grpc::ClientContext* ctx, const std::string& authorization) const;
+
   std::unique_ptr<rpc::Coordinator::Stub> stub_;
+  std::unique_ptr<rpc::Billing::Stub> billing_;
   const std::chrono::milliseconds deadline_;
 };
 

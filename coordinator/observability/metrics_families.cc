@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "common/logging.h"
+#include "coordinator/billing/bill.h"
 
 namespace athanor::coord {
 namespace {
@@ -180,7 +181,35 @@ void CounterFamilies(const LifecycleCounters& c, Builder& b) {
   pend.metric.push_back(std::move(m));
 }
 
+// bill.h's level of a TenantBalance's status, by its name there.
+int LevelNumber(const std::string& status) {
+  for (CreditLevel l : {CreditLevel::kOk, CreditLevel::kLow, CreditLevel::kVeryLow, CreditLevel::kOut}) {
+    if (status == CreditLevelName(l)) return static_cast<int>(l);
+  }
+  return 0;
+}
+
 }  // namespace
+
+void AppendBillingFamilies(const std::vector<billing::TenantBalance>& balances,
+                           std::vector<MetricFamily>* out) {
+  if (balances.empty()) return;
+  Builder b(out);
+  MetricFamily& spent = b.Family("athanor_tenant_spend_micros_total",
+                                 "What a tenant's usage cost, ever, in micro-units: accruals less refunds.",
+                                 MetricType::Counter);
+  MetricFamily& balance = b.Family("athanor_tenant_balance_micros",
+                                   "A tenant's balance in micro-units (every ledger entry, ever).",
+                                   MetricType::Gauge);
+  MetricFamily& status = b.Family("athanor_tenant_credit_status",
+                                  "A tenant's credit level: 0 ok, 1 low, 2 very low, 3 out of credit.",
+                                  MetricType::Gauge);
+  for (const billing::TenantBalance& t : balances) {
+    Builder::Counter(spent, {{"tenant", t.tenant()}}, static_cast<double>(t.spent_micros()));
+    Builder::Gauge(balance, {{"tenant", t.tenant()}}, static_cast<double>(t.balance_micros()));
+    Builder::Gauge(status, {{"tenant", t.tenant()}}, LevelNumber(t.status()));
+  }
+}
 
 void AppendViewFamilies(const rpc::ClusterView& view, const LifecycleCounters& counters,
                         std::vector<MetricFamily>* out) {

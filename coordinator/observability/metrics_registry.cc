@@ -64,6 +64,7 @@ void CoordinatorMetrics::AfterPass(const ClusterState& state, Duration pass) {
   auto p = std::make_shared<ViewPublisher::Published>();
   p->view = BuildClusterView(state, *telemetry_, UnixMs());
   p->counters = state.jobs().counters();
+  p->balances = state.billing_state().Balances();
   last_view_ = std::chrono::steady_clock::now();
   last_build_ = last_view_ - now;
   views_.Publish(std::move(p));
@@ -87,6 +88,7 @@ std::string CoordinatorMetrics::Scrape() const {
   std::vector<prometheus::MetricFamily> families = registry_->Collect();
   std::shared_ptr<const ViewPublisher::Published> p = views_.Latest();
   AppendViewFamilies(p->view, p->counters, &families);
+  AppendBillingFamilies(p->balances, &families);
   std::ostringstream out;
   prometheus::TextSerializer().Serialize(out, families);
   return out.str();

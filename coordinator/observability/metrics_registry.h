@@ -5,9 +5,10 @@
 // scheduler:
 //  - histograms observed where things happen (scheduling pass, store
 //    commit, RPC latency): prometheus-cpp objects with their own tiny locks;
-//  - gauges of the cluster (jobs, GPUs, queue, training figures) and the job
-//    state machine's counters, taken from the view the scheduler thread
-//    publishes after a pass (at most every 500 ms; see metrics_view.h);
+//  - gauges of the cluster (jobs, GPUs, queue, training figures), the job
+//    state machine's counters and tenants' spend and balances, taken from
+//    the view the scheduler thread publishes after a pass (at most every
+//    500 ms; see metrics_view.h);
 //  - nothing is computed from ClusterState at scrape time.
 //
 // Thread-safe. The TelemetryStore is not owned and must outlive this.

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -20,6 +21,7 @@
 #include "coordinator/core/lifecycle_counters.h"
 #include "coordinator/observability/telemetry_store.h"
 #include "proto/athanor.pb.h"
+#include "proto/athanor_billing.pb.h"
 
 namespace athanor::coord {
 
@@ -34,6 +36,9 @@ class ViewPublisher {
   struct Published {
     rpc::ClusterView view;
     LifecycleCounters counters;
+    // Every tenant with a plan or a ledger entry (TenantBilling::Balances:
+    // the ledger keeps the sums, so this costs a few map reads per tenant).
+    std::vector<billing::TenantBalance> balances;
   };
   void Publish(std::shared_ptr<const Published> p) {
     absl::MutexLock lock(&mu_);

@@ -1,5 +1,5 @@
 // Telemetry history bounds, the cluster view built from a ClusterState, and
-// the Prometheus families built from that view.
+// the Prometheus families built from that view and from tenants' balances.
 #include <gtest/gtest.h>
 
 #include "coordinator/core/cluster_state.h"
@@ -57,29 +57,33 @@ TEST(TelemetryStoreTest, StepRateOverTheRecentWindow) {
   EXPECT_EQ(rate, 0);
 }
 
+// A node of 2 GPUs.
+absl::Status AddNode(ClusterState& state, const std::string& name) {
+  NodeRecord n;
+  n.name = name;
+  n.host = name;
+  n.agent_address = "127.0.0.1:1";
+  n.inventory.gpus = 2;
+  n.inventory.gpu_model = "H200";
+  return state.RegisterNode(n, {});
+}
+
+absl::Status Submit(ClusterState& state, const std::string& tenant, int32_t nodes, int32_t gpus_per_node) {
+  JobSpec job;
+  job.tenant = tenant;
+  job.nodes = nodes;
+  job.gpus_per_node = gpus_per_node;
+  job.command = {"train"};
+  return state.SubmitJob(job).status();
+}
+
 TEST(ClusterViewTest, ViewAndMetricsShowAllocationQueueAndTelemetry) {
   FakeClock clock;
   StateOptions options;
   ClusterState state(options, &clock);
-  for (const char* name : {"n1", "n2"}) {
-    NodeRecord n;
-    n.name = name;
-    n.host = name;
-    n.agent_address = "127.0.0.1:1";
-    n.inventory.gpus = 2;
-    ASSERT_TRUE(state.RegisterNode(n, {}).ok());
-  }
-  JobSpec big;
-  big.tenant = "alice";
-  big.nodes = 2;
-  big.gpus_per_node = 2;
-  big.command = {"train"};
-  ASSERT_TRUE(state.SubmitJob(big).ok());
-  JobSpec small = big;
-  small.tenant = "bob";
-  small.nodes = 1;
-  small.gpus_per_node = 1;
-  ASSERT_TRUE(state.SubmitJob(small).ok());
+  for (const char* name : {"n1", "n2"}) ASSERT_TRUE(AddNode(state, name).ok());
+  ASSERT_TRUE(Submit(state, "alice", 2, 2).ok());
+  ASSERT_TRUE(Submit(state, "bob", 1, 1).ok());
   TelemetryStore telemetry;
   telemetry.Add("1", {Sample(10, 1000), Sample(20, 3000)}, 3000);
   rpc::ClusterView view = BuildClusterView(state, telemetry, 5000);
@@ -156,6 +160,63 @@ TEST(ClusterViewTest, FlaggedStragglerIsAGaugeWhileItsJobRuns) {
             std::string::npos)
       << t;
   EXPECT_EQ(t.find("athanor_job_straggler_ratio{job_id=\"5\""), std::string::npos) << t;
+}
+
+// Spend, balance and credit level per tenant, as the scheduler thread
+// publishes them after a pass: 20 s of 2 GPUs at 3.60 a GPU-hour (1 micro a
+// GPU-millisecond) cost 0.04; bob has a plan and nothing to spend.
+TEST(CoordinatorMetricsTest, TenantsSpendBalanceAndCreditStatus) {
+  FakeClock clock;
+  StateOptions options;
+  options.billing_interval = Seconds(10);
+  ClusterState state(options, &clock);
+  ASSERT_TRUE(AddNode(state, "n1").ok());
+  billing::Price price;
+  price.set_gpu_model("*");
+  price.set_gpu_hour_micros(3600000);
+  ASSERT_TRUE(state.billing().SetPrice(price).ok());
+  for (const char* tenant : {"alice", "bob"}) {
+    billing::Plan plan;
+    plan.set_tenant(tenant);
+    plan.set_warn_micros(99990000);
+    ASSERT_TRUE(state.billing().SetPlan(plan).ok());
+  }
+  ASSERT_TRUE(state.billing().AddCredit("alice", 100000000, "prepaid").ok());
+  ASSERT_TRUE(Submit(state, "alice", 1, 2).ok());
+  for (int i = 0; i < 2; ++i) {
+    clock.Advance(Seconds(10));
+    state.Tick();
+  }
+  TelemetryStore telemetry;
+  CoordinatorMetrics metrics(&telemetry, Duration::zero());
+  metrics.AfterPass(state, Millis(1));
+  const std::string t = metrics.Scrape();
+  EXPECT_NE(t.find("athanor_tenant_spend_micros_total{tenant=\"alice\"} 40000\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("athanor_tenant_balance_micros{tenant=\"alice\"} 99960000\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("athanor_tenant_credit_status{tenant=\"alice\"} 1\n"), std::string::npos) << t;  // low
+  EXPECT_NE(t.find("athanor_tenant_spend_micros_total{tenant=\"bob\"} 0\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("athanor_tenant_balance_micros{tenant=\"bob\"} 0\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("athanor_tenant_credit_status{tenant=\"bob\"} 3\n"), std::string::npos) << t;  // out
+  // The published rows are the core's own.
+  const std::vector<billing::TenantBalance> rows = state.billing().Balances();
+  ASSERT_EQ(metrics.View()->balances.size(), rows.size());
+  EXPECT_EQ(metrics.View()->balances[0].DebugString(), rows[0].DebugString());
+}
+
+TEST(CoordinatorMetricsTest, NoBillingFamiliesWithoutBalances) {
+  std::vector<prometheus::MetricFamily> families;
+  AppendBillingFamilies({}, &families);
+  EXPECT_TRUE(families.empty());
+  billing::TenantBalance b;
+  b.set_tenant("carol");
+  b.set_spent_micros(1);
+  b.set_balance_micros(-5);
+  b.set_status("very low");
+  AppendBillingFamilies({b}, &families);
+  std::ostringstream text;
+  prometheus::TextSerializer().Serialize(text, families);
+  EXPECT_NE(text.str().find("athanor_tenant_credit_status{tenant=\"carol\"} 2\n"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("athanor_tenant_balance_micros{tenant=\"carol\"} -5\n"), std::string::npos) << text.str();
 }
 
 }  // namespace

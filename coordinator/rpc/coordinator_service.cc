@@ -11,6 +11,7 @@
 #include "coordinator/core/core_commands.h"
 #include "coordinator/core/core_reads.h"
 #include "coordinator/model/validation.h"
+#include "coordinator/rpc/rpc_caller.h"
 #include "coordinator/wire/grpc_status.h"
 #include "coordinator/wire/proto_convert.h"
 
@@ -19,22 +20,6 @@ namespace {
 
 grpc::Status CheckId(const std::string& id) {
   return ToGrpc(ValidateName("job_id", id));
-}
-
-// The caller's identity from the x-athanor-user metadata ("" when absent).
-std::string Caller(const grpc::ServerContextBase* ctx) {
-  auto it = ctx->client_metadata().find("x-athanor-user");
-  if (it == ctx->client_metadata().end()) return "";
-  std::string user(it->second.data(), it->second.size());
-  return user.size() > 256 ? user.substr(0, 256) : user;
-}
-
-// For logs: the caller's proven identity (never the metadata alone).
-std::string Who(const Authorizer* auth, const grpc::ServerContextBase* ctx) {
-  absl::StatusOr<Identity> id = auth->Authenticate(*ctx);
-  if (id.ok() && !id->insecure) return id->Describe();
-  std::string user = Caller(ctx);
-  return user.empty() ? "(anonymous)" : "user " + user + " (unauthenticated)";
 }
 
 rpc::JobState WireState(JobState s) {
@@ -49,11 +34,7 @@ rpc::JobState WireState(JobState s) {
 
 absl::StatusOr<Identity> CoordinatorService::Authorize(const grpc::ServerContextBase& ctx,
                                                        absl::string_view method) {
-  absl::StatusOr<Identity> who = security_.auth->Check(ctx, method);
-  if (!who.ok()) {
-    ATHANOR_LOG(WARNING) << method << " refused: " << who.status().message();
-  }
-  return who;
+  return AuthorizeCall(security_.auth, ctx, method);
 }
 
 grpc::Status CoordinatorService::AuthorizeJob(const grpc::ServerContextBase& ctx,
@@ -123,8 +104,7 @@ grpc::Status CoordinatorService::ListJobs(grpc::ServerContext* ctx, const rpc::L
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "tenant: longer than 4096 bytes");
   }
   // Users list their own tenant's jobs: naming another is refused, naming none is theirs.
-  std::string tenant = req->tenant();
-  if (tenant.empty() && !who->insecure && who->role != Role::kAdmin) tenant = who->tenant;
+  const std::string tenant = TenantOfRead(*who, req->tenant());
   if (absl::Status s = security_.auth->CheckOwner(*who, "Coordinator.ListJobs", {.tenant = tenant});
       !s.ok()) {
     return ToGrpc(s);
@@ -151,7 +131,7 @@ grpc::Status CoordinatorService::ListNodes(grpc::ServerContext* ctx, const rpc::
   std::vector<NodeView> nodes = CoreReads(core_).ListNodes();
   // A user sees the ids of its own tenant's jobs only; where others' jobs
   // hold GPUs shows in gpus_allocated alone.
-  if (!who->insecure && who->role != Role::kAdmin) {
+  if (!SeesEveryTenant(*who)) {
     std::set<std::string> own;
     for (const JobRecord& j : CoreReads(core_).ListJobs(/*include_finished=*/false, who->tenant)) {
       own.insert(j.id);
@@ -245,8 +225,7 @@ grpc::Status CoordinatorService::Usage(grpc::ServerContext* ctx, const rpc::Usag
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "tenant: longer than 4096 bytes");
   }
   // Other tenants' usage is for admins: a user's is their own tenant's.
-  std::string tenant = req->tenant();
-  if (tenant.empty() && !who->insecure && who->role != Role::kAdmin) tenant = who->tenant;
+  const std::string tenant = TenantOfRead(*who, req->tenant());
   if (absl::Status s = security_.auth->CheckOwner(*who, "Coordinator.Usage", {.tenant = tenant});
       !s.ok()) {
     return ToGrpc(s);
@@ -308,8 +287,7 @@ grpc::Status CoordinatorService::ListQuotas(grpc::ServerContext* ctx, const rpc:
   absl::StatusOr<Identity> who = Authorize(*ctx, "Coordinator.ListQuotas");
   if (!who.ok()) return ToGrpc(who.status());
   // Users see their own tenant's quota only.
-  bool all = who->insecure || who->role == Role::kAdmin;
-  QuotasToProto(CoreReads(core_).Quotas(), resp, all ? "" : who->tenant);
+  QuotasToProto(CoreReads(core_).Quotas(), resp, SeesEveryTenant(*who) ? "" : who->tenant);
   return grpc::Status::OK;
 }
 

@@ -59,6 +59,11 @@ void GroupCommitter::Merge(Changes* into, Changes from) {
     }
   }
   for (auto& [tenant, gpus] : from.quotas) into->quotas[tenant] = gpus;
+  // Billing: in order, so that a price's or plan's later row replaces its
+  // earlier one as the store writes them; ledger entries are each appended once.
+  for (billing::Price& p : from.prices) into->prices.push_back(std::move(p));
+  for (billing::Plan& p : from.plans) into->plans.push_back(std::move(p));
+  for (billing::LedgerEntry& e : from.ledger) into->ledger.push_back(std::move(e));
 }
 
 void GroupCommitter::Loop() {

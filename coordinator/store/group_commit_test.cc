@@ -102,5 +102,43 @@ TEST(GroupCommitTest, BatchesQueuedDuringAWriteShareTheNextRound) {
   EXPECT_EQ(stats.rounds, 2u);  // one fsync for the seven that queued meanwhile
 }
 
+TEST(GroupCommitTest, BillingRecordsAreDurable) {
+  auto data = std::make_shared<FakeStore::Data>();
+  {
+    GroupCommitter committer(std::make_unique<FakeStore>(data),
+                             [](const std::set<std::string>&, uint64_t) {});
+    absl::Notification last;
+    constexpr int kBatches = 20;
+    for (int i = 0; i < kBatches; ++i) {
+      Changes c;
+      billing::Price price;
+      price.set_gpu_model("H200");
+      price.set_gpu_hour_micros(i);  // one price, set again and again: the last wins
+      c.prices.push_back(price);
+      billing::Plan plan;
+      plan.set_tenant("t");
+      plan.set_warn_micros(i);
+      c.plans.push_back(plan);
+      billing::LedgerEntry entry;
+      entry.set_id(i + 1);
+      entry.set_amount_micros(-i);
+      c.ledger.push_back(entry);
+      committer.Commit(std::move(c), {}, static_cast<uint64_t>(i + 1), [&, i](absl::Status s) {
+        EXPECT_TRUE(s.ok()) << s;
+        if (i == kBatches - 1) last.Notify();
+      });
+    }
+    last.WaitForNotification();
+  }
+  absl::StatusOr<Store::Contents> contents = FakeStore(data).LoadAll();
+  ASSERT_TRUE(contents.ok());
+  ASSERT_EQ(contents->prices.size(), 1u);
+  EXPECT_EQ(contents->prices[0].gpu_hour_micros(), 19);
+  ASSERT_EQ(contents->plans.size(), 1u);
+  EXPECT_EQ(contents->plans[0].warn_micros(), 19);
+  ASSERT_EQ(contents->ledger.size(), 20u);
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(contents->ledger[i].amount_micros(), -i);
+}
+
 }  // namespace
 }  // namespace athanor::coord

@@ -21,40 +21,6 @@
 namespace athanor::testing {
 namespace {
 
-// The dashboard is served over HTTPS with the coordinator's certificate
-// (named coordinator.athanor, from the cluster CA, which Chromium does not
-// know): the browser trusts exactly that certificate's key, nothing else.
-std::vector<std::string> Chromium(LocalCluster& cluster) {
-  const std::string spki = SpkiSha256Base64(ReadFile(cluster.tls_dir() + "/coordinator.crt"));
-  EXPECT_FALSE(spki.empty()) << "cannot read the coordinator's certificate";
-  return {"chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-          "--user-data-dir=" + cluster.dir() + "/chromium", "--window-size=1280,1000",
-          "--virtual-time-budget=8000", "--ignore-certificate-errors-spki-list=" + spki};
-}
-
-// The page's DOM after its scripts ran.
-std::string DumpDom(LocalCluster& cluster, const std::string& url) {
-  std::vector<std::string> argv = Chromium(cluster);
-  argv.push_back("--dump-dom");
-  argv.push_back(url);
-  CliResult r = RunTool(argv, cluster.dir() + "/chromium.err");
-  EXPECT_EQ(r.exit_code, 0) << "chromium (Debian package) is required: " << r.err;
-  return r.out;
-}
-
-// Saves a screenshot; its size in bytes (0 when none was written).
-uintmax_t Screenshot(LocalCluster& cluster, const std::string& url, const std::string& path) {
-  std::filesystem::remove(path);
-  std::vector<std::string> argv = Chromium(cluster);
-  argv.push_back("--screenshot=" + path);
-  argv.push_back(url);
-  CliResult r = RunTool(argv, cluster.dir() + "/chromium-shot.err");
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  std::error_code ec;
-  uintmax_t size = std::filesystem::file_size(path, ec);
-  return ec ? 0 : size;
-}
-
 std::string HtmlEscape(const std::string& s) {
   return absl::StrReplaceAll(s, {{"&", "&amp;"}, {"<", "&lt;"}, {">", "&gt;"}});
 }

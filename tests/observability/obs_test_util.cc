@@ -8,11 +8,29 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/net.h"
 #include "common/subprocess.h"
+#include "security/cluster_ca.h"
+#include "security/tls_client.h"
 
 namespace athanor::testing {
+namespace {
+
+// The dashboard is served over HTTPS with the coordinator's certificate
+// (named coordinator.athanor, from the cluster CA, which Chromium does not
+// know): the browser trusts exactly that certificate's key, nothing else.
+std::vector<std::string> Chromium(LocalCluster& cluster) {
+  const std::string spki = SpkiSha256Base64(ReadFile(cluster.tls_dir() + "/coordinator.crt"));
+  EXPECT_FALSE(spki.empty()) << "cannot read the coordinator's certificate";
+  return {"chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+          "--user-data-dir=" + cluster.dir() + "/chromium", "--window-size=1280,1000",
+          "--virtual-time-budget=8000", "--ignore-certificate-errors-spki-list=" + spki};
+}
+
+}  // namespace
 
 std::vector<std::string> OwnMasterPort() {
   const std::string port = std::to_string(PickUnusedPort());
@@ -54,6 +72,41 @@ nlohmann::json GetJson(LocalCluster& cluster, const std::string& path) {
   if (r.status != 200) return nullptr;
   nlohmann::json j = nlohmann::json::parse(r.body, nullptr, false);
   return j.is_discarded() ? nullptr : j;
+}
+
+HttpResult HttpGetAs(LocalCluster& cluster, const std::string& token, const std::string& path) {
+  HttpResult result;
+  const std::string req = absl::StrCat("GET ", path, " HTTP/1.1\r\nHost: ", cluster.http_address(),
+                                       "\r\nConnection: close\r\nAuthorization: Bearer ", token, "\r\n\r\n");
+  absl::StatusOr<std::string> raw = security::TlsExchange(
+      cluster.http_address(), ReadFile(cluster.tls_dir() + "/ca.crt"), security::kCoordinatorName, req);
+  if (!raw.ok()) return result;
+  const size_t head_end = raw->find("\r\n\r\n");
+  if (raw->rfind("HTTP/1.", 0) != 0 || head_end == std::string::npos) return result;
+  if (!absl::SimpleAtoi(raw->substr(9, 3), &result.status)) result.status = 0;
+  result.body = raw->substr(head_end + 4);
+  return result;
+}
+
+std::string DumpDom(LocalCluster& cluster, const std::string& url) {
+  std::vector<std::string> argv = Chromium(cluster);
+  argv.push_back("--dump-dom");
+  argv.push_back(url);
+  CliResult r = RunTool(argv, cluster.dir() + "/chromium.err");
+  EXPECT_EQ(r.exit_code, 0) << "chromium (Debian package) is required: " << r.err;
+  return r.out;
+}
+
+uintmax_t Screenshot(LocalCluster& cluster, const std::string& url, const std::string& path) {
+  std::filesystem::remove(path);
+  std::vector<std::string> argv = Chromium(cluster);
+  argv.push_back("--screenshot=" + path);
+  argv.push_back(url);
+  CliResult r = RunTool(argv, cluster.dir() + "/chromium-shot.err");
+  EXPECT_EQ(r.exit_code, 0) << "chromium (Debian package) is required: " << r.err;
+  std::error_code ec;
+  uintmax_t size = std::filesystem::file_size(path, ec);
+  return ec ? 0 : size;
 }
 
 std::map<int64_t, double> StepLosses(LocalCluster& cluster, const std::string& job) {

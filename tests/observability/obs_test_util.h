@@ -1,7 +1,9 @@
 // Helpers shared by the observability tests: a training job to watch, tool
-// runs with captured output, and reads of the coordinator's JSON API.
+// runs with captured output, reads of the coordinator's JSON API (as the
+// admin or as another token), and the dashboard in headless Chromium.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -27,6 +29,18 @@ CliResult RunTool(const std::vector<std::string>& argv, const std::string& err_p
 
 // GET on the coordinator's HTTP endpoint, parsed as JSON (null on failure).
 nlohmann::json GetJson(LocalCluster& cluster, const std::string& path);
+
+// GET on the coordinator's HTTPS endpoint with `token` as the bearer token
+// (status 0 when there was no answer).
+HttpResult HttpGetAs(LocalCluster& cluster, const std::string& token, const std::string& path);
+
+// The dashboard in Debian's headless Chromium, which trusts exactly the
+// coordinator's certificate's key (it is not from a CA Chromium knows):
+// the page's DOM once its scripts ran (8 s of the page's virtual time), and
+// a screenshot saved at `path` (its size in bytes, 0 when none was written).
+// A missing or failing Chromium fails the test: it is required, never skipped.
+std::string DumpDom(LocalCluster& cluster, const std::string& url);
+uintmax_t Screenshot(LocalCluster& cluster, const std::string& url, const std::string& path);
 
 // step -> loss from rank 0's step lines (`athanor logs ID --rank 0`).
 std::map<int64_t, double> StepLosses(LocalCluster& cluster, const std::string& job);

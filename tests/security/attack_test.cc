@@ -61,6 +61,11 @@ std::string Code(const grpc::Status& s) {
   return s.ok() ? "OK" : absl::StatusCodeToString(static_cast<absl::StatusCode>(s.error_code()));
 }
 
+// The code a refused CLI call printed ("PERMISSION_DENIED"), else its stderr.
+std::string Code(const CliResult& r) {
+  return r.err.find("(PERMISSION_DENIED") != std::string::npos ? "PERMISSION_DENIED" : r.err;
+}
+
 template <typename Message>
 std::string Text(const Message& m) {
   return m.DebugString();
@@ -138,7 +143,15 @@ class AttackTest : public ::testing::Test {
     EXPECT_EQ(tokens.exit_code, 0) << tokens.err;
     CliResult policies = cluster_->Cli({"admin", "tenant", "list", "--json"});
     EXPECT_EQ(policies.exit_code, 0) << policies.err;
-    return out + tokens.out + policies.out;
+    // Billing: prices, plans, and the attacker's balance (the victim's running
+    // job may add its first, free accrual at any time; beta's jobs are done).
+    CliResult prices = cluster_->Cli({"admin", "price", "list", "--json"});
+    EXPECT_EQ(prices.exit_code, 0) << prices.err;
+    CliResult plans = cluster_->Cli({"admin", "plan", "list", "--json"});
+    EXPECT_EQ(plans.exit_code, 0) << plans.err;
+    CliResult balance = cluster_->Cli({"balance", "--tenant", "beta", "--json"});
+    EXPECT_EQ(balance.exit_code, 0) << balance.err;
+    return out + tokens.out + policies.out + prices.out + plans.out + balance.out;
   }
 
   void SetUp() override { before_ = Snapshot(); }
@@ -316,6 +329,25 @@ TEST_F(AttackTest, OtherTenantsUsage) {
   Attack("beta reads alpha's usage", "PERMISSION_DENIED", Code(s));
 }
 
+TEST_F(AttackTest, ReadAnotherTenantsBill) {
+  CliResult r = cluster_->CliAs(*beta_, {"bill", "--tenant", "alpha"});
+  Attack("beta reads alpha's bill", "PERMISSION_DENIED", Code(r));
+  EXPECT_NE(r.err.find(absl::StrCat("Billing.GetBill: tenant 'alpha' is not the caller's (user beta (token ",
+                                    beta_->substr(4, 16), "))")),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
+TEST_F(AttackTest, OtherTenantsBalances) {
+  CliResult r = cluster_->CliAs(*beta_, {"balance", "--tenant", "alpha"});
+  Attack("beta reads alpha's balance", "PERMISSION_DENIED", Code(r));
+  CliResult all = cluster_->CliAs(*beta_, {"balance", "--json"});
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  Attack("beta lists every balance", "no alpha",
+         all.out.find("\"alpha\"") == std::string::npos ? "no alpha" : all.out);
+}
+
 // ---------------------------------------------------------------- admin verbs
 
 TEST_F(AttackTest, UserDrainsANode) {
@@ -329,6 +361,22 @@ TEST_F(AttackTest, UserSetsAQuota) {
   CliResult r = cluster_->CliAs(*beta_, {"quota", "set", "beta", "100"});
   Attack("a user sets a quota", "PERMISSION_DENIED",
          r.err.find("(PERMISSION_DENIED") != std::string::npos ? "PERMISSION_DENIED" : r.err);
+}
+
+TEST_F(AttackTest, UserAddsCredit) {
+  CliResult r = cluster_->CliAs(*beta_, {"admin", "credit", "add", "beta", "1000000"});
+  Attack("a user adds credit to its tenant", "PERMISSION_DENIED", Code(r));
+  EXPECT_NE(r.err.find("Billing.AddCredit is for admins only"), std::string::npos) << r.err;
+}
+
+TEST_F(AttackTest, UserSetsAPrice) {
+  CliResult r = cluster_->CliAs(*beta_, {"admin", "price", "set", "*", "--per-hour", "0"});
+  Attack("a user sets a price", "PERMISSION_DENIED", Code(r));
+}
+
+TEST_F(AttackTest, UserRaisesItsCreditLimit) {
+  CliResult r = cluster_->CliAs(*beta_, {"admin", "plan", "set", "beta", "--credit-limit", "1000000"});
+  Attack("a user raises its credit limit", "PERMISSION_DENIED", Code(r));
 }
 
 TEST_F(AttackTest, UserCreatesAToken) {

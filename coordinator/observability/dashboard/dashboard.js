@@ -1,6 +1,7 @@
 // athanor dashboard: every figure comes from the coordinator's JSON API
 // (/api/cluster, /api/telemetry: the view `athanor top` reads; /api/job,
-// /api/logs: the RPCs behind `athanor job` and `athanor logs`).
+// /api/logs: the RPCs behind `athanor job` and `athanor logs`). The billing
+// page's own code is billing.js.
 "use strict";
 
 const PALETTE = ["#1e88e5", "#8e24aa", "#43a047", "#f4511e", "#00897b", "#6d4c41", "#3949ab", "#c0ca33"];
@@ -32,7 +33,12 @@ async function getJson(url) {
   const token = sessionStorage.getItem("athanor-token");
   const headers = token ? {"Authorization": "Bearer " + token} : {};
   const r = await fetch(url, {cache: "no-store", headers});
-  if (!r.ok) throw new Error(url + ": HTTP " + r.status);
+  if (!r.ok) {
+    // The server's reason (an RPC's refusal, say) after the status.
+    const e = new Error(url + ": HTTP " + r.status + ": " + (await r.text()).trim());
+    e.status = r.status;
+    throw e;
+  }
   return r.json();
 }
 function stamp(view) {
