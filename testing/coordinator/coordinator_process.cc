@@ -1,7 +1,9 @@
 #include "testing/coordinator/coordinator_process.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -13,6 +15,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "common/net.h"
 #include "security/cluster_ca.h"
 #include "security/private_file.h"
 #include "security/tls.h"
@@ -123,6 +126,25 @@ std::string DefaultCoordinatorBinary() {
     if (std::filesystem::exists(candidate, ec)) return candidate.lexically_normal().string();
   }
   return "athanor-coordinator";
+}
+
+absl::StatusOr<CoordinatorProcessOptions> ScratchCoordinatorOptions(const std::string& prefix,
+                                                                    std::string* dir) {
+  std::string tmpl = absl::StrCat("/tmp/", prefix, ".XXXXXX");
+  if (mkdtemp(tmpl.data()) == nullptr) {
+    return absl::InternalError(absl::StrCat("mkdtemp ", tmpl, ": ", strerror(errno)));
+  }
+  *dir = tmpl;
+  absl::StatusOr<int> port = PickFreePort();
+  if (!port.ok()) return port.status();
+  CoordinatorProcessOptions o;
+  o.binary = DefaultCoordinatorBinary();
+  o.state_path = *dir + "/state.db";
+  o.log_path = *dir + "/coordinator.log";
+  o.port = *port;
+  o.tls_dir = *dir + "/tls";
+  if (absl::Status s = security::InitClusterCa(o.tls_dir); !s.ok()) return s;
+  return o;
 }
 
 }  // namespace athanor::bench

@@ -17,6 +17,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "common/subprocess.h"
 
 namespace athanor::bench {
@@ -75,5 +76,12 @@ std::shared_ptr<grpc::ChannelCredentials> BenchCredentials(const std::string& tl
 // $ATHANOR_BIN_DIR/athanor-coordinator when that is set, else the one beside
 // the running binary or in ../bin from it, else "athanor-coordinator" (PATH).
 std::string DefaultCoordinatorBinary();
+
+// A coordinator of a test's own: a new folder /tmp/PREFIX.XXXXXX (into
+// *dir; the caller removes it) holding a cluster CA (TLS and the admin
+// token, as in production), and options that keep the state and the log in
+// it, on a free loopback port, with DefaultCoordinatorBinary().
+absl::StatusOr<CoordinatorProcessOptions> ScratchCoordinatorOptions(const std::string& prefix,
+                                                                    std::string* dir);
 
 }  // namespace athanor::bench

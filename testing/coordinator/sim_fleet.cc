@@ -36,6 +36,7 @@ struct SimRank {
   int32_t exit_code = 0;
   int32_t signal = 0;
   Clock::time_point exit_at;
+  int32_t planned_exit_code = 0;  // reported at exit_at
 };
 
 double MsSince(Clock::time_point t) {
@@ -50,6 +51,8 @@ struct SimFleet::Agent {
   rpc::NodeAgent::Stub* stub = nullptr;
   absl::Mutex mu;
   bool ever_registered ABSL_GUARDED_BY(mu) = false;
+  bool silent ABSL_GUARDED_BY(mu) = false;  // lost (Silence) until Revive
+  uint64_t life ABSL_GUARDED_BY(mu) = 0;    // +1 at each Silence
   int32_t interval_ms ABSL_GUARDED_BY(mu) = 1000;
   uint64_t known_generation ABSL_GUARDED_BY(mu) = 0;
   bool exit_pending ABSL_GUARDED_BY(mu) = false;
@@ -78,6 +81,7 @@ struct SimFleet::Call {
   rpc::HeartbeatRequest req;
   rpc::HeartbeatResponse resp;
   Clock::time_point sent;
+  uint64_t life = 0;                   // the agent's life it was sent in
   std::atomic<bool> timed_out{false};  // cancelled by Watch at its deadline
 };
 
@@ -118,7 +122,7 @@ SimFleet::SimFleet(SimFleetOptions options) : options_(std::move(options)) {
     std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
     if (!options_.tls_dir.empty()) {
       // One node certificate per agent; a failure leaves the agent refused, which the run reports.
-      std::string node = absl::StrFormat("%s-%05d", options_.name_prefix, i);
+      std::string node = NodeName(i);
       struct stat st;
       if (stat((options_.tls_dir + "/agent-" + node + ".crt").c_str(), &st) != 0) {
         security::IssueAgentCertificate(options_.tls_dir, node).IgnoreError();
@@ -132,7 +136,7 @@ SimFleet::SimFleet(SimFleetOptions options) : options_(std::move(options)) {
   for (int i = 0; i < options_.agents; ++i) {
     auto a = std::make_unique<Agent>();
     a->index = i;
-    a->name = absl::StrFormat("%s-%05d", options_.name_prefix, i);
+    a->name = NodeName(i);
     a->stub = stubs_[i % connections].get();
     agents_.push_back(std::move(a));
   }
@@ -157,6 +161,7 @@ FleetCounters SimFleet::Take() {
   c.heartbeat_errors = errors_.exchange(0);
   c.ranks_started = started_.exchange(0);
   c.ranks_exited = exited_.exchange(0);
+  c.ranks_failed = failed_.exchange(0);
   c.reregisters = reregisters_.exchange(0);
   c.rtt_ms = rtt_.Take();
   c.rtt_nowait_ms = rtt_nowait_.Take();
@@ -186,6 +191,46 @@ void SimFleet::Stop() {
   mu_.Await(absl::Condition(&drained));
 }
 
+std::string SimFleet::NodeName(int agent) const {
+  return absl::StrFormat("%s-%05d", options_.name_prefix, agent);
+}
+
+std::string SimFleet::GpuModel(int agent) const {
+  if (options_.gpu_models.empty()) return "H200";
+  return options_.gpu_models[static_cast<size_t>(agent) % options_.gpu_models.size()];
+}
+
+void SimFleet::Silence(int agent) {
+  Agent* a = agents_.at(agent).get();
+  std::shared_ptr<Call> call;
+  {
+    absl::MutexLock lock(&a->mu);
+    if (a->silent) return;
+    a->silent = true;
+    ++a->life;
+    call.swap(a->inflight);
+  }
+  if (call) call->ctx.TryCancel();
+}
+
+void SimFleet::Revive(int agent) {
+  Agent* a = agents_.at(agent).get();
+  {
+    absl::MutexLock lock(&a->mu);
+    if (!a->silent) return;
+    a->silent = false;
+    a->ranks.clear();  // rebooted: its ranks are gone
+    a->exit_pending = false;
+    a->known_generation = 0;
+  }
+  SendRegister(a);
+}
+
+bool SimFleet::Alive(Agent* a, uint64_t life) {
+  absl::MutexLock lock(&a->mu);
+  return !a->silent && a->life == life;
+}
+
 void SimFleet::SendRegister(Agent* a) {
   if (stopping_) return;
   auto call = std::make_shared<Call>();
@@ -195,12 +240,14 @@ void SimFleet::SendRegister(Agent* a) {
   req.set_host("127.0.0.1");
   rpc::NodeInventory* inv = req.mutable_inventory();
   inv->set_gpus(options_.gpus_per_agent);
-  inv->set_gpu_model("H200");
+  inv->set_gpu_model(GpuModel(a->index));
   inv->set_gpu_memory_mb(143771);
   inv->set_cpus(96);
   inv->set_memory_mb(2 << 20);
   {
     absl::MutexLock lock(&a->mu);
+    if (a->silent) return;
+    call->life = a->life;
     a->AddReports(req.mutable_ranks());
   }
   {
@@ -234,22 +281,27 @@ void SimFleet::OnRegistered(Agent* a, std::shared_ptr<Call> call, const grpc::St
   if (!s.ok()) {
     if (!stopping_) {
       CountError("RegisterNode", s);
-      timers_.Schedule(Clock::now() + kBackoff, [this, a] { SendRegister(a); });
+      timers_.Schedule(Clock::now() + kBackoff, [this, a, life = call->life] {
+        if (Alive(a, life)) SendRegister(a);
+      });
     }
   } else {
-    bool first = false;
+    bool first = false, current = false;
     {
       absl::MutexLock lock(&a->mu);
-      first = !a->ever_registered;
-      a->ever_registered = true;
-      int64_t interval = call->register_resp.heartbeat_interval_ms();
-      a->interval_ms = static_cast<int32_t>(interval > 0 && interval < 60000 ? interval : 1000);
-      a->known_generation = 0;
+      current = !a->silent && a->life == call->life;  // else lost since: say nothing more
+      if (current) {
+        first = !a->ever_registered;
+        a->ever_registered = true;
+        int64_t interval = call->register_resp.heartbeat_interval_ms();
+        a->interval_ms = static_cast<int32_t>(interval > 0 && interval < 60000 ? interval : 1000);
+        a->known_generation = 0;
+      }
     }
     if (first && ++registered_ == options_.agents) {
       absl::MutexLock lock(&mu_);  // wakes WaitRegistered
     }
-    SendHeartbeat(a);
+    if (current) SendHeartbeat(a);
   }
   CallDone();
 }
@@ -260,6 +312,8 @@ void SimFleet::SendHeartbeat(Agent* a) {
   Clock::duration limit;
   {
     absl::MutexLock lock(&a->mu);
+    if (a->silent) return;
+    call->life = a->life;
     call->req.set_node(a->name);
     call->req.set_known_generation(a->known_generation);
     call->req.set_health_ok(true);
@@ -283,12 +337,12 @@ void SimFleet::SendHeartbeat(Agent* a) {
 
 void SimFleet::OnHeartbeat(Agent* a, std::shared_ptr<Call> call, const grpc::Status& s) {
   double elapsed_ms = MsSince(call->sent);
-  enum { kNext, kRetry, kRegister } next = kNext;
+  enum { kNext, kRetry, kRegister, kEnd } next = kNext;
   {
     absl::MutexLock lock(&a->mu);
     if (a->inflight == call) a->inflight.reset();
-    if (stopping_) {
-      // Ends the loop.
+    if (stopping_ || a->silent || a->life != call->life) {
+      next = kEnd;  // the fleet stops, or the node was lost
     } else if (s.error_code() == grpc::StatusCode::CANCELLED) {
       next = kNext;  // cancelled to report an exit now
     } else if (!s.ok()) {
@@ -312,7 +366,11 @@ void SimFleet::OnHeartbeat(Agent* a, std::shared_ptr<Call> call, const grpc::Sta
   if (!stopping_) {
     if (next == kNext) SendHeartbeat(a);
     if (next == kRegister) SendRegister(a);
-    if (next == kRetry) timers_.Schedule(Clock::now() + kBackoff, [this, a] { SendHeartbeat(a); });
+    if (next == kRetry) {
+      timers_.Schedule(Clock::now() + kBackoff, [this, a, life = call->life] {
+        if (Alive(a, life)) SendHeartbeat(a);
+      });
+    }
   }
   CallDone();
 }
@@ -320,7 +378,7 @@ void SimFleet::OnHeartbeat(Agent* a, std::shared_ptr<Call> call, const grpc::Sta
 void SimFleet::Converge(Agent* a, const rpc::HeartbeatResponse& resp) {
   std::set<RankKey> desired;
   Clock::time_point now = Clock::now();
-  bool exit_timer = false;
+  std::set<Clock::time_point> exit_times;  // one timer per distinct exit time
   for (const rpc::RankSpec& d : resp.desired()) {
     RankKey key{d.job_id(), d.attempt(), d.rank()};
     desired.insert(key);
@@ -333,15 +391,19 @@ void SimFleet::Converge(Agent* a, const rpc::HeartbeatResponse& resp) {
         a->exit_pending = true;
       }
     } else if (it == a->ranks.end()) {
-      a->ranks[key].exit_at = now + options_.run_time;
+      const SimRankPlan plan =
+          options_.rank_plan ? options_.rank_plan(d) : SimRankPlan{options_.run_time, 0};
+      SimRank& r = a->ranks[key];
+      r.exit_at = now + plan.run_time;
+      r.planned_exit_code = plan.exit_code;
       ++started_;
-      exit_timer = true;
+      exit_times.insert(r.exit_at);
     }
   }
   for (auto it = a->ranks.begin(); it != a->ranks.end();) {
     it = desired.count(it->first) ? std::next(it) : a->ranks.erase(it);
   }
-  if (exit_timer) timers_.Schedule(now + options_.run_time, [this, a] { FireRankExits(a); });
+  for (Clock::time_point t : exit_times) timers_.Schedule(t, [this, a] { FireRankExits(a); });
 }
 
 void SimFleet::FireRankExits(Agent* a) {
@@ -353,8 +415,8 @@ void SimFleet::FireRankExits(Agent* a) {
     for (auto& [key, r] : a->ranks) {
       if (r.phase == rpc::RANK_RUNNING && r.exit_at <= now) {
         r.phase = rpc::RANK_EXITED;
-        r.exit_code = 0;
-        ++exited_;
+        r.exit_code = r.planned_exit_code;
+        ++(r.exit_code == 0 ? exited_ : failed_);
         any = true;
       }
     }

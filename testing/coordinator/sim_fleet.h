@@ -3,11 +3,14 @@
 // worker/agent/agent.cc: a long-poll Heartbeat (known_generation, max_wait_ms
 // = the interval RegisterNode returned) reporting every rank, converging to
 // the desired set. A desired rank is reported RUNNING on the next heartbeat
-// and EXITED with code 0 after `run_time`; as in the real agent, an exit
-// cancels the heartbeat in flight and is reported at once with max_wait_ms 0.
-// A rank marked terminate is reported killed by SIGTERM; ranks no longer
-// desired are forgotten. The fleet starts as a rolling start: at most
-// `register_concurrency` RegisterNode calls in flight, the rest queued.
+// and EXITED with code 0 after `run_time` (or as `rank_plan` says); as in the
+// real agent, an exit cancels the heartbeat in flight and is reported at once
+// with max_wait_ms 0. A rank marked terminate is reported killed by SIGTERM;
+// ranks no longer desired are forgotten. The fleet starts as a rolling start:
+// at most `register_concurrency` RegisterNode calls in flight, the rest
+// queued. A node can be lost (Silence: its agent stops calling, so the
+// coordinator's heartbeat timeout marks it DOWN) and come back (Revive: a
+// rebooted agent, knowing no ranks, registers again).
 //
 // Threading: every RPC goes through gRPC's callback API, so N agents need no
 // thread each; their callbacks run on gRPC's own threads. One timer thread
@@ -19,6 +22,7 @@
 #include <atomic>
 #include <chrono>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,6 +35,13 @@
 
 namespace athanor::bench {
 
+// How one rank of a job behaves: it runs for `run_time`, then exits with
+// `exit_code` (0: success; anything else fails the attempt).
+struct SimRankPlan {
+  std::chrono::milliseconds run_time{0};
+  int32_t exit_code = 0;
+};
+
 struct SimFleetOptions {
   std::string address;               // the coordinator, HOST:PORT
   int agents = 1000;
@@ -40,10 +51,16 @@ struct SimFleetOptions {
   // Empty: plaintext, for a coordinator started --insecure.
   std::string tls_dir;
   int gpus_per_agent = 8;
+  // Agent i reports gpu_models[i % size] as its GPU model; empty: "H200".
+  std::vector<std::string> gpu_models;
   // RegisterNode calls in flight at once across the fleet (a rolling start);
   // the others wait their turn. 0: no limit (every agent at once).
   int register_concurrency = 64;
   std::chrono::milliseconds run_time{2000};  // how long each rank "runs"
+  // Per rank, from its spec (its job's env, attempt, ...); when set it
+  // replaces `run_time`. Called on gRPC's threads with no lock held by the
+  // fleet's caller: it must be thread-safe and must not block.
+  std::function<SimRankPlan(const rpc::RankSpec&)> rank_plan;
   // A heartbeat's deadline: the long poll's wait plus this.
   std::chrono::milliseconds heartbeat_slack{5000};
   std::string name_prefix = "sim";
@@ -55,6 +72,7 @@ struct FleetCounters {
   int64_t heartbeat_errors = 0;      // failed heartbeats and registrations (not cancels)
   int64_t ranks_started = 0;         // desired ranks first reported RUNNING
   int64_t ranks_exited = 0;          // ranks reported EXITED with code 0
+  int64_t ranks_failed = 0;          // ranks reported EXITED with their plan's nonzero code
   int64_t reregisters = 0;           // replies asking the agent to register again
   std::vector<double> rtt_ms;        // reply - send - held_ms, every answered heartbeat
   std::vector<double> rtt_nowait_ms; // the same, heartbeats sent with max_wait_ms = 0
@@ -77,10 +95,24 @@ class SimFleet {
   // Ends every loop, cancels RPCs in flight and waits for their callbacks.
   void Stop();
 
+  // The node name and GPU model agent `agent` (0 .. agents-1) registers with.
+  std::string NodeName(int agent) const;
+  std::string GpuModel(int agent) const;
+  // Node loss: the agent stops calling the coordinator (its call in flight
+  // is cancelled), so that the coordinator's heartbeat timeout marks the
+  // node DOWN. No effect on a silent agent.
+  void Silence(int agent);
+  // The node is back, as after a reboot: the agent forgets its ranks and
+  // registers again. No effect unless silent.
+  void Revive(int agent);
+
  private:
   struct Agent;
   struct Call;
 
+  // Whether `life` (an RPC's or timer's) is still the agent's: Silence ends
+  // a life, so that nothing it started sends again.
+  static bool Alive(Agent* a, uint64_t life);
   void SendRegister(Agent* a);
   void OnRegistered(Agent* a, std::shared_ptr<Call> call, const grpc::Status& s);
   void SendHeartbeat(Agent* a);
@@ -103,7 +135,7 @@ class SimFleet {
   std::atomic<bool> stopping_{false};
 
   std::atomic<int64_t> registered_{0}, heartbeats_{0}, errors_{0}, started_{0}, exited_{0},
-      reregisters_{0};
+      failed_{0}, reregisters_{0};
   LatencyRecorder rtt_, rtt_nowait_;
   absl::Mutex error_mu_;
   std::string first_error_ ABSL_GUARDED_BY(error_mu_);

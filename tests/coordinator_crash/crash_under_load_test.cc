@@ -10,11 +10,6 @@
 //   build/tests/coordinator_crash_test --gtest_repeat=20
 // Every trial has its own watchdog (SIGALRM): a hang kills the coordinator and
 // fails the binary.
-#include <signal.h>
-#include <stdlib.h>
-#include <unistd.h>
-
-#include <atomic>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -30,10 +25,10 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "testing/coordinator/coordinator_process.h"
+#include "testing/coordinator/retrying_client.h"
 #include "testing/coordinator/sim_fleet.h"
-#include "common/net.h"
+#include "testing/coordinator/watchdog.h"
 #include "proto/athanor.grpc.pb.h"
-#include "security/cluster_ca.h"
 
 namespace athanor {
 namespace {
@@ -43,22 +38,6 @@ constexpr int kJobsPerClient = 100;
 constexpr int kTotal = kClients * kJobsPerClient;
 constexpr int kMaxAttemptsPerKey = 200;
 constexpr unsigned kTrialWatchdogSeconds = 60;
-
-std::atomic<pid_t> g_coordinator_pid{0};
-
-void OnWatchdog(int) {
-  static const char kMsg[] = "\ncrash-under-load watchdog: trial hung; killing the coordinator\n";
-  ssize_t unused = write(STDERR_FILENO, kMsg, sizeof(kMsg) - 1);
-  (void)unused;
-  pid_t p = g_coordinator_pid.load();
-  if (p > 0) kill(p, SIGKILL);
-  _exit(99);
-}
-
-bool Retryable(grpc::StatusCode code) {
-  return code == grpc::StatusCode::UNAVAILABLE || code == grpc::StatusCode::DEADLINE_EXCEEDED ||
-         code == grpc::StatusCode::UNKNOWN || code == grpc::StatusCode::INTERNAL;
-}
 
 rpc::SubmitJobRequest Request(const std::string& key) {
   rpc::SubmitJobRequest req;
@@ -72,19 +51,10 @@ rpc::SubmitJobRequest Request(const std::string& key) {
   return req;
 }
 
+// TLS with the cluster's admin token, as every client of a secure coordinator.
 std::unique_ptr<rpc::Coordinator::Stub> NewStub(const bench::CoordinatorProcess& coordinator,
                                                 int index) {
-  const std::string address = coordinator.address();
-  grpc::ChannelArguments args;  // reconnect at once after the restart
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 50);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 50);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 200);
-  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  args.SetInt("athanor.test.client", index);
-  args.SetMaxReceiveMessageSize(-1);
-  // TLS with the cluster's admin token, as every client of a secure coordinator.
-  std::shared_ptr<grpc::ChannelCredentials> creds = coordinator.ChannelCredentials(&args);
-  return rpc::Coordinator::NewStub(grpc::CreateCustomChannel(address, creds, args));
+  return rpc::Coordinator::NewStub(bench::RestartTolerantChannel(coordinator, index));
 }
 
 // What the clients were answered, shared by their threads.
@@ -150,27 +120,22 @@ class Answers {
   int retries_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-// Submits `key` until answered, retrying on connection errors; wait_for_ready
-// makes each attempt wait for the restarted coordinator instead of spinning.
+// Submits `key` until answered, retrying on connection errors.
 void SubmitUntilAnswered(rpc::Coordinator::Stub& stub, const std::string& key, Answers* answers) {
   rpc::SubmitJobRequest req = Request(key);
-  for (int attempt = 0; attempt < kMaxAttemptsPerKey; ++attempt) {
-    grpc::ClientContext ctx;
-    ctx.set_wait_for_ready(true);
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-    rpc::SubmitJobResponse resp;
-    grpc::Status s = stub.SubmitJob(&ctx, req, &resp);
-    if (s.ok()) {
-      answers->Record(key, resp.job_id());
-      return;
-    }
-    if (!Retryable(s.error_code())) {
-      answers->AddFailure(absl::StrCat(key, ": code ", s.error_code(), ": ", s.error_message()));
-      return;
-    }
-    answers->AddRetry();
+  rpc::SubmitJobResponse resp;
+  int retries = 0;
+  grpc::Status s = bench::CallUntilAnswered(
+      [&](grpc::ClientContext* ctx) { return stub.SubmitJob(ctx, req, &resp); }, &retries,
+      {.max_attempts = kMaxAttemptsPerKey});
+  for (int i = 0; i < retries; ++i) answers->AddRetry();
+  if (s.ok()) {
+    answers->Record(key, resp.job_id());
+  } else if (!bench::RetryableAfterCrash(s.error_code())) {
+    answers->AddFailure(absl::StrCat(key, ": code ", s.error_code(), ": ", s.error_message()));
+  } else {
+    answers->AddFailure(absl::StrCat(key, ": not answered after ", kMaxAttemptsPerKey, " attempts"));
   }
-  answers->AddFailure(absl::StrCat(key, ": not answered after ", kMaxAttemptsPerKey, " attempts"));
 }
 
 std::string Key(int trial, int client, int seq) {
@@ -188,25 +153,16 @@ std::string Head(const std::vector<std::string>& v, size_t n = 10) {
 TEST(CoordinatorCrashTest, KillDuringSubmissionStormLosesAndDuplicatesNothing) {
   static int trial = 0;
   ++trial;
-  signal(SIGALRM, OnWatchdog);
-  alarm(kTrialWatchdogSeconds);
+  bench::ArmWatchdog(kTrialWatchdogSeconds,
+                     "\ncrash-under-load watchdog: trial hung; killing the coordinator\n");
 
-  char tmpl[] = "/tmp/athanor_crash_test.XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl;
-  absl::StatusOr<int> port = PickFreePort();
-  ASSERT_TRUE(port.ok()) << port.status();
-  bench::CoordinatorProcessOptions co;
-  co.binary = bench::DefaultCoordinatorBinary();
-  co.state_path = dir + "/state.db";
-  co.log_path = dir + "/coordinator.log";
-  co.port = *port;
-  co.tls_dir = dir + "/tls";  // secure, as in production
-  absl::Status ca = security::InitClusterCa(co.tls_dir);
-  ASSERT_TRUE(ca.ok()) << ca;
-  bench::CoordinatorProcess coordinator(co);
+  std::string dir;  // secure, as in production
+  absl::StatusOr<bench::CoordinatorProcessOptions> co =
+      bench::ScratchCoordinatorOptions("athanor_crash_test", &dir);
+  ASSERT_TRUE(co.ok()) << co.status();
+  bench::CoordinatorProcess coordinator(*co);
   ASSERT_TRUE(coordinator.Start().ok()) << coordinator.LogTail();
-  g_coordinator_pid = coordinator.pid();
+  bench::WatchCoordinator(coordinator.pid());
   // A few simulated agents, so that the jobs fit and run (they follow the
   // coordinator across its restart like real agents).
   bench::SimFleetOptions fo;
@@ -214,7 +170,7 @@ TEST(CoordinatorCrashTest, KillDuringSubmissionStormLosesAndDuplicatesNothing) {
   fo.agents = 4;
   fo.run_time = std::chrono::milliseconds(100);
   fo.name_prefix = "crash-node";
-  fo.tls_dir = co.tls_dir;
+  fo.tls_dir = co->tls_dir;
   bench::SimFleet fleet(fo);
   fleet.Start();
   ASSERT_TRUE(fleet.WaitRegistered(std::chrono::seconds(20))) << coordinator.LogTail();
@@ -232,7 +188,7 @@ TEST(CoordinatorCrashTest, KillDuringSubmissionStormLosesAndDuplicatesNothing) {
   coordinator.Kill();
   int acknowledged_at_kill = answers.acknowledged();
   absl::Status restarted = coordinator.Start();
-  g_coordinator_pid = coordinator.pid();
+  bench::WatchCoordinator(coordinator.pid());
   for (std::thread& t : clients) t.join();
   ASSERT_TRUE(reached) << "the storm did not reach " << kTotal / 3 << " acknowledged jobs:\n"
                        << coordinator.LogTail();
@@ -284,10 +240,10 @@ TEST(CoordinatorCrashTest, KillDuringSubmissionStormLosesAndDuplicatesNothing) {
                              << " keys do not map to exactly one job:\n" << Head(wrong);
   EXPECT_EQ(jobs.jobs_size(), kTotal) << "jobs listed besides one per key";
 
-  alarm(0);
+  bench::DisarmWatchdog();
   fleet.Stop();
   coordinator.Stop();
-  g_coordinator_pid = 0;
+  bench::WatchCoordinator(0);
   if (!HasFailure()) std::filesystem::remove_all(dir);
 }
 
