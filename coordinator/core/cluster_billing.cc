@@ -9,6 +9,12 @@
 
 namespace athanor::coord {
 
+absl::Status ClusterBilling::Restore(std::vector<billing::Price> prices,
+                                     std::vector<billing::Plan> plans,
+                                     std::vector<billing::LedgerEntry> ledger) {
+  return state_.billing_.Restore(std::move(prices), std::move(plans), std::move(ledger));
+}
+
 absl::StatusOr<billing::Price> ClusterBilling::SetPrice(const billing::Price& price) {
   return state_.billing_.SetPrice(price);
 }
@@ -28,24 +34,30 @@ absl::StatusOr<billing::LedgerEntry> ClusterBilling::AddCredit(const std::string
   return entry;
 }
 
-absl::StatusOr<billing::Bill> ClusterBilling::Bill(const std::string& tenant,
-                                                   const std::string& month) const {
-  const JobLifecycle& jobs = state_.jobs_;
-  return state_.billing_.Bill(tenant, month, [&jobs](const std::string& id) {
+absl::StatusOr<billing::Bill> ClusterBilling::Bill(const ClusterState& state,
+                                                   const std::string& tenant,
+                                                   const std::string& month) {
+  const JobLifecycle& jobs = state.jobs_;
+  return state.billing_.Bill(tenant, month, [&jobs](const std::string& id) {
     const JobRecord* job = jobs.Find(id);
     return job == nullptr ? std::string() : job->spec.name;
   });
 }
 
-std::vector<billing::TenantBalance> ClusterBilling::Balances(const std::string& tenant) const {
-  return state_.billing_.Balances(tenant);
+std::vector<billing::TenantBalance> ClusterBilling::Balances(const ClusterState& state,
+                                                             const std::string& tenant) {
+  return state.billing_.Balances(tenant);
 }
 
-std::vector<billing::Price> ClusterBilling::Prices() const {
-  return state_.billing_.prices().all();
+std::vector<billing::Price> ClusterBilling::Prices(const ClusterState& state) {
+  return state.billing_.prices().all();
 }
 
-std::vector<billing::Plan> ClusterBilling::Plans() const { return state_.billing_.Plans(); }
+std::vector<billing::Plan> ClusterBilling::Plans(const ClusterState& state) {
+  return state.billing_.Plans();
+}
+
+const Ledger& ClusterBilling::LedgerOf(const ClusterState& state) { return state.billing_.ledger(); }
 
 void ClusterBilling::Enforce() {
   TenantBilling& b = state_.billing_;

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "coordinator/billing/ledger.h"
 #include "proto/athanor_billing.pb.h"
 
 namespace athanor::coord {
@@ -33,14 +34,25 @@ class ClusterBilling {
  public:
   explicit ClusterBilling(ClusterState& state) : state_(state) {}
 
+  // Billing's records from the store (after a restart); InvalidArgument
+  // when the ledger does not read (tenant_billing.h).
+  absl::Status Restore(std::vector<billing::Price> prices, std::vector<billing::Plan> plans,
+                       std::vector<billing::LedgerEntry> ledger);
   absl::StatusOr<billing::Price> SetPrice(const billing::Price& price);
   absl::Status SetPlan(const billing::Plan& plan);
   absl::StatusOr<billing::LedgerEntry> AddCredit(const std::string& tenant, int64_t amount_micros,
                                                  const std::string& note);
-  absl::StatusOr<billing::Bill> Bill(const std::string& tenant, const std::string& month) const;
-  std::vector<billing::TenantBalance> Balances(const std::string& tenant = "") const;
-  std::vector<billing::Price> Prices() const;
-  std::vector<billing::Plan> Plans() const;
+
+  // ---- reads, over a const state (CoreBilling reads under the read lock).
+  // `month` "YYYY-MM" or "" (this month); InvalidArgument for another form.
+  static absl::StatusOr<billing::Bill> Bill(const ClusterState& state, const std::string& tenant,
+                                            const std::string& month);
+  // One tenant's ("" : every tenant with a plan or an entry).
+  static std::vector<billing::TenantBalance> Balances(const ClusterState& state,
+                                                      const std::string& tenant = "");
+  static std::vector<billing::Price> Prices(const ClusterState& state);
+  static std::vector<billing::Plan> Plans(const ClusterState& state);
+  static const Ledger& LedgerOf(const ClusterState& state);
 
   // Metering, allowances and credit levels; every Tick.
   void Enforce();

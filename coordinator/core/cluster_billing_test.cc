@@ -75,7 +75,7 @@ class ClusterBillingTest : public ::testing::Test {
     clock_.Advance(Seconds(seconds));
     state_->Tick();
   }
-  int64_t Balance() { return state_->billing().Balances("t").at(0).balance_micros(); }
+  int64_t Balance() { return ClusterBilling::Balances(*state_, "t").at(0).balance_micros(); }
   std::string NoticeOn(const std::string& node) {
     for (const DesiredRank& d : state_->DesiredFor(node)) return d.notice;
     return "(no rank)";
@@ -100,7 +100,7 @@ TEST_F(ClusterBillingTest, ChargesEveryIntervalAndAtReleaseExactly) {
   EXPECT_EQ(Balance(), 1000000000 - 4 * 13500 * kMicrosPerGpuMs);
   Step(60);  // released: no more charges
   EXPECT_EQ(Balance(), 1000000000 - 4 * 13500 * kMicrosPerGpuMs);
-  absl::StatusOr<billing::Bill> bill = state_->billing().Bill("t", "");
+  absl::StatusOr<billing::Bill> bill = ClusterBilling::Bill(*state_, "t", "");
   ASSERT_TRUE(bill.ok()) << bill.status();
   ASSERT_EQ(bill->lines_size(), 1);
   EXPECT_EQ(bill->lines(0).gpus(), 4);
@@ -146,7 +146,7 @@ TEST_F(ClusterBillingTest, OutOfCreditWarnsStopsHoldsAndResumesAfterATopUp) {
   EXPECT_EQ(Balance(), 1000000 - 4000);
   // Charged 26 s of 4 GPUs in all, to the micro-unit.
   int64_t charged = 0;
-  for (const billing::LedgerEntry& e : state_->billing_state().ledger().entries()) {
+  for (const billing::LedgerEntry& e : ClusterBilling::LedgerOf(*state_).entries()) {
     if (e.kind() == billing::ACCRUAL) charged -= e.amount_micros();
   }
   EXPECT_EQ(charged, 4 * 26000 * kMicrosPerGpuMs);
@@ -189,16 +189,16 @@ TEST_F(ClusterBillingTest, MeteringResumesExactlyFromThePersistedLedger) {
   for (const auto& [seq, job] : state_->jobs().all()) jobs.push_back(job);
   std::vector<NodeRecord> nodes;
   for (const char* n : {"n1", "n2"}) nodes.push_back(*state_->nodes().Get(n));
-  std::vector<billing::Price> prices = state_->billing().Prices();
-  std::vector<billing::Plan> plans = state_->billing().Plans();
-  std::vector<billing::LedgerEntry> ledger = state_->billing_state().ledger().entries();
+  std::vector<billing::Price> prices = ClusterBilling::Prices(*state_);
+  std::vector<billing::Plan> plans = ClusterBilling::Plans(*state_);
+  std::vector<billing::LedgerEntry> ledger = ClusterBilling::LedgerOf(*state_).entries();
   // A restart 7.5 s later.
   clock_.Advance(Seconds(7.5));
   StateOptions o;
   o.billing_interval = Seconds(10);
   state_ = std::make_unique<ClusterState>(o, &clock_);
   state_->Restore(jobs, nodes);
-  ASSERT_TRUE(state_->RestoreBilling(prices, plans, ledger).ok());
+  ASSERT_TRUE(state_->billing().Restore(prices, plans, ledger).ok());
   EXPECT_EQ(Balance(), 1000000000 - 4 * 12345);
   state_->Tick();  // 7.5 s since the last accrual: not yet
   EXPECT_EQ(Balance(), 1000000000 - 4 * 12345);

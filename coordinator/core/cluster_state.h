@@ -52,12 +52,6 @@ class ClusterState {
   // `quotas` (from the store) override the --quota flags.
   void Restore(std::vector<JobRecord> jobs, const std::vector<NodeRecord>& nodes,
                const std::map<std::string, int32_t>& quotas = {});
-  // Billing's records from the store; InvalidArgument when the ledger does
-  // not read (tenant_billing.h).
-  absl::Status RestoreBilling(std::vector<billing::Price> prices, std::vector<billing::Plan> plans,
-                              std::vector<billing::LedgerEntry> ledger) {
-    return billing_.Restore(std::move(prices), std::move(plans), std::move(ledger));
-  }
 
   // Validates, refuses a job that can never fit (InvalidArgument naming why)
   // and queues it. A repeated idempotency key returns the first job.
@@ -99,9 +93,9 @@ class ClusterState {
   // ---- admin: draining, quotas (cluster_admin.h); preempting a job by hand
   // is jobs().Preempt.
   ClusterAdmin admin() { return ClusterAdmin(*this); }
-  // ---- billing: prices, plans, credit, bills (cluster_billing.h).
+  // ---- billing: prices, plans, credit (cluster_billing.h); its reads are
+  // ClusterBilling's static functions over a const state.
   ClusterBilling billing() { return ClusterBilling(*this); }
-  const TenantBilling& billing_state() const { return billing_; }
   absl::StatusOr<WhyResult> Why(const std::string& id) const;
 
   // The ranks `node` should run now. Empty for unknown nodes.

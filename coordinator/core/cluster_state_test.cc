@@ -313,6 +313,37 @@ TEST_F(ClusterStateTest, RestoreKeepsRunningAttemptAndReconcilesOnRegister) {
   EXPECT_EQ(restarted.jobs().Find("1")->attempt, 1);
 }
 
+// After a restart the minimum run time still counts from the attempt's
+// placement, not from its start time truncated to whole seconds.
+TEST_F(ClusterStateTest, RestoredAttemptKeepsItsExactStartForTheMinimumRunTime) {
+  clock_.Advance(Millis(600));
+  JobSpec low = Spec(2, 2);
+  low.preemptible = true;
+  ASSERT_TRUE(state_.SubmitJob(low).ok());
+  HeartbeatAll("n1", {Report("1", 1, 0, RankPhase::kRunning), Report("1", 1, 1, RankPhase::kRunning)});
+  HeartbeatAll("n2", {Report("1", 1, 2, RankPhase::kRunning), Report("1", 1, 3, RankPhase::kRunning)});
+  std::vector<JobRecord> jobs = ListJobs(state_.jobs(), true);
+  std::vector<NodeRecord> nodes;
+  for (const NodeView& v : state_.nodes().Views()) nodes.push_back(v.record);
+
+  clock_.Advance(Seconds(299.9));  // 0.1 s short of the minimum run time (300 s)
+  ClusterState restarted(Options(), &clock_);
+  restarted.Restore(jobs, nodes);
+  for (const NodeRecord& n : nodes) {
+    const int first = n.name == "n1" ? 0 : 2;
+    ASSERT_TRUE(restarted.RegisterNode(n, {Report("1", 1, first, RankPhase::kRunning),
+                                           Report("1", 1, first + 1, RankPhase::kRunning)}).ok());
+  }
+  JobSpec high = Spec(1, 2);
+  high.priority = 10;
+  ASSERT_TRUE(restarted.SubmitJob(high).ok());
+  restarted.Schedule();
+  EXPECT_FALSE(restarted.jobs().Find("1")->stopping);
+  clock_.Advance(Seconds(0.1));
+  restarted.Schedule();
+  EXPECT_TRUE(restarted.jobs().Find("1")->stopping);
+}
+
 TEST_F(ClusterStateTest, RestartedAgentLosesRanks) {
   ASSERT_TRUE(state_.SubmitJob(Spec(1, 1)).ok());
   HeartbeatAll("n1", {Report("1", 1, 0, RankPhase::kRunning)});

@@ -28,7 +28,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorCore>> CoordinatorCore::Create(
   {
     absl::MutexLock lock(&c->mu_);
     c->state_.Restore(std::move(contents.jobs), contents.nodes, contents.quotas);
-    RETURN_IF_ERROR(c->state_.RestoreBilling(std::move(contents.prices), std::move(contents.plans),
+    RETURN_IF_ERROR(c->state_.billing().Restore(std::move(contents.prices), std::move(contents.plans),
                                              std::move(contents.ledger)));
     c->state_.TakeChanges();  // restoring changes nothing on disk
     c->durable_generation_ = c->state_.log().generation();
@@ -74,8 +74,10 @@ CoordinatorCore::~CoordinatorCore() {
   if (scheduler_.joinable()) scheduler_.join();
   checkpoint_poller_.reset();
   checkpoint_committer_.reset();
+  // The committer writes what is queued and reports each batch durable
+  // (OnDurable), which wakes long polls: the polls go after it.
+  committer_.reset();
   polls_.reset();
-  committer_.reset();  // writes what is queued
 }
 
 void CoordinatorCore::Shutdown() {

@@ -9,7 +9,7 @@ absl::StatusOr<std::vector<billing::Price>> CoreBilling::SetPrice(const billing:
   std::vector<billing::Price> out;
   RETURN_IF_ERROR(core_->Write([&](ClusterState& s) -> absl::Status {
     RETURN_IF_ERROR(s.billing().SetPrice(price).status());
-    out = s.billing().Prices();
+    out = ClusterBilling::Prices(s);
     return absl::OkStatus();
   }));
   return out;
@@ -19,7 +19,7 @@ absl::StatusOr<std::vector<billing::Plan>> CoreBilling::SetPlan(const billing::P
   std::vector<billing::Plan> out;
   RETURN_IF_ERROR(core_->Write([&](ClusterState& s) -> absl::Status {
     RETURN_IF_ERROR(s.billing().SetPlan(plan));
-    out = s.billing().Plans();
+    out = ClusterBilling::Plans(s);
     return absl::OkStatus();
   }));
   return out;
@@ -30,7 +30,7 @@ absl::StatusOr<std::pair<billing::LedgerEntry, billing::TenantBalance>> CoreBill
   std::pair<billing::LedgerEntry, billing::TenantBalance> out;
   RETURN_IF_ERROR(core_->Write([&](ClusterState& s) -> absl::Status {
     ASSIGN_OR_RETURN(out.first, s.billing().AddCredit(tenant, amount_micros, note));
-    out.second = s.billing().Balances(tenant).at(0);
+    out.second = ClusterBilling::Balances(s, tenant).at(0);
     return absl::OkStatus();
   }));
   return out;
@@ -38,13 +38,13 @@ absl::StatusOr<std::pair<billing::LedgerEntry, billing::TenantBalance>> CoreBill
 
 std::vector<billing::Price> CoreBilling::Prices() const {
   std::vector<billing::Price> out;
-  core_->Read([&](const ClusterState& s) { out = s.billing_state().prices().all(); });
+  core_->Read([&](const ClusterState& s) { out = ClusterBilling::Prices(s); });
   return out;
 }
 
 std::vector<billing::Plan> CoreBilling::Plans() const {
   std::vector<billing::Plan> out;
-  core_->Read([&](const ClusterState& s) { out = s.billing_state().Plans(); });
+  core_->Read([&](const ClusterState& s) { out = ClusterBilling::Plans(s); });
   return out;
 }
 
@@ -52,24 +52,21 @@ absl::StatusOr<billing::Bill> CoreBilling::Bill(const std::string& tenant,
                                                 const std::string& month) const {
   absl::StatusOr<billing::Bill> out = absl::UnknownError("not read");
   core_->Read([&](const ClusterState& s) {
-    out = s.billing_state().Bill(tenant, month, [&s](const std::string& id) {
-      const JobRecord* job = s.jobs().Find(id);
-      return job == nullptr ? std::string() : job->spec.name;
-    });
+    out = ClusterBilling::Bill(s, tenant, month);
   });
   return out;
 }
 
 std::vector<billing::TenantBalance> CoreBilling::Balances(const std::string& tenant) const {
   std::vector<billing::TenantBalance> out;
-  core_->Read([&](const ClusterState& s) { out = s.billing_state().Balances(tenant); });
+  core_->Read([&](const ClusterState& s) { out = ClusterBilling::Balances(s, tenant); });
   return out;
 }
 
 std::vector<billing::LedgerEntry> CoreBilling::Ledger(const std::string& tenant) const {
   std::vector<billing::LedgerEntry> out;
   core_->Read([&](const ClusterState& s) {
-    for (const billing::LedgerEntry& e : s.billing_state().ledger().entries()) {
+    for (const billing::LedgerEntry& e : ClusterBilling::LedgerOf(s).entries()) {
       if (tenant.empty() || e.tenant() == tenant) out.push_back(e);
     }
   });

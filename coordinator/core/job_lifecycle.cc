@@ -47,9 +47,15 @@ void JobLifecycle::Restore(std::vector<JobRecord> jobs) {
       std::optional<TimePoint> ckpt, deadline;
       if (job.last_checkpoint_unix > 0) ckpt = p_.clock->FromUnix(job.last_checkpoint_unix);
       if (job.stopping && job.preempted) deadline = p_.clock->FromUnix(job.preempt_deadline_unix);
+      // The attempt's span starts at its placement to the microsecond;
+      // start_time_unix is whole seconds and would age the attempt by up to
+      // 1 s against the minimum run time.
+      double started = static_cast<double>(job.start_time_unix);
+      if (!job.attempt_spans.empty() && job.attempt_spans.back().start > 0) {
+        started = job.attempt_spans.back().start;
+      }
       s = p_.sched->Restore(ToSchedRequest(job, *p_.options), ToSchedPlacement(job),
-                            p_.clock->FromUnix(static_cast<double>(job.start_time_unix)), ckpt,
-                            deadline);
+                            p_.clock->FromUnix(started), ckpt, deadline);
       if (s.ok() && job.stopping) PublishStop(job);
     } else {
       s = p_.sched->Submit(ToSchedRequest(job, *p_.options));

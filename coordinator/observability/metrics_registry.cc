@@ -64,7 +64,7 @@ void CoordinatorMetrics::AfterPass(const ClusterState& state, Duration pass) {
   auto p = std::make_shared<ViewPublisher::Published>();
   p->view = BuildClusterView(state, *telemetry_, UnixMs());
   p->counters = state.jobs().counters();
-  p->balances = state.billing_state().Balances();
+  p->balances = ClusterBilling::Balances(state);
   last_view_ = std::chrono::steady_clock::now();
   last_build_ = last_view_ - now;
   views_.Publish(std::move(p));

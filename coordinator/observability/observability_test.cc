@@ -198,7 +198,7 @@ TEST(CoordinatorMetricsTest, TenantsSpendBalanceAndCreditStatus) {
   EXPECT_NE(t.find("athanor_tenant_balance_micros{tenant=\"bob\"} 0\n"), std::string::npos) << t;
   EXPECT_NE(t.find("athanor_tenant_credit_status{tenant=\"bob\"} 3\n"), std::string::npos) << t;  // out
   // The published rows are the core's own.
-  const std::vector<billing::TenantBalance> rows = state.billing().Balances();
+  const std::vector<billing::TenantBalance> rows = ClusterBilling::Balances(state);
   ASSERT_EQ(metrics.View()->balances.size(), rows.size());
   EXPECT_EQ(metrics.View()->balances[0].DebugString(), rows[0].DebugString());
 }

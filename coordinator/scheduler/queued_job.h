@@ -50,7 +50,9 @@ struct QueuedJob {
   TimePoint started{};          // start of the current attempt
   std::optional<TimePoint> last_checkpoint;
   TimePoint preempt_deadline{};  // kPreempting: when the agents SIGKILL
-  bool borrower = false;         // backfilled onto reserved GPUs; preempted for the head
+  // Non-empty: it backfilled onto GPUs reserved for this head, which may
+  // preempt it before its minimum run time; other jobs may not.
+  JobId borrowed_from;
   PendingReason reason;
   // Non-empty: the coordinator holds this pending job from starting (e.g. a
   // newer checkpoint of it is still uploading) and this says why.

@@ -11,7 +11,9 @@
 // Backfill rule (Scheduler): a job whose declared limit ends by `start` may
 // use anything free; any other job may use a reserved node only within
 // `slack` (what the gang leaves unused there at `start`), unless it is
-// preemptible, in which case it borrows and is preempted for the gang.
+// preemptible, in which case it borrows and is preempted for the gang (its
+// minimum run time does not protect it). No job borrows while the gang waits
+// for jobs it preempted: the GPUs they free are the gang's.
 #pragma once
 
 #include <set>

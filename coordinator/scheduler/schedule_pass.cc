@@ -119,7 +119,7 @@ void SchedulePass::StartJob(QueuedJob& job, const std::vector<int>& nodes) {
   s_.holders[job.req.id] = &job;
   job.started = now_;
   s_.IndexEnd(job);
-  job.borrower = false;
+  job.borrowed_from.clear();
   job.reason.Set(PendingReason::Code::kNotConsidered);
   s_.accounting.Start(job.req.id, job.req.tenant, job.req.total_gpus(), now_);
   started_.push_back(job.req.id);
@@ -172,7 +172,7 @@ void SchedulePass::HandleHead(QueuedJob& job, int eligible_free) {
       const QueuedJob& h = *holder;
       if (h.state != QueuedJobState::kRunning || !h.req.preemptible) continue;
       bool lower = h.req.priority < req.priority && now_ - h.started >= options_.min_run_time;
-      bool borrowed = h.borrower && h.req.priority <= req.priority;
+      bool borrowed = h.borrowed_from == req.id;  // only from this head's reservation
       if (!lower && !borrowed) continue;
       PreemptionCandidate c;
       c.job = h.req.id;
@@ -207,6 +207,7 @@ void SchedulePass::HandleHead(QueuedJob& job, int eligible_free) {
   reservation_ = ComputeReservation(s_.membership, job, s_.ends, fits, now_);
   if (!victims.empty() && (base_fits >= req.nodes || reservation_)) {
     std::sort(victims.begin(), victims.end());
+    head_waits_preemption_ = true;
     job.reason.code = PendingReason::Code::kWaitingPreemption;
     job.reason.victims = victims;
   } else {
@@ -234,8 +235,12 @@ void SchedulePass::TryBackfill(QueuedJob& job) {
   job.reason.when = reservation.start;
   const bool ends_before = reservation.EndsBefore(now_, req.time_limit);
   PlacementResult placed = Place(req, ends_before ? nullptr : &reservation.slack);
+  // Borrowing pays only while the head waits for jobs to end on their own:
+  // GPUs its victims free are its own, and a borrower there would be
+  // preempted again as soon as the last victim exits.
   bool borrow = false;
-  if (!placed.ok() && !ends_before && req.preemptible && req.priority <= reservation.priority) {
+  if (!placed.ok() && !ends_before && req.preemptible && req.priority <= reservation.priority &&
+      !head_waits_preemption_) {
     placed = Place(req, nullptr);
     borrow = placed.ok();
   }
@@ -244,7 +249,7 @@ void SchedulePass::TryBackfill(QueuedJob& job) {
       for (int node : placed.nodes) ConsumeSlack(reservation, node, PerNodeNeed(req));
     }
     StartJob(job, placed.nodes);
-    job.borrower = borrow;
+    if (borrow) job.borrowed_from = reservation.job;
     return;
   }
   PlacementResult uncapped = ends_before ? placed : Place(req, nullptr);

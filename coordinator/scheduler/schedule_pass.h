@@ -43,6 +43,7 @@ class SchedulePass {
   bool head_found_ = false;
   JobId head_;
   bool strict_blocked_ = false;
+  bool head_waits_preemption_ = false;  // the head has victims PREEMPTING for it
   std::optional<Reservation> reservation_;
   std::vector<JobId> started_;
   size_t visited_ = 0;  // pending jobs looked at

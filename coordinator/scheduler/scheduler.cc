@@ -120,7 +120,7 @@ absl::Status Scheduler::OnJobExited(const JobId& id, bool requeue) {
   }
   job.state = QueuedJobState::kPending;
   job.nodes.clear();
-  job.borrower = false;
+  job.borrowed_from.clear();
   job.reason = PendingReason{};
   s_.queue.Add(job.req);
   return absl::OkStatus();

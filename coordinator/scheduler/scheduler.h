@@ -9,9 +9,12 @@
 //     submit sequence within a tenant;
 //   - hard per-tenant GPU quotas (jobs over quota are skipped, not blocking);
 //   - all-or-nothing gangs placed by Placement (topology, best fit);
-//   - the first job that cannot start (the "head") may preempt (Preemption);
-//     otherwise it gets a Reservation, and later jobs backfill only where they
-//     cannot delay it (off: strict order);
+//   - the first job that cannot start (the "head") may preempt (Preemption)
+//     lower-priority preemptible jobs that have run min_run_time, and
+//     preemptible borrowers of its reservation at any age; it also gets a
+//     Reservation, and later jobs backfill only where they cannot delay it
+//     (off: strict order). While it waits for its victims to exit, no job
+//     borrows the GPUs they free;
 //   - a job whose GPUs are PREEMPTING gets them back only at OnJobExited.
 //
 // Decisions are applied to the state before Schedule returns (a started job

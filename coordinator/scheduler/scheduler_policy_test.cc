@@ -225,7 +225,7 @@ TEST_F(BackfillTest, PreemptibleBorrowerIsPreemptedWhenTheGangCanStart) {
   auto d = sched_.Schedule();
   ASSERT_EQ(d.size(), 1u);
   EXPECT_EQ(Where(d[0]), std::vector<std::string>{"b:2,3"});
-  EXPECT_TRUE(sched_.view().job("S3")->borrower);
+  EXPECT_EQ(sched_.view().job("S3")->borrowed_from, "G");
   clock_.Advance(seconds(100));
   ASSERT_TRUE(sched_.OnJobExited("R1", false).ok());
   EXPECT_TRUE(sched_.Schedule().empty());  // b still holds R2
@@ -348,6 +348,73 @@ TEST_F(PolicyTest, MinimumRunTimeProtectsFreshJobs) {
   auto d = sched_.Schedule();
   ASSERT_EQ(d.size(), 1u);
   EXPECT_EQ(d[0].kind, Decision::Kind::kPreempt);
+}
+
+// The GPUs a victim frees are the head's: while the head waits for the jobs it
+// preempted, no preemptible job borrows them (it would be preempted again, run
+// time or not, as soon as the last victim exits).
+TEST_F(PolicyTest, GpusFreedByPreemptionAreNotBorrowed) {
+  Add(MakeNode("a", 4));
+  Add(MakeNode("b", 4));
+  auto low = [](const std::string& id) {
+    JobRequest job = MakeJob(id, 1, 4, "t", 0);
+    job.preemptible = true;
+    return job;
+  };
+  StartAlone(low("L1"), {"a:0,1,2,3"});
+  StartAlone(low("L2"), {"b:0,1,2,3"});
+  clock_.Advance(seconds(400));  // both past the minimum run time
+  Submit(low("P"));
+  Submit(MakeJob("H", 2, 4, "t", 10));
+  auto d = sched_.Schedule();
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[0].kind, Decision::Kind::kPreempt);
+  EXPECT_EQ(d[1].kind, Decision::Kind::kPreempt);
+  clock_.Advance(seconds(1));
+  ASSERT_TRUE(sched_.OnJobExited("L1", true).ok());  // a is free; b still PREEMPTING
+  d = sched_.Schedule();
+  for (const Decision& x : d) {
+    ADD_FAILURE() << (x.kind == Decision::Kind::kStart ? "started " : "preempted ") << x.job;
+  }
+  EXPECT_EQ(Reasons("H")[0], "waiting for preempted job(s) L2 to exit");
+  EXPECT_EQ(sched_.view().membership().node(0).free_gpus, 4);
+  clock_.Advance(seconds(1));
+  ASSERT_TRUE(sched_.OnJobExited("L2", true).ok());
+  d = sched_.Schedule();
+  ASSERT_EQ(d.size(), 1u) << (d.size() > 1 ? d[0].job + ", " + d[1].job : "");
+  EXPECT_EQ(d[0].kind, Decision::Kind::kStart);
+  EXPECT_EQ(d[0].job, "H");
+}
+
+// A borrower may be preempted young only by the head it borrowed from; for
+// any other job it is an ordinary one, protected by the minimum run time.
+TEST_F(PolicyTest, OnlyTheLenderPreemptsABorrowerBeforeItsMinimumRunTime) {
+  Add(MakeNode("a", 4));
+  Add(MakeNode("b", 4));
+  StartAlone(MakeJob("R1", 1, 4), {"a:0,1,2,3"});  // no time limits: never end
+  StartAlone(MakeJob("R2", 1, 2), {"b:0,1"});
+  Submit(MakeJob("A", 2, 4, "t", 5));
+  JobRequest p = MakeJob("P", 1, 2);
+  p.preemptible = true;
+  Submit(p);
+  auto d = sched_.Schedule();
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(Where(d[0]), std::vector<std::string>{"b:2,3"});
+  EXPECT_EQ(sched_.view().job("P")->borrowed_from, "A");
+  // A steps aside (held); B, another head that P's GPUs would let start, may
+  // not take them before P has run the minimum run time.
+  ASSERT_TRUE(sched_.SetHold("A", "waiting for an upload").ok());
+  Submit(MakeJob("B", 1, 2, "u", 5));
+  clock_.Advance(seconds(1));
+  d = sched_.Schedule();
+  for (const Decision& x : d) {
+    ADD_FAILURE() << (x.kind == Decision::Kind::kStart ? "started " : "preempted ") << x.job;
+  }
+  clock_.Advance(seconds(299));
+  d = sched_.Schedule();
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].kind, Decision::Kind::kPreempt);
+  EXPECT_EQ(d[0].job, "P");
 }
 
 TEST_F(PolicyTest, NodeDownKeepsGpusHeldUntilTheJobExits) {
