@@ -123,6 +123,8 @@ TEST(PriceBookTest, RefusesThePastAndNegativeAmounts) {
             "usage already charged is never repriced");
   billing::Price negative = PriceOf("H200", -5, 0);
   EXPECT_EQ(book.Set(&negative, kDec1).message(), "price of H200: amounts must not be negative");
+  billing::Price huge = PriceOf("H200", kMaxHourMicros + 1, 0);
+  EXPECT_EQ(book.Set(&huge, kDec1).message(), "price of H200: at most 1000000.00 per hour");
   billing::Price now = PriceOf("H200", 5, 0);
   ASSERT_TRUE(book.Set(&now, kDec1).ok());
   EXPECT_EQ(now.effective_unix_ms(), kDec1);

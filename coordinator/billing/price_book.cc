@@ -28,6 +28,11 @@ absl::Status PriceBook::Set(billing::Price* price, int64_t now_ms) {
     return absl::InvalidArgumentError(
         absl::StrCat("price of ", price->gpu_model(), ": amounts must not be negative"));
   }
+  if (price->gpu_hour_micros() > kMaxHourMicros || price->cpu_hour_micros() > kMaxHourMicros ||
+      price->memory_gib_hour_micros() > kMaxHourMicros) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "price of ", price->gpu_model(), ": at most 1000000.00 per hour"));
+  }
   if (price->effective_unix_ms() == 0) price->set_effective_unix_ms(now_ms);
   if (price->effective_unix_ms() < now_ms) {
     return absl::InvalidArgumentError(absl::StrCat(

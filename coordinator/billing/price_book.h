@@ -17,12 +17,16 @@
 namespace athanor::coord {
 
 inline constexpr char kDefaultPriceModel[] = "*";
+// The most an hour of one GPU (or CPU, or GiB) may cost: 1,000,000.00. Far
+// above any real price, low enough that no charge can overflow.
+inline constexpr int64_t kMaxHourMicros = 1000000LL * 1000000;
 
 class PriceBook {
  public:
   // Prices from the store, any order.
   void Restore(std::vector<billing::Price> prices);
-  // InvalidArgument for an empty or malformed model, a negative amount, or
+  // InvalidArgument for an empty or malformed model, a negative amount or one
+  // above kMaxHourMicros, or
   // an effective time before `now_ms` (0 means now_ms). A price of the same
   // model and effective time is replaced.
   absl::Status Set(billing::Price* price, int64_t now_ms);

@@ -86,6 +86,18 @@ class ClusterBillingTest : public ::testing::Test {
   std::unique_ptr<ClusterState> state_;
 };
 
+TEST_F(ClusterBillingTest, RefusesAmountsThatCouldOverflowABalance) {
+  EXPECT_EQ(state_->billing().AddCredit("t", kMaxAmountMicros + 1, "").status().message(),
+            "credit for t: the amount must be above zero and at most 1000000000.00");
+  EXPECT_EQ(state_->billing().AddCredit("t", 0, "").status().message(),
+            "credit for t: the amount must be above zero and at most 1000000000.00");
+  billing::Plan plan;
+  plan.set_tenant("t");
+  plan.set_credit_limit_micros(kMaxAmountMicros + 1);
+  EXPECT_EQ(state_->billing().SetPlan(plan).message(), "plan of t: amounts of at most 1000000000.00");
+  EXPECT_TRUE(ClusterBilling::Balances(*state_).empty());  // nothing was written
+}
+
 TEST_F(ClusterBillingTest, ChargesEveryIntervalAndAtReleaseExactly) {
   PriceAndPlan(1000000000);
   const std::string j = Submit(2);  // 4 GPUs

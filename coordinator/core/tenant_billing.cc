@@ -44,6 +44,11 @@ absl::Status TenantBilling::SetPlan(const billing::Plan& plan) {
     return absl::InvalidArgumentError(
         absl::StrCat("plan of ", plan.tenant(), ": amounts must not be negative"));
   }
+  if (plan.monthly_allowance_micros() > kMaxAmountMicros ||
+      plan.credit_limit_micros() > kMaxAmountMicros || plan.warn_micros() > kMaxAmountMicros) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("plan of ", plan.tenant(), ": amounts of at most 1000000000.00"));
+  }
   plans_[plan.tenant()] = plan;
   log_->MarkPlan(plan);
   GrantAllowances();
@@ -54,9 +59,9 @@ absl::StatusOr<billing::LedgerEntry> TenantBilling::AddCredit(const std::string&
                                                              int64_t amount_micros,
                                                              const std::string& note) {
   if (absl::Status s = ValidateName("tenant", tenant); !s.ok()) return s;
-  if (amount_micros <= 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("credit for ", tenant, ": the amount must be above zero"));
+  if (amount_micros <= 0 || amount_micros > kMaxAmountMicros) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "credit for ", tenant, ": the amount must be above zero and at most 1000000000.00"));
   }
   if (note.size() > 512) {
     return absl::InvalidArgumentError(absl::StrCat("credit note: ", note.size(),

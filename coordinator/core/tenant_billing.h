@@ -37,6 +37,10 @@
 
 namespace athanor::coord {
 
+// The most a plan's amounts or one top-up may be: 1,000,000,000.00, so that
+// no balance can overflow.
+inline constexpr int64_t kMaxAmountMicros = 1000000000LL * 1000000;
+
 class TenantBilling {
  public:
   TenantBilling(const StateOptions* options, ChangeLog* log, const WallClock* clock,
