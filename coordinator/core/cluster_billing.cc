@@ -1,6 +1,8 @@
 #include "coordinator/core/cluster_billing.h"
 
+#include <map>
 #include <set>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
@@ -63,17 +65,22 @@ void ClusterBilling::Enforce() {
   TenantBilling& b = state_.billing_;
   JobLifecycle& jobs = state_.jobs_;
   b.GrantAllowances();
-  const std::set<int64_t> active = jobs.active();
-  // A tenant near the end of its credit is metered every tick, so that it
-  // is stopped when it runs out, not up to an interval later.
-  for (int64_t seq : active) {
-    if (const JobRecord* job = jobs.Find(std::to_string(seq))) {
-      b.Meter(*job, b.Level(job->spec.tenant) != CreditLevel::kOk);
-    }
+  // The running attempts by tenant, found once a tick (the loops below are
+  // per plan). A tenant near the end of its credit is metered every tick,
+  // so that it is stopped when it runs out, not up to an interval later.
+  std::map<std::string, std::vector<JobRecord*>> by_tenant;
+  for (int64_t seq : jobs.active()) {
+    JobRecord* job = jobs.Mutable(std::to_string(seq));
+    if (job == nullptr) continue;
+    b.Meter(*job, b.Level(job->spec.tenant) != CreditLevel::kOk);
+    by_tenant[job->spec.tenant].push_back(job);
   }
   for (const billing::Plan& plan : b.Plans()) {
     const std::string& tenant = plan.tenant();
     const CreditLevel level = b.Level(tenant);
+    const bool held = state_.credit_held_.count(tenant) > 0;
+    auto running = by_tenant.find(tenant);
+    if (level == CreditLevel::kOk && !held && running == by_tenant.end()) continue;
     const std::string left = FormatMoney(Available(b.ledger(), &plan, tenant));
     std::string notice;
     if (level == CreditLevel::kLow || level == CreditLevel::kVeryLow) {
@@ -83,7 +90,6 @@ void ClusterBilling::Enforce() {
       notice = absl::StrCat("out of credit: tenant ", tenant, " has ", left,
                             " left; stopping (checkpoint now)");
     }
-    const bool held = state_.credit_held_.count(tenant) > 0;
     if (level == CreditLevel::kOut && !held) {
       state_.credit_held_.insert(tenant);
       state_.sched_.SetTenantHold(
@@ -98,9 +104,8 @@ void ClusterBilling::Enforce() {
       ATHANOR_LOG(INFO) << "tenant " << tenant << " has credit again (" << left
                         << " left): its jobs may start";
     }
-    for (int64_t seq : active) {
-      JobRecord* job = jobs.Mutable(std::to_string(seq));
-      if (job == nullptr || job->spec.tenant != tenant) continue;
+    if (running == by_tenant.end()) continue;
+    for (JobRecord* job : running->second) {
       if (job->billing_notice != notice) {
         if (!notice.empty()) ATHANOR_LOG(INFO) << "job " << job->id << ": " << notice;
         job->billing_notice = notice;

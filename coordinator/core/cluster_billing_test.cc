@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "coordinator/core/cluster_state.h"
+#include "coordinator/core/test_util.h"
 
 namespace athanor::coord {
 namespace {
@@ -60,13 +61,14 @@ class ClusterBillingTest : public ::testing::Test {
     for (const char* node : {"n1", "n2"}) {
       std::vector<RankReport> reports;
       for (const DesiredRank& d : state_->DesiredFor(node)) {
-        RankReport r;
-        r.job_id = d.job_id;
-        r.attempt = d.attempt;
-        r.rank = d.rank;
-        r.phase = d.job_id == job ? phase : RankPhase::kRunning;
-        if (d.job_id == job && phase == RankPhase::kExited) r.signal = 15, r.signal_from_agent = true;
-        reports.push_back(r);
+        if (d.job_id != job) {
+          reports.push_back(ReportOf(d));
+        } else if (phase == RankPhase::kExited) {  // stopped by its agent
+          reports.push_back(ReportOf(d, phase, 0, 15));
+          reports.back().signal_from_agent = true;
+        } else {
+          reports.push_back(ReportOf(d, phase));
+        }
       }
       ASSERT_TRUE(state_->Heartbeat(node, state_->log().generation(), reports));
     }

@@ -8,6 +8,7 @@
 
 #include "absl/strings/match.h"
 #include "coordinator/core/cluster_state.h"
+#include "coordinator/core/test_util.h"
 
 namespace athanor::coord {
 namespace {
@@ -40,22 +41,12 @@ class PreemptionTest : public ::testing::Test {
       std::vector<RankReport> reports;
       for (const DesiredRank& d : state_->DesiredFor(node)) {
         if (d.job_id != job) continue;
-        RankReport r;
-        r.job_id = d.job_id;
-        r.attempt = d.attempt;
-        r.rank = d.rank;
-        r.phase = phase;
-        r.cpu_seconds = cpu;
-        reports.push_back(r);
+        reports.push_back(ReportOf(d, phase));
+        reports.back().cpu_seconds = cpu;
       }
       // Other jobs' ranks keep running.
       for (const DesiredRank& d : state_->DesiredFor(node)) {
-        if (d.job_id == job) continue;
-        RankReport r;
-        r.job_id = d.job_id;
-        r.attempt = d.attempt;
-        r.rank = d.rank;
-        reports.push_back(r);
+        if (d.job_id != job) reports.push_back(ReportOf(d));
       }
       ASSERT_TRUE(state_->Heartbeat(node, state_->log().generation(), reports));
     }
@@ -106,14 +97,7 @@ TEST_F(PreemptionTest, VictimGetsGraceAsKillDelayAndRequeuesWithoutRestart) {
   for (const char* node : {"n1", "n2"}) {
     std::vector<RankReport> reports;
     for (const DesiredRank& d : state_->DesiredFor(node)) {
-      RankReport r;
-      r.job_id = d.job_id;
-      r.attempt = d.attempt;
-      r.rank = d.rank;
-      r.phase = RankPhase::kExited;
-      r.exit_code = 137;
-      r.signal = 9;
-      reports.push_back(r);
+      reports.push_back(ReportOf(d, RankPhase::kExited, 137, 9));
     }
     ASSERT_TRUE(state_->Heartbeat(node, state_->log().generation(), reports));
   }
@@ -309,10 +293,7 @@ TEST_F(PreemptionTest, GpuUtilisationDecidesIdlenessWhereMeasured) {
     for (const char* node : {"n1", "n2"}) {
       std::vector<RankReport> reports;
       for (const DesiredRank& d : state_->DesiredFor(node)) {
-        RankReport r;
-        r.job_id = d.job_id;
-        r.attempt = d.attempt;
-        r.rank = d.rank;
+        RankReport r = ReportOf(d);
         if (d.job_id == job) {
           r.cpu_seconds = cpu_s;
           r.gpu_utilization = gpu;

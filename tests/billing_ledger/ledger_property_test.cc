@@ -287,7 +287,9 @@ class Cluster {
       if (done(resp)) return resp;
       if (Clock::now() > deadline)
         return absl::DeadlineExceededError(absl::StrCat("not ", what, " within 20 s"));
-      std::this_thread::sleep_for(kPoll);  // polling, bounded by the deadline
+      // The state polled is another process's, read over RPC: no event to
+      // wait on. Bounded by the deadline.
+      std::this_thread::sleep_for(kPoll); /* sleep override */
     }
   }
 
@@ -402,7 +404,9 @@ TEST(BillingLedgerTest, LedgerMatchesRecomputationThroughKillsPriceChangesAndNod
       }
       if (!s.ok()) run_errors.push_back(s.ToString());
     }
-    std::this_thread::sleep_for(kPoll);  // polling, bounded by the deadline
+    // The state polled is another process's, read over RPC: no event to
+    // wait on. Bounded by the deadline.
+    std::this_thread::sleep_for(kPoll); /* sleep override */
   }
   log.Abort("");  // releases clients still waiting (a failed run)
   for (std::thread& t : clients) t.join();
