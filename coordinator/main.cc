@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -26,6 +27,7 @@
 #include "common/uri.h"
 #include "coordinator/auth/auth_setup.h"
 #include "coordinator/core/coordinator_core.h"
+#include "coordinator/core/job_network.h"
 #include "coordinator/health/hang_flags.h"
 #include "coordinator/observability/dashboard_http.h"
 #include "coordinator/observability/dashboard_rpc.h"
@@ -36,6 +38,9 @@
 #include "coordinator/rpc/billing_service.h"
 #include "coordinator/rpc/checkpoint_commit_service.h"
 #include "coordinator/rpc/coordinator_service.h"
+#include "coordinator/rpc/images_service.h"
+#include "coordinator/rpc/node_data_service.h"
+#include "coordinator/rpc/volumes_service.h"
 #include "coordinator/store/sqlite/sqlite_store.h"
 #include "security/tls.h"
 
@@ -45,7 +50,7 @@ namespace {
 constexpr int kMaxRpcThreads = 16;
 
 int Run(int argc, char** argv) {
-  std::string listen, state_path, advertise, port_range, log_level;
+  std::string listen, state_path, advertise, port_range, log_level, job_network;
   double heartbeat_timeout_s = 10, default_grace_s = ToSeconds(sched::kDefaultGrace),
          min_run_time_s = ToSeconds(sched::kDefaultMinRunTime);
   double idle_reclaim_grace_s = 60, checkpoint_poll_s = 30, checkpoint_upload_wait_s = 600;
@@ -56,10 +61,22 @@ int Run(int argc, char** argv) {
   std::vector<std::string> quotas;
   SecurityFlags security_flags;
   int64_t heartbeat_interval_ms = 1000, kill_after_ms = 5000;
+  std::string data_store_uri;  // images' and volumes' content
+  int64_t image_max_bytes = kDefaultImageMaxBytes;
+  VolumeQuota volume_quota;  // per tenant, where its policy sets none
   po::options_description desc("athanor-coordinator options");
   desc.add_options()
       ("listen", po::value(&listen)->default_value("127.0.0.1:7700"), "HOST:PORT to serve gRPC on")
       ("state", po::value(&state_path)->required(), "SQLite database holding jobs and nodes")
+      ("data-store", po::value(&data_store_uri)->default_value(""),
+       "object store (file:// or s3://) holding images' and volumes' content (default: file://<the "
+       "folder of --state>/data)")
+      ("image-max-bytes", po::value(&image_max_bytes)->default_value(image_max_bytes),
+       "the largest image (its root-filesystem tar) a tenant may import")
+      ("volume-quota-bytes", po::value(&volume_quota.max_bytes)->default_value(volume_quota.max_bytes),
+       "the sum of a tenant's volumes' size limits, unless its policy sets another (admin tenant set)")
+      ("volume-quota-count", po::value(&volume_quota.max_count)->default_value(volume_quota.max_count),
+       "how many volumes a tenant may hold, unless its policy sets another")
       ("advertise", po::value(&advertise)->default_value(""),
        "HOST:PORT ranks see as ATHANOR_COORDINATOR (default: --listen)")
       ("heartbeat-timeout-s", po::value(&heartbeat_timeout_s)->default_value(10),
@@ -73,6 +90,9 @@ int Run(int argc, char** argv) {
        "SIGTERM to SIGKILL delay for ranks of a stopped attempt")
       ("master-port-range", po::value(&port_range)->default_value("29500-29999"),
        "MASTER_PORT values handed to attempts, MIN-MAX")
+      ("job-network", po::value(&job_network)->default_value(""),
+       "CIDR (/8 to /24, e.g. 10.64.0.0/10): each job attempt gets a /24 of it and its ranks a network "
+       "of their own, reaching only the attempt's other nodes (docs/security.md); empty: off")
       ("default-grace-s", po::value(&default_grace_s)->default_value(default_grace_s),
        "preemption grace (SIGTERM to SIGKILL) for jobs that name none")
       ("min-run-time-s", po::value(&min_run_time_s)->default_value(min_run_time_s),
@@ -124,6 +144,13 @@ int Run(int argc, char** argv) {
       options.master_port_max > 65535 || options.master_port_min > options.master_port_max) {
     std::cerr << "athanor-coordinator: --master-port-range: expected MIN-MAX within 1..65535\n";
     return 2;
+  }
+  if (!job_network.empty()) {
+    if (absl::Status s = ParseJobNetwork(job_network).status(); !s.ok()) {
+      std::cerr << "athanor-coordinator: " << s.message() << "\n";
+      return 2;
+    }
+    options.job_network = job_network;
   }
   if (heartbeat_timeout_s <= 0 || heartbeat_interval_ms <= 0 || kill_after_ms < 0) {
     std::cerr << "athanor-coordinator: heartbeat and kill delays must be positive\n";
@@ -177,6 +204,26 @@ int Run(int argc, char** argv) {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   RegisterBuiltinObjectStores();
+  if (data_store_uri.empty()) {
+    std::error_code ec;
+    const std::filesystem::path state_abs = std::filesystem::absolute(state_path, ec);
+    data_store_uri = "file://" + (state_abs.parent_path() / "data").string();
+  }
+  if (volume_quota.max_bytes <= 0 || volume_quota.max_count <= 0) {
+    std::cerr << "athanor-coordinator: --volume-quota-bytes and --volume-quota-count must be positive\n";
+    return 2;
+  }
+  if (image_max_bytes <= 0) {
+    std::cerr << "athanor-coordinator: --image-max-bytes must be positive\n";
+    return 2;
+  }
+  // Images' content (and volumes'), through the checkpoints' store factory.
+  absl::StatusOr<std::unique_ptr<ObjectStore>> data_store = OpenObjectStore(data_store_uri);
+  if (!data_store.ok()) {
+    std::cerr << "athanor-coordinator: --data-store " << data_store_uri << ": "
+              << data_store.status().message() << "\n";
+    return 2;
+  }
 
   absl::StatusOr<std::unique_ptr<CoordinatorSecurity>> security =
       CoordinatorSecurity::Create(security_flags, listen, state_path, RealClock::Get());
@@ -248,6 +295,22 @@ int Run(int argc, char** argv) {
   builder.RegisterService((*security)->security_service());
   CheckpointCommitService checkpoint_commit_service(core->get(), (*security)->authorizer());
   builder.RegisterService(&checkpoint_commit_service);
+  ImagesService images_service(core->get(), (*security)->authorizer(), data_store->get(), image_max_bytes);
+  builder.RegisterService(&images_service);
+  NodeDataService node_data_service(core->get(), (*security)->authorizer(), data_store->get());
+  builder.RegisterService(&node_data_service);
+  // What a crash left between a volume's new blob and its commit goes now,
+  // before any agent can store (docs/operations.md, "Volumes").
+  if (absl::StatusOr<int> swept = SweepVolumeBlobs(data_store->get(), CoreVolumes(core->get()).List(""));
+      !swept.ok()) {
+    ATHANOR_LOG(WARNING) << "volumes: cannot sweep unreferenced blobs of " << (*data_store)->Describe() << ": "
+                         << swept.status();
+  } else if (*swept > 0) {
+    ATHANOR_LOG(INFO) << "volumes: deleted " << *swept << " unreferenced blob(s) of " << (*data_store)->Describe();
+  }
+  VolumesService volumes_service(core->get(), (*security)->authorizer(), (*security)->tokens(), data_store->get(),
+                                 volume_quota);
+  builder.RegisterService(&volumes_service);
   std::unique_ptr<ObservabilityService> observability;
   if (metrics) {
     observability = std::make_unique<ObservabilityService>(metrics.get(), (*security)->authorizer());

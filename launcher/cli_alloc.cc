@@ -12,7 +12,8 @@ namespace athanor::cli {
 
 int RunAlloc(CliContext& ctx, const std::vector<std::string>& args) {
   int32_t nodes = 1, gpus_per_node = 1;
-  std::string idle_timeout, name, tenant, archive_uri;
+  std::string idle_timeout, name, tenant, archive_uri, image;
+  std::vector<std::string> volumes;
   bool json = false;
   po::options_description desc("athanor alloc options");
   desc.add_options()
@@ -24,6 +25,10 @@ int RunAlloc(CliContext& ctx, const std::vector<std::string>& args) {
       ("tenant", po::value(&tenant), "tenant billed (default: $USER)")
       ("archive-uri", po::value(&archive_uri),
        "object store that keeps the work dirs when reclaimed (default: the agent's --archive-uri)")
+      ("image", po::value(&image),
+       "run in this image (`athanor image ls`) instead of the node's root filesystem")
+      ("volume", po::value(&volumes)->composing(),
+       "NAME:/path[:ro] mounts the tenant's volume at /path (repeatable; read-write needs --nodes 1)")
       ("json", po::bool_switch(&json), "print {\"job_id\": ...}");
   ParsedCommandLine cmd;
   if (int rc = ParseFlags(args, desc,
@@ -53,6 +58,7 @@ int RunAlloc(CliContext& ctx, const std::vector<std::string>& args) {
   spec->set_interactive(true);
   spec->set_idle_timeout_s(*timeout);
   spec->set_checkpoint_uri(archive_uri);
+  if (!SetEnvironment("alloc", image, volumes, spec)) return kExitUsage;
   if (cmd.after_dashes.empty()) {
     for (const char* a : {"sleep", "infinity"}) spec->add_command(a);
   } else {

@@ -38,7 +38,8 @@ int RunSubmit(CliContext& ctx, const std::vector<std::string>& args) {
   std::string name, tenant, checkpoint_uri, gpu_model, min_gpu_memory, memory_per_node;
   std::string time_limit, grace, idempotency_key, hang_timeout;
   int32_t nodes = 1, gpus_per_node = 1, priority = 0, max_restarts = 0, cpus_per_node = 0;
-  std::vector<std::string> env;
+  std::vector<std::string> env, volumes;
+  std::string image;
   bool json = false, preemptible = false, move_off_stragglers = false;
   po::options_description desc("athanor submit options");
   desc.add_options()
@@ -62,6 +63,11 @@ int RunSubmit(CliContext& ctx, const std::vector<std::string>& args) {
        "and requeue it on other nodes, where enough others could host it")
       ("checkpoint-uri", po::value(&checkpoint_uri), "ATHANOR_CHECKPOINT_URI for the ranks")
       ("env", po::value(&env)->composing(), "K=V set for every rank (repeatable)")
+      ("image", po::value(&image),
+       "run the ranks in this image (`athanor image ls`) instead of the node's root filesystem")
+      ("volume", po::value(&volumes)->composing(),
+       "NAME:/path[:ro] mounts the tenant's volume at /path in every rank (repeatable; "
+       "read-write needs --nodes 1)")
       ("idempotency-key", po::value(&idempotency_key),
        "makes retries safe: a second submit with the same key returns the first job "
        "(default: a fresh random key; lost replies are retried with it)")
@@ -115,6 +121,7 @@ int RunSubmit(CliContext& ctx, const std::vector<std::string>& args) {
   spec->set_move_off_stragglers(move_off_stragglers);
   spec->set_checkpoint_uri(checkpoint_uri);
   for (const std::string& a : cmd.after_dashes) spec->add_command(a);
+  if (!SetEnvironment("submit", image, volumes, spec)) return kExitUsage;
   std::map<std::string, std::string> env_map;
   for (const std::string& kv : env) {
     if (absl::Status bad = ParseEnvAssignment(kv, &env_map); !bad.ok()) {

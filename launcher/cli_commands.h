@@ -53,5 +53,7 @@ int RunAdmin(CliContext& ctx, const std::vector<std::string>& args);  // cli_adm
 int RunBill(CliContext& ctx, const std::vector<std::string>& args);
 int RunBalance(CliContext& ctx, const std::vector<std::string>& args);
 int RunTop(CliContext& ctx, const std::vector<std::string>& args);  // cli_top.cc
+int RunImage(CliContext& ctx, const std::vector<std::string>& args);  // cli_image.cc
+int RunVolume(CliContext& ctx, const std::vector<std::string>& args);  // cli_volume.cc
 
 }  // namespace athanor::cli

@@ -97,6 +97,14 @@ std::string FormatJob(const rpc::Job& j) {
       {"command:", absl::StrJoin(j.spec().command(), " ")},
       {"master:", absl::StrCat(j.master_addr(), ":", j.master_port())},
   };
+  if (!j.spec().image().empty()) kv.push_back({"image:", j.spec().image()});
+  if (j.spec().volumes_size() > 0) {
+    std::vector<std::string> mounts;
+    for (const rpc::VolumeMount& v : j.spec().volumes()) {
+      mounts.push_back(absl::StrCat(v.name(), ":", v.path(), v.read_only() ? ":ro" : ""));
+    }
+    kv.push_back({"volumes:", absl::StrJoin(mounts, ", ")});
+  }
   if (!j.spec().checkpoint_uri().empty()) {
     kv.push_back({"checkpoint:", j.committed_step() < 0
                                      ? std::string("none committed")

@@ -47,6 +47,8 @@ const std::vector<Entry>& Commands() {
        RunBill, false},
       {{"balance", "[--tenant T] [--json]", "what tenants have left to spend"}, RunBalance, false},
       {{"top", "[--interval S] [--once]", "live cluster view (q quits)"}, RunTop, false},
+      {{"image", "import|ls|rm ...", "environment images your jobs run in"}, RunImage, false},
+      {{"volume", "create|ls|rm|snapshot ...", "persistent volumes your jobs mount"}, RunVolume, false},
       {{"preempt", "ID [--grace S]", "checkpoint, stop and requeue a running job"}, RunPreempt, true},
       {{"drain", "NODE [--grace S] [--reason R]", "move jobs off a node; no new work"}, RunDrain, true},
       {{"undrain", "NODE", "let a drained node take work again"}, RunUndrain, true},

@@ -120,4 +120,26 @@ absl::Status ParseEnvAssignment(const std::string& text, std::map<std::string, s
   return absl::OkStatus();
 }
 
+absl::StatusOr<VolumeArg> ParseVolumeArg(const std::string& text) {
+  auto bad = [&](const std::string& why) {
+    return absl::InvalidArgumentError(absl::StrCat("--volume expects NAME:/path[:ro], got '", text, "': ", why));
+  };
+  size_t colon = text.find(':');
+  if (colon == std::string::npos) return bad("no ':/path'");
+  VolumeArg v;
+  v.name = text.substr(0, colon);
+  std::string rest = text.substr(colon + 1);
+  if (v.name.empty()) return bad("the volume's name is empty");
+  size_t mode = rest.rfind(':');
+  if (mode != std::string::npos) {
+    std::string word = rest.substr(mode + 1);
+    if (word != "ro" && word != "rw") return bad(absl::StrCat("the mode '", word, "' is neither ro nor rw"));
+    v.read_only = word == "ro";
+    rest = rest.substr(0, mode);
+  }
+  if (rest.empty() || rest[0] != '/') return bad("the path is not absolute");
+  v.path = rest;
+  return v;
+}
+
 }  // namespace athanor::cli

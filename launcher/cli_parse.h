@@ -8,6 +8,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 namespace athanor::cli {
 
@@ -28,5 +29,15 @@ absl::Status CheckMonth(const std::string& text, const std::string& what);
 // "K=V" into env[K] = V. InvalidArgument when there is no '=', K is empty or
 // not a variable name ([A-Za-z_][A-Za-z0-9_]*), or V holds a NUL byte.
 absl::Status ParseEnvAssignment(const std::string& text, std::map<std::string, std::string>* env);
+
+// A --volume argument: "NAME:/path", "NAME:/path:ro" or "NAME:/path:rw".
+// InvalidArgument naming the text when NAME is empty, the path is not
+// absolute or the mode is another word; the coordinator checks the rest.
+struct VolumeArg {
+  std::string name;
+  std::string path;
+  bool read_only = false;
+};
+absl::StatusOr<VolumeArg> ParseVolumeArg(const std::string& text);
 
 }  // namespace athanor::cli

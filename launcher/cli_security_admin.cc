@@ -7,7 +7,7 @@
 //   athanor admin token create --tenant T [--role user|admin] [--ttl D] [--description S]
 //   athanor admin token list [--tenant T] [--json]
 //   athanor admin token revoke ID
-//   athanor admin tenant set T --max-priority P [--json]
+//   athanor admin tenant set T [--max-priority P] [--max-volume-bytes S] [--max-volumes N] [--json]
 //   athanor admin tenant list [--json]
 //   athanor admin credentials set TENANT --file F   a tenant's store credentials (F: 0600,
 //                                                   lines access_key=, secret_key=, session_token=)
@@ -18,6 +18,7 @@
 // `--help` at each level describes it without calling anyone; the tree and
 // its help are cli_admin_tree.h's.
 #include <iostream>
+#include <optional>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -25,6 +26,7 @@
 #include "launcher/cli_admin_tree.h"
 #include "launcher/cli_format.h"
 #include "launcher/cli_util.h"
+#include "launcher/cli_volume.h"
 #include "security/cluster_ca.h"
 #include "security/private_file.h"
 
@@ -164,9 +166,9 @@ int RunTokenRevoke(CliContext& ctx, const std::vector<std::string>& args) {
 
 // ---------------------------------------------------------------- tenant
 
-const Subcommand kTenantSet{"set", "TENANT --max-priority P [--json]",
-                            "cap the priority a tenant's users may submit at"};
-const Subcommand kTenantList{"list", "[--json]", "list tenants' priority caps"};
+const Subcommand kTenantSet{"set", "TENANT [--max-priority P] [--max-volume-bytes S] [--max-volumes N] [--json]",
+                            "cap the priority a tenant's users may submit at, and its volumes"};
+const Subcommand kTenantList{"list", "[--json]", "list tenants' priority caps and volume quotas"};
 
 int PrintPolicies(const std::string& what, const CliContext& ctx, const grpc::Status& s,
                   const rpc::ListTenantPoliciesResponse& resp, bool json) {
@@ -175,28 +177,64 @@ int PrintPolicies(const std::string& what, const CliContext& ctx, const grpc::St
     std::cout << ToJson(resp);
   } else {
     for (const rpc::TenantPolicy& p : resp.policies()) {
-      std::cout << p.tenant() << "  max priority " << p.max_priority() << "\n";
+      std::cout << p.tenant() << "  max priority " << p.max_priority() << "  volumes "
+                << (p.max_volume_bytes() > 0 ? FormatSize(p.max_volume_bytes()) : std::string("default")) << ", "
+                << (p.max_volumes() > 0 ? std::to_string(p.max_volumes()) : std::string("default")) << " at most\n";
     }
   }
   return kExitOk;
 }
 
 int RunTenantSet(CliContext& ctx, const std::vector<std::string>& args) {
-  std::string tenant;
-  int32_t max_priority = 0;
+  std::string tenant, max_volume_bytes;
+  std::optional<int32_t> max_priority, max_volumes;
   bool json = false;
   po::options_description desc("options");
   desc.add_options()
       ("tenant", po::value(&tenant)->required(), "the tenant")
-      ("max-priority", po::value(&max_priority)->required(), "highest priority its users may submit at")
+      ("max-priority", po::value<int32_t>()->notifier([&](int32_t v) { max_priority = v; }),
+       "highest priority its users may submit at (required for a tenant without a policy)")
+      ("max-volume-bytes", po::value(&max_volume_bytes),
+       "the sum of its volumes' sizes: bytes, or with K, M, G, T (0: the coordinator's --volume-quota-bytes)")
+      ("max-volumes", po::value<int32_t>()->notifier([&](int32_t v) { max_volumes = v; }),
+       "how many volumes it may hold (0: the coordinator's --volume-quota-count)")
       ("json", po::bool_switch(&json), "print the ListTenantPoliciesResponse as JSON");
   po::positional_options_description pos = FirstOperand("tenant");
   ParsedCommandLine cmd;
   if (int rc = ParseFlags(args, desc, VerbUsage("tenant", kTenantSet), &cmd, &pos); rc >= 0) return rc;
   rpc::SetTenantPolicyRequest req;
-  req.mutable_policy()->set_tenant(tenant);
-  req.mutable_policy()->set_max_priority(max_priority);
+  rpc::TenantPolicy* policy = req.mutable_policy();
   auto stub = rpc::Security::NewStub(ctx.channel);
+  {  // The policy replaces the tenant's whole one: start from what it is.
+    grpc::ClientContext c;
+    PrepareCall(ctx, &c);
+    rpc::ListTenantPoliciesResponse current;
+    grpc::Status s = stub->ListTenantPolicies(&c, rpc::ListTenantPoliciesRequest(), &current);
+    if (!s.ok()) return RpcError(args[0], ctx, s);
+    bool found = false;
+    for (const rpc::TenantPolicy& p : current.policies()) {
+      if (p.tenant() == tenant) {
+        *policy = p;
+        found = true;
+      }
+    }
+    if (!found && !max_priority) return UsageError(args[0], "--max-priority: required for a tenant without a policy");
+  }
+  policy->set_tenant(tenant);
+  if (max_priority) policy->set_max_priority(*max_priority);
+  if (max_volumes) {
+    if (*max_volumes < 0) return UsageError(args[0], "--max-volumes: must be 0 or more");
+    policy->set_max_volumes(*max_volumes);
+  }
+  if (!max_volume_bytes.empty()) {
+    int64_t bytes = 0;
+    if (max_volume_bytes != "0") {
+      absl::StatusOr<int64_t> parsed = ParseSize("--max-volume-bytes", max_volume_bytes);
+      if (!parsed.ok()) return UsageError(args[0], std::string(parsed.status().message()));
+      bytes = *parsed;
+    }
+    policy->set_max_volume_bytes(bytes);
+  }
   grpc::ClientContext c;
   PrepareCall(ctx, &c);
   rpc::ListTenantPoliciesResponse resp;

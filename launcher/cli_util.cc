@@ -78,4 +78,21 @@ grpc::Status FetchJob(const CliContext& ctx, const std::string& id, rpc::Job* jo
   return ctx.stub->GetJob(&c, req, job);
 }
 
+bool SetEnvironment(const std::string& verb, const std::string& image, const std::vector<std::string>& volumes,
+                    rpc::JobSpec* spec) {
+  spec->set_image(image);
+  for (const std::string& text : volumes) {
+    absl::StatusOr<VolumeArg> v = ParseVolumeArg(text);
+    if (!v.ok()) {
+      std::cerr << "athanor " << verb << ": " << v.status().message() << "\n";
+      return false;
+    }
+    rpc::VolumeMount* m = spec->add_volumes();
+    m->set_name(v->name);
+    m->set_path(v->path);
+    m->set_read_only(v->read_only);
+  }
+  return true;
+}
+
 }  // namespace athanor::cli

@@ -30,6 +30,11 @@ void PrepareCall(const CliContext& ctx, grpc::ClientContext* c, int deadline_s =
 // A fresh random idempotency key (32 hex digits) for a submission.
 std::string NewIdempotencyKey();
 
+// Sets the job's image and its --volume mounts on `spec`; false (after
+// printing why, as "athanor VERB: ...") when a --volume is malformed.
+bool SetEnvironment(const std::string& verb, const std::string& image, const std::vector<std::string>& volumes,
+                    rpc::JobSpec* spec);
+
 // SubmitJob that survives a lost reply: while the coordinator is unreachable
 // or does not answer in time, retries the same request (the same idempotency
 // key) with backoff, for up to `attempts` tries. A retry of a submission that

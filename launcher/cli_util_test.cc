@@ -51,5 +51,25 @@ TEST(CliUtilTest, ParsesEnvAssignments) {
   EXPECT_EQ(ParseSince(std::string("2026-01-31\0junk", 15), 0), std::nullopt);
 }
 
+TEST(CliUtilTest, ParsesVolumeArguments) {
+  absl::StatusOr<VolumeArg> v = ParseVolumeArg("data:/mnt/data");
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(v->name, "data");
+  EXPECT_EQ(v->path, "/mnt/data");
+  EXPECT_FALSE(v->read_only);
+  v = ParseVolumeArg("w:/w:ro");
+  ASSERT_TRUE(v.ok());
+  EXPECT_TRUE(v->read_only);
+  EXPECT_FALSE(ParseVolumeArg("w:/w:rw")->read_only);
+  EXPECT_EQ(ParseVolumeArg("nopath").status().message(),
+            "--volume expects NAME:/path[:ro], got 'nopath': no ':/path'");
+  EXPECT_EQ(ParseVolumeArg(":/x").status().message(),
+            "--volume expects NAME:/path[:ro], got ':/x': the volume's name is empty");
+  EXPECT_EQ(ParseVolumeArg("a:/x:rx").status().message(),
+            "--volume expects NAME:/path[:ro], got 'a:/x:rx': the mode 'rx' is neither ro nor rw");
+  EXPECT_EQ(ParseVolumeArg("a:x").status().message(),
+            "--volume expects NAME:/path[:ro], got 'a:x': the path is not absolute");
+}
+
 }  // namespace
 }  // namespace athanor::cli

@@ -31,9 +31,13 @@ absl::Status FromProto(const rpc::TokenInfo& info, TokenRecord* out) {
 void ToProto(const TenantPolicy& p, rpc::TenantPolicy* out) {
   out->set_tenant(p.tenant);
   out->set_max_priority(p.max_priority);
+  out->set_max_volume_bytes(p.max_volume_bytes);
+  out->set_max_volumes(p.max_volumes);
 }
 
-TenantPolicy FromProto(const rpc::TenantPolicy& p) { return {p.tenant(), p.max_priority()}; }
+TenantPolicy FromProto(const rpc::TenantPolicy& p) {
+  return {p.tenant(), p.max_priority(), p.max_volume_bytes(), p.max_volumes()};
+}
 
 void ToProto(const StoreCredentials& c, rpc::TenantCredentials* out) {
   out->set_access_key(c.access_key);

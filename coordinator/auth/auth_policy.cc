@@ -54,6 +54,23 @@ constexpr AuthRule kRules[] = {
     {"Billing.ListPlans",              false, true,  false, Owner::kNone},
     {"Billing.AddCredit",              false, true,  false, Owner::kNone},
     {"Billing.ListLedger",             false, true,  false, Owner::kNone},
+    // Images: a user imports, lists and removes its own tenant's (and sees
+    // the public ones); publishing and other tenants' are an admin's
+    // (images_service.h). Agents fetch an image's content for their node's
+    // ranks only (node_data_service.h checks the desired ranks).
+    {"Images.ImportImage",             true,  true,  false, Owner::kTenant},
+    {"Images.ListImages",              true,  true,  false, Owner::kTenant},
+    {"Images.RemoveImage",             true,  true,  false, Owner::kTenant},
+    {"NodeData.FetchImage",            false, false, true,  Owner::kNone},
+    // Volumes: a user's own tenant's (admins: list and remove any tenant's,
+    // volumes_service.h). Agents move a volume's content only for a job
+    // placed on their node that mounts it (core/cluster_volumes.h checks).
+    {"Volumes.CreateVolume",           true,  true,  false, Owner::kTenant},
+    {"Volumes.ListVolumes",            true,  true,  false, Owner::kTenant},
+    {"Volumes.RemoveVolume",           true,  true,  false, Owner::kTenant},
+    {"Volumes.SnapshotVolume",         true,  true,  false, Owner::kTenant},
+    {"NodeData.FetchVolume",           false, false, true,  Owner::kNone},
+    {"NodeData.StoreVolume",           false, false, true,  Owner::kNone},
 };
 
 constexpr char kBearer[] = "Bearer ";

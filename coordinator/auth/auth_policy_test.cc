@@ -25,18 +25,23 @@ std::string TempDb() {
 // Every method of every service the coordinator serves has exactly one line
 // in the table: a new RPC without one fails here (and is denied at run time).
 TEST(AuthPolicyTest, EveryCoordinatorRpcHasARule) {
-  const google::protobuf::FileDescriptor* file = rpc::Job::descriptor()->file();
   std::set<std::string> methods;
-  // Every service of the proto but AgentControl, which agents serve.
-  ASSERT_EQ(file->service_count(), 7);
-  for (int k = 0; k < file->service_count(); ++k) {
-    const google::protobuf::ServiceDescriptor* s = file->service(k);
-    const std::string service = s->name();
-    if (service == "AgentControl") continue;
-    for (int i = 0; i < s->method_count(); ++i) {
-      std::string name = absl::StrCat(service, ".", s->method(i)->name());
-      methods.insert(name);
-      EXPECT_NE(FindAuthRule(name), nullptr) << name << " is not in the authorisation table";
+  // Every service of athanor.proto but AgentControl, which agents serve, and
+  // every one of athanor_data.proto (Images, Volumes, NodeData).
+  const google::protobuf::FileDescriptor* main_file = rpc::Job::descriptor()->file();
+  const google::protobuf::FileDescriptor* data_file = rpc::Image::descriptor()->file();
+  ASSERT_EQ(main_file->service_count(), 7);
+  ASSERT_EQ(data_file->service_count(), 3);
+  for (const google::protobuf::FileDescriptor* file : {main_file, data_file}) {
+    for (int k = 0; k < file->service_count(); ++k) {
+      const google::protobuf::ServiceDescriptor* s = file->service(k);
+      const std::string service = s->name();
+      if (service == "AgentControl") continue;
+      for (int i = 0; i < s->method_count(); ++i) {
+        std::string name = absl::StrCat(service, ".", s->method(i)->name());
+        methods.insert(name);
+        EXPECT_NE(FindAuthRule(name), nullptr) << name << " is not in the authorisation table";
+      }
     }
   }
   for (const AuthRule* r = AuthRulesBegin(); r != AuthRulesEnd(); ++r) {

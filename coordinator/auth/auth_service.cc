@@ -7,9 +7,8 @@
 namespace athanor::coord {
 namespace {
 
-void PoliciesToProto(const std::map<std::string, int32_t>& policies,
-                     rpc::ListTenantPoliciesResponse* resp) {
-  for (const auto& [tenant, max_priority] : policies) ToProto(TenantPolicy{tenant, max_priority}, resp->add_policies());
+void PoliciesToProto(const std::vector<TenantPolicy>& policies, rpc::ListTenantPoliciesResponse* resp) {
+  for (const TenantPolicy& p : policies) ToProto(p, resp->add_policies());
 }
 
 }  // namespace
@@ -58,11 +57,15 @@ grpc::Status SecurityService::SetTenantPolicy(grpc::ServerContext* ctx,
                                               rpc::ListTenantPoliciesResponse* resp) {
   absl::StatusOr<Identity> who = auth_->Check(*ctx, "Security.SetTenantPolicy");
   if (!who.ok()) return ToGrpc(who.status());
-  absl::Status s = tokens_->SetMaxPriority(req->policy().tenant(), req->policy().max_priority());
+  // The whole policy is replaced (`admin tenant set` sends what it read,
+  // with the flags given applied).
+  absl::Status s = tokens_->SetPolicy(FromProto(req->policy()));
   if (!s.ok()) return ToGrpc(s);
   ATHANOR_LOG(INFO) << who->Describe() << ": tenant " << req->policy().tenant()
-                    << " max priority " << req->policy().max_priority();
-  PoliciesToProto(tokens_->Policies(), resp);
+                    << " max priority " << req->policy().max_priority() << ", volumes at most "
+                    << req->policy().max_volume_bytes() << " bytes and " << req->policy().max_volumes()
+                    << " volumes (0: the defaults)";
+  PoliciesToProto(tokens_->PolicyList(), resp);
   return grpc::Status::OK;
 }
 
@@ -71,7 +74,7 @@ grpc::Status SecurityService::ListTenantPolicies(grpc::ServerContext* ctx,
                                                  rpc::ListTenantPoliciesResponse* resp) {
   absl::StatusOr<Identity> who = auth_->Check(*ctx, "Security.ListTenantPolicies");
   if (!who.ok()) return ToGrpc(who.status());
-  PoliciesToProto(tokens_->Policies(), resp);
+  PoliciesToProto(tokens_->PolicyList(), resp);
   return grpc::Status::OK;
 }
 

@@ -57,6 +57,7 @@ class CoordinatorSecurity {
   std::shared_ptr<grpc::ServerCredentials> server_credentials() const;
   ServiceSecurity service_security();
   const Authorizer* authorizer() const { return authorizer_.get(); }
+  const TokenStore* tokens() const { return tokens_.get(); }  // tenants' policies
   SecurityService* security_service() { return service_.get(); }
   const SecretStore* secrets() const { return secrets_.get(); }
   // For the dashboard and /metrics: pages and static assets are open (they

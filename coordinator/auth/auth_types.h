@@ -49,6 +49,10 @@ struct StoreCredentials {
 struct TenantPolicy {
   std::string tenant;
   int32_t max_priority = 0;
+  // Volumes: the sum of size limits and the count it may hold (0: the
+  // coordinator's --volume-quota-bytes / --volume-quota-count).
+  int64_t max_volume_bytes = 0;
+  int32_t max_volumes = 0;
 };
 
 }  // namespace athanor::coord

@@ -100,7 +100,7 @@ absl::Status TokenStore::Load() {
           status = absl::DataLossError(absl::StrCat("state database, tenant_policies: ", p.status().message()));
           break;
         }
-        max_priority_[p->tenant] = p->max_priority;
+        policies_[p->tenant] = *p;
       }
     }
     sqlite3_finalize(st);
@@ -222,21 +222,42 @@ absl::StatusOr<Identity> TokenStore::Authenticate(const std::string& token) cons
 
 int32_t TokenStore::MaxPriority(const std::string& tenant) const {
   absl::MutexLock lock(&mu_);
-  auto it = max_priority_.find(tenant);
-  return it == max_priority_.end() ? default_max_priority_ : it->second;
+  auto it = policies_.find(tenant);
+  return it == policies_.end() ? default_max_priority_ : it->second.max_priority;
 }
 
 absl::Status TokenStore::SetMaxPriority(const std::string& tenant, int32_t max_priority) {
   RETURN_IF_ERROR(ValidateName("tenant", tenant));
   absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(Put("tenant_policies", tenant, EncodeTenantPolicy({tenant, max_priority})));
-  max_priority_[tenant] = max_priority;
+  TenantPolicy p = policies_.count(tenant) ? policies_[tenant] : TenantPolicy{tenant};
+  p.max_priority = max_priority;
+  RETURN_IF_ERROR(Put("tenant_policies", tenant, EncodeTenantPolicy(p)));
+  policies_[tenant] = p;
   return absl::OkStatus();
 }
 
-std::map<std::string, int32_t> TokenStore::Policies() const {
+absl::Status TokenStore::SetPolicy(const TenantPolicy& policy) {
+  RETURN_IF_ERROR(ValidateName("tenant", policy.tenant));
+  if (policy.max_volume_bytes < 0 || policy.max_volumes < 0) {
+    return absl::InvalidArgumentError("max_volume_bytes, max_volumes: must be >= 0 (0: the coordinator's default)");
+  }
   absl::MutexLock lock(&mu_);
-  return max_priority_;
+  RETURN_IF_ERROR(Put("tenant_policies", policy.tenant, EncodeTenantPolicy(policy)));
+  policies_[policy.tenant] = policy;
+  return absl::OkStatus();
+}
+
+std::vector<TenantPolicy> TokenStore::PolicyList() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<TenantPolicy> out;
+  for (const auto& [tenant, p] : policies_) out.push_back(p);
+  return out;
+}
+
+TenantPolicy TokenStore::PolicyOf(const std::string& tenant) const {
+  absl::MutexLock lock(&mu_);
+  auto it = policies_.find(tenant);
+  return it == policies_.end() ? TenantPolicy{tenant, default_max_priority_} : it->second;
 }
 
 }  // namespace athanor::coord

@@ -57,9 +57,14 @@ class TokenStore {
   absl::StatusOr<Identity> Authenticate(const std::string& token) const;
 
   int32_t MaxPriority(const std::string& tenant) const;
-  // Per-tenant maximum priority; persisted.
+  // Per-tenant maximum priority; persisted (the policy's other fields kept).
   absl::Status SetMaxPriority(const std::string& tenant, int32_t max_priority);
-  std::map<std::string, int32_t> Policies() const;
+  // A tenant's whole policy, replaced; persisted. InvalidArgument for a bad
+  // tenant or a negative volume quota.
+  absl::Status SetPolicy(const TenantPolicy& policy);
+  // Every tenant's policy, by tenant; one tenant's (zeros when it has none).
+  std::vector<TenantPolicy> PolicyList() const;
+  TenantPolicy PolicyOf(const std::string& tenant) const;
 
  private:
   TokenStore(sqlite3* db, const Clock* clock, int32_t default_max_priority);
@@ -73,7 +78,7 @@ class TokenStore {
   mutable absl::Mutex mu_;
   sqlite3* db_ ABSL_GUARDED_BY(mu_);  // owned
   std::map<std::string, TokenRecord> tokens_ ABSL_GUARDED_BY(mu_);  // by id
-  std::map<std::string, int32_t> max_priority_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, TenantPolicy> policies_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace athanor::coord

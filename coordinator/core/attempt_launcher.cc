@@ -39,6 +39,7 @@ void AttemptLauncher::Hold(int32_t port) {
 }
 
 void AttemptLauncher::Release(const JobRecord& job) {
+  networks_.Release(job.network_subnet);
   auto it = port_holders_.find(job.master_port);
   if (it == port_holders_.end()) return;
   if (--it->second > 0) return;  // still shared
@@ -82,6 +83,20 @@ void AttemptLauncher::Start(JobRecord* job, const std::vector<sched::NodeAllocat
   job->start_time_unix = clock_->UnixSeconds();
   std::optional<NodeRecord> master = nodes_->Get(chosen[0].node);
   job->master_addr = master ? master->host : "";
+  job->network_subnet.clear();
+  if (networks_.enabled()) {
+    // Rank 0's store listens in the attempt's network, at its address there.
+    std::optional<std::string> subnet = networks_.Allocate();
+    if (subnet) {
+      job->network_subnet = *subnet;
+      job->master_addr = JobNetworks::Address(*subnet, 0);
+    } else {
+      job->network_subnet = kNoFreeJobNetwork;
+      ATHANOR_LOG(ERROR) << "job " << job->id << " attempt " << job->attempt << ": every /24 of --job-network "
+                         << options_->job_network << " is held (" << networks_.held()
+                         << " live attempts); its ranks will refuse to start";
+    }
+  }
   job->master_port = port;
   // The usage interval and the attempt's span start at the same instant:
   // billing charges the one, tenants check it against the other.
@@ -128,6 +143,8 @@ void AttemptLauncher::AppendDesired(const JobRecord& job, const std::string& nod
     for (auto& [k, v] : env.ToEnvironment()) d.env[k] = v;
     d.gpu_ids = p.gpu_ids;
     d.tenant = job.spec.tenant;
+    d.image_digest = job.image_digest;  // resolved at submission (cluster_images.h)
+    d.volumes = job.spec.volumes;
     d.memory_mb = job.spec.memory_mb_per_node;
     d.cpus = job.spec.cpus_per_node;
     d.terminate = job.stopping;
@@ -142,8 +159,27 @@ void AttemptLauncher::AppendDesired(const JobRecord& job, const std::string& nod
       if (job.idle_warned) d.notice = job.reason;
     }
     if (d.notice.empty()) d.notice = job.billing_notice;
+    // Attempts placed before --job-network was on have none, and run on as they are.
+    if (!job.network_subnet.empty()) d.network = NetworkView(job, p.node_rank);
     out->push_back(std::move(d));
   }
+}
+
+JobNetworkView AttemptLauncher::NetworkView(const JobRecord& job, int32_t node_rank) const {
+  JobNetworkView view;
+  if (job.network_subnet == kNoFreeJobNetwork) {
+    view.peers.push_back({});  // none free: the agent refuses the ranks, saying why
+    return view;
+  }
+  view.address = JobNetworks::Address(job.network_subnet, node_rank);
+  if (job.attempt_nodes.size() < static_cast<size_t>(job.attempt)) return view;
+  const std::vector<std::string>& nodes = job.attempt_nodes[job.attempt - 1];
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    std::optional<NodeRecord> node = nodes_->Get(nodes[n]);
+    view.peers.push_back({JobNetworks::Address(job.network_subnet, static_cast<int32_t>(n)),
+                          node ? node->host : ""});
+  }
+  return view;
 }
 
 }  // namespace athanor::coord

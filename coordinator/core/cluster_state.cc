@@ -46,7 +46,14 @@ void ClusterState::Restore(std::vector<JobRecord> jobs, const std::vector<NodeRe
 
 absl::StatusOr<SubmitResult> ClusterState::SubmitJob(const JobSpec& spec, const std::string& key,
                                                      int32_t max_pending) {
-  ASSIGN_OR_RETURN(SubmitResult r, jobs_.Submit(spec, key, max_pending));
+  // The image resolves now, under the same lock as the submission: the job
+  // runs exactly this digest whatever later happens to the name.
+  std::string image_digest;
+  if (!spec.image.empty()) {
+    ASSIGN_OR_RETURN(image_digest, images().ResolveDigest(spec.tenant, spec.image));
+  }
+  RETURN_IF_ERROR(volumes().CheckSubmit(spec, key));  // under the same lock, too
+  ASSIGN_OR_RETURN(SubmitResult r, jobs_.Submit(spec, key, max_pending, image_digest));
   if (!r.duplicate) ScheduleInline();
   return r;
 }
@@ -203,6 +210,8 @@ Changes ClusterState::TakeChanges(std::set<std::string>* touched_nodes) {
   c.prices = std::move(marks.prices);
   c.plans = std::move(marks.plans);
   c.ledger = std::move(marks.ledger);
+  c.volumes = std::move(marks.volumes);
+  c.images = std::move(marks.images);
   if (touched_nodes != nullptr) *touched_nodes = std::move(marks.touched);
   return c;
 }

@@ -31,15 +31,19 @@
 #include "coordinator/core/attempt_launcher.h"
 #include "coordinator/core/cluster_admin.h"
 #include "coordinator/core/cluster_billing.h"
+#include "coordinator/core/cluster_volumes.h"
+#include "coordinator/core/cluster_images.h"
 #include "coordinator/core/job_lifecycle.h"
 #include "coordinator/core/node_table.h"
 #include "coordinator/core/tenant_accounts.h"
 #include "coordinator/core/tenant_billing.h"
 #include "coordinator/health/hang_detector.h"
+#include "coordinator/images/image_registry.h"
 #include "coordinator/model/change_log.h"
 #include "coordinator/model/state_types.h"
 #include "coordinator/model/wall_clock.h"
 #include "coordinator/scheduler/scheduler.h"
+#include "coordinator/volumes/volume_registry.h"
 
 namespace athanor::coord {
 
@@ -96,6 +100,12 @@ class ClusterState {
   // ---- billing: prices, plans, credit (cluster_billing.h); its reads are
   // ClusterBilling's static functions over a const state.
   ClusterBilling billing() { return ClusterBilling(*this); }
+  // ---- volumes: tenants' volumes and the jobs that mount them
+  // (cluster_volumes.h); its reads are ClusterVolumes' static functions.
+  ClusterVolumes volumes() { return ClusterVolumes(*this); }
+  // ---- images: records, resolution at submit (cluster_images.h); its reads
+  // are ClusterImages' static functions over a const state.
+  ClusterImages images() { return ClusterImages(*this); }
   absl::StatusOr<WhyResult> Why(const std::string& id) const;
 
   // The ranks `node` should run now. Empty for unknown nodes.
@@ -115,6 +125,8 @@ class ClusterState {
  private:
   friend class ClusterAdmin;  // facets of this class's interface
   friend class ClusterBilling;
+  friend class ClusterVolumes;
+  friend class ClusterImages;
 
   // Hangs and stragglers (cluster_state_hangs.cc): feeds running ranks'
   // progress to the detector; stops hung attempts (stacks captured first),
@@ -144,6 +156,8 @@ class ClusterState {
   NodeTable nodes_;
   TenantAccounts accounts_;
   TenantBilling billing_;
+  VolumeRegistry volumes_;
+  ImageRegistry images_;  // environment images' records (cluster_images.h)
   // Tenants whose jobs are held for want of credit (ClusterBilling::Enforce).
   std::set<std::string> credit_held_;
   AttemptLauncher launcher_;

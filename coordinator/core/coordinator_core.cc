@@ -30,6 +30,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorCore>> CoordinatorCore::Create(
     c->state_.Restore(std::move(contents.jobs), contents.nodes, contents.quotas);
     RETURN_IF_ERROR(c->state_.billing().Restore(std::move(contents.prices), std::move(contents.plans),
                                              std::move(contents.ledger)));
+    c->state_.images().Restore(std::move(contents.images));
+    RETURN_IF_ERROR(c->state_.volumes().Restore(std::move(contents.volumes)));
     c->state_.TakeChanges();  // restoring changes nothing on disk
     c->durable_generation_ = c->state_.log().generation();
   }
@@ -158,6 +160,7 @@ void CoordinatorCore::Heartbeat(LongPolls::Id id, HeartbeatRequest req,
                                  req.health_message)) {
       now.reregister = true;
     } else {
+      state_.images().SetCached(req.node, std::move(req.cached_images));
       CommitLocked(nullptr);  // reports: durable with the next round
       const uint64_t gen = state_.log().NodeGeneration(req.node);
       if (gen <= durable_generation_ && (gen != req.known_generation || req.max_wait <= Duration::zero())) {

@@ -52,6 +52,7 @@ struct HeartbeatRequest {
   Duration max_wait{0};
   bool health_ok = true;
   std::string health_message;
+  std::vector<std::string> cached_images;  // digests in the agent's image cache
 };
 
 class CoordinatorCore {

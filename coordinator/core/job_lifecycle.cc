@@ -7,6 +7,7 @@
 #include "common/logging.h"
 #include "common/status.h"
 #include "coordinator/core/attempt_spans.h"
+#include "coordinator/core/job_network.h"
 #include "coordinator/health/rank_reports.h"
 #include "coordinator/model/validation.h"
 
@@ -68,7 +69,7 @@ void JobLifecycle::Restore(std::vector<JobRecord> jobs) {
 }
 
 absl::StatusOr<SubmitResult> JobLifecycle::Submit(const JobSpec& spec, const std::string& key,
-                                                  int32_t max_pending) {
+                                                  int32_t max_pending, const std::string& image_digest) {
   RETURN_IF_ERROR(ValidateJobSpec(spec));
   RETURN_IF_ERROR(ValidateIdempotencyKey(key));
   const Duration floor = p_.options->hangs.timeout_floor;
@@ -76,6 +77,11 @@ absl::StatusOr<SubmitResult> JobLifecycle::Submit(const JobSpec& spec, const std
     return absl::InvalidArgumentError(absl::StrCat(
         "hang_timeout_s: ", spec.hang_timeout_s, " s is below the coordinator's floor of ",
         ToSeconds(floor), " s (--hang-timeout-floor-s); ask for at least that, or 0 for the default"));
+  }
+  if (!p_.options->job_network.empty() && spec.nodes > kMaxJobNetworkNodes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "nodes: ", spec.nodes, " nodes is more than a job network holds (each attempt gets a /24 of "
+        "--job-network, one address per node): at most ", kMaxJobNetworkNodes));
   }
   if (!key.empty()) {
     auto it = by_key_.find({spec.tenant, key});
@@ -91,6 +97,7 @@ absl::StatusOr<SubmitResult> JobLifecycle::Submit(const JobSpec& spec, const std
   job.seq = next_seq_;
   job.id = std::to_string(job.seq);
   job.spec = spec;
+  job.image_digest = image_digest;
   job.idempotency_key = key;
   job.state = JobState::kPending;
   job.submit_time_unix = p_.clock->UnixSeconds();

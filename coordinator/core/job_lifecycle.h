@@ -74,8 +74,9 @@ class JobLifecycle {
   // HangOptions::timeout_floor too) and queues a job. `max_pending` > 0: the
   // most pending jobs the spec's tenant may have; a new job past it is
   // ResourceExhausted (a retry of an existing key is not refused).
+  // `image_digest`: what spec.image resolved to (ClusterImages), kept in the record.
   absl::StatusOr<SubmitResult> Submit(const JobSpec& spec, const std::string& idempotency_key,
-                                      int32_t max_pending = 0);
+                                      int32_t max_pending = 0, const std::string& image_digest = "");
   // NotFound for an unknown id. Finished jobs come back unchanged.
   absl::StatusOr<JobRecord> Cancel(const std::string& id);
   // By an admin; FailedPrecondition unless the job is running.

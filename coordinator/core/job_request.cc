@@ -23,6 +23,7 @@ sched::JobRequest ToSchedRequest(const JobRecord& job, const StateOptions& optio
   r.grace = GraceOf(job, options);
   r.submit_seq = static_cast<uint64_t>(job.seq);
   r.avoid_nodes = job.avoid_nodes;
+  r.image_digest = job.image_digest;
   return r;
 }
 

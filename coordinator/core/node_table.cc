@@ -210,7 +210,13 @@ std::optional<NodeView> NodeTable::View(const std::string& name) const {
   const sched::MemberNode* n = Find(name);
   if (n == nullptr) return std::nullopt;
   NodeView v{ToRecord(*n), n->spec.gpus - n->free_gpus, JobsOn(name)};
+  v.cached_images = n->cached_images;
   return v;
+}
+
+void NodeTable::SetCachedImages(const std::string& name, std::vector<std::string> digests) {
+  // An unknown node has nothing to show (the heartbeat asks it to register).
+  sched_->SetNodeCachedImages(name, std::move(digests)).IgnoreError();
 }
 
 std::vector<NodeView> NodeTable::Views() const {

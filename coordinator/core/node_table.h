@@ -60,6 +60,10 @@ class NodeTable {
   // drains when it comes back). NotFound for an unknown node.
   absl::Status Drain(const std::string& name, const std::string& reason);
   absl::Status Undrain(const std::string& name);
+  // The digests in the node's agent's image cache, as its last heartbeat
+  // said (memory only: agents say it again after a restart). Ignored for an
+  // unknown node.
+  void SetCachedImages(const std::string& name, std::vector<std::string> digests);
   // Marks every node of `nodes` changed (their holds or state moved).
   void Touched(const std::vector<std::string>& nodes);
 

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "coordinator/model/state_types.h"  // ImageChange, VolumeChange
 #include "coordinator/model/types.h"
 #include "proto/athanor_billing.pb.h"
 
@@ -58,6 +59,18 @@ class ChangeLog {
     ++marks_;
   }
 
+  // Images (core/cluster_images.h): a record as set or removed, in order.
+  void MarkImage(rpc::Image image, bool removed) {
+    images_.push_back({std::move(image), removed});
+    ++marks_;
+  }
+
+  // Volumes (core/cluster_volumes.h): a record as set or removed, in order.
+  void MarkVolume(rpc::Volume volume, bool removed) {
+    volumes_.push_back({std::move(volume), removed});
+    ++marks_;
+  }
+
   // The ranks `node` should run changed.
   void TouchNode(const std::string& node) {
     node_generation_[node] = ++generation_;
@@ -80,10 +93,13 @@ class ChangeLog {
     std::vector<billing::Price> prices;
     std::vector<billing::Plan> plans;
     std::vector<billing::LedgerEntry> ledger;
+    std::vector<ImageChange> images;
+    std::vector<VolumeChange> volumes;
   };
   Marks Take() {
     Marks m{std::move(jobs_), std::move(nodes_), std::move(quotas_), std::move(touched_),
-            generation_, std::move(prices_), std::move(plans_), std::move(ledger_)};
+            generation_, std::move(prices_), std::move(plans_), std::move(ledger_),
+            std::move(images_), std::move(volumes_)};
     jobs_.clear();
     nodes_.clear();
     quotas_.clear();
@@ -91,6 +107,8 @@ class ChangeLog {
     prices_.clear();
     plans_.clear();
     ledger_.clear();
+    images_.clear();
+    volumes_.clear();
     return m;
   }
  private:
@@ -101,6 +119,8 @@ class ChangeLog {
   std::vector<billing::Price> prices_;
   std::vector<billing::Plan> plans_;
   std::vector<billing::LedgerEntry> ledger_;
+  std::vector<ImageChange> images_;
+  std::vector<VolumeChange> volumes_;
   std::unordered_map<std::string, uint64_t> node_generation_;
   uint64_t generation_;
   uint64_t marks_ = 0;

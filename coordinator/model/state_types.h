@@ -12,6 +12,7 @@
 #include "coordinator/model/types.h"
 #include "coordinator/scheduler/types.h"
 #include "proto/athanor_billing.pb.h"
+#include "proto/athanor_data.pb.h"
 
 namespace athanor::coord {
 
@@ -26,6 +27,9 @@ struct StateOptions {
   int32_t master_port_max = 29999;
   int64_t kill_after_ms = 5000;        // SIGTERM -> SIGKILL for stopped ranks
   std::string coordinator_address;     // ATHANOR_COORDINATOR seen by ranks
+  // --job-network CIDR: each attempt gets a /24 of it and its ranks a network
+  // of their own (core/job_network.h); "" off. Parsed by main.cc first.
+  std::string job_network;
   Duration default_grace = sched::kDefaultGrace;  // preemption grace when a job names none
   Duration min_run_time = sched::kDefaultMinRunTime;  // before the scheduler may preempt a job again
   bool backfill = true;
@@ -70,6 +74,19 @@ struct NodeView {
   NodeRecord record;
   int32_t gpus_allocated = 0;
   std::vector<std::string> jobs;  // ids of jobs holding GPUs there, by submission
+  std::vector<std::string> cached_images;  // digests in its agent's image cache, as last heard
+};
+
+// An image record to write, or (`removed`) to delete by (tenant, name).
+struct ImageChange {
+  rpc::Image image;
+  bool removed = false;
+};
+
+// A volume record to write, or (`removed`) to delete by (tenant, name).
+struct VolumeChange {
+  rpc::Volume volume;
+  bool removed = false;
 };
 
 // Records to persist after one or more operations.
@@ -82,9 +99,11 @@ struct Changes {
   std::vector<billing::Price> prices;
   std::vector<billing::Plan> plans;
   std::vector<billing::LedgerEntry> ledger;
+  std::vector<ImageChange> images;  // in order: a later change of a key wins
+  std::vector<VolumeChange> volumes;  // in order: a later change of a key wins
   bool empty() const {
     return jobs.empty() && nodes.empty() && quotas.empty() && prices.empty() && plans.empty() &&
-           ledger.empty();
+           ledger.empty() && images.empty() && volumes.empty();
   }
 };
 

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,14 @@ enum class NodeState { kUp, kDraining, kDrained, kDown, kUnknown };
 const char* JobStateName(JobState s);    // "PENDING", ...
 const char* NodeStateName(NodeState s);  // "UP", ...
 bool IsTerminal(JobState s);
+
+// A job's mount of a tenant's volume (`--volume NAME:/path[:ro]`).
+struct VolumeMount {
+  std::string name;
+  std::string path;  // absolute, normalised, inside the rank's sandbox
+  bool read_only = false;
+  bool operator==(const VolumeMount&) const = default;
+};
 
 struct JobSpec {
   std::string name;
@@ -43,6 +52,10 @@ struct JobSpec {
   // A rank flagged as a straggler moves the job off its node: the attempt is
   // stopped as for a preemption (with the job's grace) and requeued to avoid it.
   bool move_off_stragglers = false;
+  // The tenant's environment: an image's name ("" : the node's own root
+  // filesystem, read-only) and volumes mounted into every rank's sandbox.
+  std::string image;
+  std::vector<VolumeMount> volumes;
 };
 
 // One attempt's hold on GPUs, for accounting (Unix seconds, fractional).
@@ -133,6 +146,9 @@ struct JobRecord {
   std::string id;
   int64_t seq = 0;  // submission order; ids are its decimal form
   JobSpec spec;
+  // The digest spec.image resolved to at submission (core/cluster_images.h):
+  // every attempt runs exactly the image the job was submitted with. "": none.
+  std::string image_digest;
   std::string idempotency_key;  // of the submission that created it; may be empty
   JobState state = JobState::kPending;
   int32_t attempt = 0;
@@ -147,6 +163,10 @@ struct JobRecord {
   int64_t committed_step = -1;
   std::string master_addr;
   int32_t master_port = 0;
+  // The attempt's /24 of --job-network ("A.B.C.0"; "" without one; "none"
+  // when every one was held): held while the attempt is allocated
+  // (core/job_network.h).
+  std::string network_subnet;
   // The attempt is being stopped: its ranks are told to terminate, and once
   // none runs any more the allocation is released and the job moves to
   // `stop_outcome` (FAILED, CANCELLED, or PENDING to requeue).
@@ -230,6 +250,18 @@ struct RankReport {
 };
 
 // A rank a node should run (or stop, when terminate is set).
+// An attempt's network as one node sees it (--job-network; docs/security.md,
+// "A job's network").
+struct JobNetworkPeer {
+  std::string address;  // the attempt's address on that node
+  std::string host;     // that node's host (the route's next hop)
+};
+struct JobNetworkView {
+  std::string address;  // "" with peers: the coordinator had no free /24 (ranks refuse to start)
+  int32_t prefix_length = 24;
+  std::vector<JobNetworkPeer> peers;  // every node of the attempt, in node-rank order
+};
+
 struct DesiredRank {
   std::string job_id;
   int32_t attempt = 0;
@@ -248,6 +280,9 @@ struct DesiredRank {
   int64_t memory_mb = 0;
   int32_t cpus = 0;
   bool capture_stacks = false;  // stopped for a hang: capture stacks first
+  std::string image_digest;         // the job's image ("" : the node's root filesystem)
+  std::vector<VolumeMount> volumes;  // the job's volumes
+  std::optional<JobNetworkView> network;  // the attempt's network (none: the node's)
 };
 
 // GPU-seconds of `job`'s attempts from `since_unix` up to `now_unix` (an

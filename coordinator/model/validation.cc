@@ -1,6 +1,9 @@
 #include "coordinator/model/validation.h"
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/status.h"
 
 namespace athanor::coord {
@@ -26,6 +29,40 @@ absl::Status ValidateName(const std::string& field, const std::string& value) {
   for (unsigned char c : value) {
     if (c < 0x21 || c > 0x7e || c == '/') {
       return Invalid(field, "may hold only printable ASCII without spaces or '/'");
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateResourceName(const std::string& field, const std::string& value) {
+  if (value.empty()) return Invalid(field, "must not be empty");
+  if (value.size() > kMaxResourceNameBytes) {
+    return Invalid(field, absl::StrCat("is ", value.size(), " bytes; at most ", kMaxResourceNameBytes));
+  }
+  if (value == "." || value == "..") return Invalid(field, absl::StrCat("'", value, "' is not a name"));
+  for (unsigned char c : value) {
+    if (!absl::ascii_isalnum(c) && c != '.' && c != '_' && c != '-') {
+      return Invalid(field, "may hold only letters, digits, '.', '_' and '-'");
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateMountPath(const std::string& field, const std::string& path) {
+  if (absl::Status s = CheckLength(field, path); !s.ok()) return s;
+  if (path.empty() || path[0] != '/') return Invalid(field, "must be an absolute path");
+  if (path == "/") return Invalid(field, "cannot be '/'");
+  for (absl::string_view part : absl::StrSplit(absl::string_view(path).substr(1), '/')) {
+    if (part.empty() || part == "." || part == "..") {
+      return Invalid(field, absl::StrCat("'", path, "' is not normalised (an empty, '.' or '..' part)"));
+    }
+    for (unsigned char c : part) {
+      if (c < 0x20 || c == 0x7f || c == ':') return Invalid(field, "holds a control character or ':'");
+    }
+  }
+  for (const char* reserved : {"/proc", "/dev", "/sys", "/tmp", "/.athanor"}) {
+    if (path == reserved || absl::StartsWith(path, absl::StrCat(reserved, "/"))) {
+      return Invalid(field, absl::StrCat("'", path, "' is inside ", reserved, ", which the sandbox makes itself"));
     }
   }
   return absl::OkStatus();
@@ -88,6 +125,22 @@ absl::Status ValidateJobSpec(const JobSpec& spec) {
   if (total > kMaxCommandEnvBytes) {
     return Invalid("spec.command/spec.env", absl::StrCat("total ", total, " bytes; at most ",
                                                          kMaxCommandEnvBytes, " allowed"));
+  }
+  if (!spec.image.empty()) RETURN_IF_ERROR(ValidateResourceName("spec.image", spec.image));
+  if (spec.volumes.size() > kMaxVolumesPerJob) {
+    return Invalid("spec.volumes", absl::StrCat(spec.volumes.size(), " mounts; at most ", kMaxVolumesPerJob));
+  }
+  for (size_t i = 0; i < spec.volumes.size(); ++i) {
+    const VolumeMount& v = spec.volumes[i];
+    RETURN_IF_ERROR(ValidateResourceName("spec.volumes.name", v.name));
+    RETURN_IF_ERROR(ValidateMountPath("spec.volumes.path", v.path));
+    for (size_t j = 0; j < i; ++j) {
+      const VolumeMount& w = spec.volumes[j];
+      if (w.name == v.name) return Invalid("spec.volumes", absl::StrCat("volume '", v.name, "' is mounted twice"));
+      if (w.path == v.path || absl::StartsWith(v.path, w.path + "/") || absl::StartsWith(w.path, v.path + "/")) {
+        return Invalid("spec.volumes", absl::StrCat("mount paths '", w.path, "' and '", v.path, "' overlap"));
+      }
+    }
   }
   return absl::OkStatus();
 }

@@ -5,12 +5,16 @@
 
 #include "common/logging.h"
 #include "coordinator/core/core_reads.h"
+#include "coordinator/images/image_registry.h"
 #include "coordinator/observability/telemetry_intake.h"
 #include "coordinator/wire/grpc_status.h"
 #include "coordinator/wire/proto_convert.h"
 
 namespace athanor::coord {
 namespace {
+
+// The most digests of an agent's image cache a heartbeat is heard for.
+constexpr size_t kMaxCachedImages = 4096;
 
 // One heartbeat call. It finishes when the core answers; if the agent
 // cancels first (it has an exit to report), the parked poll is answered
@@ -114,6 +118,12 @@ grpc::ServerUnaryReactor* AgentService::Heartbeat(grpc::CallbackServerContext* c
   resp->set_heartbeat_interval_ms(std::chrono::duration_cast<std::chrono::milliseconds>(interval).count());
   in.health_ok = req->health_ok() || req->health_message().empty();
   in.health_message = req->health_message();
+  // The agent's image cache, for the node's view: valid digests only, and
+  // no more than a cache could plausibly hold.
+  for (const std::string& d : req->cached_images()) {
+    if (in.cached_images.size() >= kMaxCachedImages) break;
+    if (ValidateImageDigest("cached_images", d).ok()) in.cached_images.push_back(d);
+  }
   auto* reactor = new HeartbeatReactor(core_, secrets_, resp);
   reactor->Start(std::move(in));
   return reactor;

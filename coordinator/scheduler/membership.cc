@@ -117,6 +117,13 @@ absl::Status Membership::SetNote(const std::string& name, bool drain, std::strin
   return absl::OkStatus();
 }
 
+absl::Status Membership::SetCachedImages(const std::string& name, std::vector<std::string> digests) {
+  auto index = Find(name);
+  if (!index) return absl::NotFoundError(absl::StrCat("no node ", name));
+  nodes_[*index].cached_images = std::move(digests);
+  return absl::OkStatus();
+}
+
 absl::Status Membership::Heartbeat(const std::string& name, TimePoint now) {
   auto index = Find(name);
   if (!index) return absl::NotFoundError(absl::StrCat("no node ", name));

@@ -11,6 +11,7 @@
 // operations that would lose track of held resources.
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
@@ -48,6 +49,12 @@ struct MemberNode {
   std::string reason;
   int switch_group = -1;  // interned "switch" label value; -1 if absent
   int rack_group = -1;    // interned "rack" label value; -1 if absent
+  // Digests in the node's agent's image cache, as its last heartbeat said
+  // (a placement tie-break; memory only).
+  std::vector<std::string> cached_images;
+  bool Caches(const std::string& digest) const {
+    return std::find(cached_images.begin(), cached_images.end(), digest) != cached_images.end();
+  }
 };
 
 class Membership {
@@ -64,6 +71,8 @@ class Membership {
   absl::Status Heartbeat(const std::string& name, TimePoint now);
   // Sets the node's drain flag and reason (see MemberNode).
   absl::Status SetNote(const std::string& name, bool drain, std::string reason);
+  // Sets the digests the node's agent has cached (see MemberNode).
+  absl::Status SetCachedImages(const std::string& name, std::vector<std::string> digests);
 
   // Takes `gpus` free GPUs (lowest ids first) plus CPU/RAM on node `index`.
   // Programmer error if they are not free.

@@ -28,6 +28,10 @@ int CountUpAndStaticallyFit(const Membership& members, const JobRequest& job) {
 
 namespace {
 
+// Fitting nodes of one bucket a single-node job with an image looks at for
+// one that caches it: the preference costs a pass a bounded amount.
+constexpr int kMaxCacheProbes = 32;
+
 // Best group sharing one label value (group ids from Membership), or empty.
 // `sorted` is ordered by (free GPUs, index), so each group's first n members
 // are its best fit; groups compare by the GPUs those would leave idle, then by
@@ -84,9 +88,11 @@ PlacementResult PlaceLive(const Membership& members, const JobRequest& job, cons
   std::vector<std::pair<int, int>> eligible;
   for (int free = need.gpus; free <= members.max_gpus(); ++free) {
     int best_single = -1;
+    bool best_cached = false;  // best_single's agent has the job's image cached
     for (const std::string& model : models) {
       const std::set<int>* bucket = members.Bucket(model, free);
       if (bucket == nullptr) continue;
+      int probed = 0;
       for (int index : *bucket) {
         const MemberNode& node = members.node(index);
         // The bucket is of the right model; check the rest of the inventory.
@@ -106,8 +112,17 @@ PlacementResult PlaceLive(const Membership& members, const JobRequest& job, cons
         if (!avail.Covers(need)) continue;
         ++result.eligible;
         if (job.nodes == 1) {
-          if (best_single < 0 || index < best_single) best_single = index;
-          break;  // buckets iterate by index: the first match is this model's best
+          // Equally good fits: one that has the job's image cached wins, else
+          // the lowest index. Buckets iterate by index, so the first match is
+          // this model's best; with an image, a few more are looked at for one
+          // that caches it.
+          const bool cached = !job.image_digest.empty() && node.Caches(job.image_digest);
+          if (best_single < 0 || (cached && !best_cached) || (cached == best_cached && index < best_single)) {
+            best_single = index;
+            best_cached = cached;
+          }
+          if (job.image_digest.empty() || cached || ++probed >= kMaxCacheProbes) break;
+          continue;
         }
         eligible.emplace_back(free, index);
       }

@@ -74,5 +74,26 @@ TEST(PlacementTest, CapsLimitWhatAJobMayTake) {
   EXPECT_EQ(Names(m, PlaceLive(m, MakeJob("j", 1, 1), &caps)), std::vector<std::string>{"b"});
 }
 
+// Among equally good fits, a node whose agent caches the job's image wins;
+// it never beats a better fit, and without an image the lowest index wins.
+TEST(PlacementTest, AnEqualFitWithTheImageCachedWins) {
+  Membership m;
+  for (const char* name : {"a", "b", "c"}) ASSERT_TRUE(m.AddNode(MakeNode(name, 4), TimePoint{}).ok());
+  ASSERT_TRUE(m.AddNode(MakeNode("small", 2), TimePoint{}).ok());
+  const std::string digest = "sha256:" + std::string(64, 'a');
+  ASSERT_TRUE(m.SetCachedImages("c", {"sha256:" + std::string(64, 'b'), digest}).ok());
+  JobRequest job = MakeJob("j", 1, 3);
+  EXPECT_EQ(Names(m, PlaceLive(m, job, nullptr)), std::vector<std::string>{"a"});
+  job.image_digest = digest;
+  EXPECT_EQ(Names(m, PlaceLive(m, job, nullptr)), std::vector<std::string>{"c"});
+  job.image_digest = "sha256:" + std::string(64, 'c');  // cached nowhere
+  EXPECT_EQ(Names(m, PlaceLive(m, job, nullptr)), std::vector<std::string>{"a"});
+  // A better fit (2 free for 2 GPUs) beats the cache.
+  job = MakeJob("j", 1, 2);
+  job.image_digest = digest;
+  EXPECT_EQ(Names(m, PlaceLive(m, job, nullptr)), std::vector<std::string>{"small"});
+  EXPECT_EQ(m.SetCachedImages("nope", {}).code(), absl::StatusCode::kNotFound);
+}
+
 }  // namespace
 }  // namespace athanor::sched

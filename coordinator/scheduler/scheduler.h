@@ -56,6 +56,9 @@ class Scheduler {
   absl::Status SetNodeNote(const std::string& name, bool drain, std::string reason) {
     return s_.membership.SetNote(name, drain, std::move(reason));
   }
+  absl::Status SetNodeCachedImages(const std::string& name, std::vector<std::string> digests) {
+    return s_.membership.SetCachedImages(name, std::move(digests));
+  }
 
   // ---- tenants
   // A hard quota of `quota_gpus` (< 0: none) and a fair-share weight

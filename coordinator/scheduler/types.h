@@ -64,6 +64,9 @@ struct JobRequest {
   // Nodes this job is not placed on (it moved off them as a straggler's);
   // not part of "can it ever fit" (Submit), only of placement.
   std::vector<std::string> avoid_nodes;
+  // The job's environment image: other things equal, a single-node job goes
+  // to a node whose agent has it cached (placement.cc). Not part of fit.
+  std::string image_digest;
 
   int total_gpus() const { return nodes * gpus_per_node; }
   bool Avoids(const std::string& node) const {

@@ -29,6 +29,8 @@ class FakeStore final : public Store {
     std::map<std::pair<std::string, int64_t>, billing::Price> prices ABSL_GUARDED_BY(mu);
     std::map<std::string, billing::Plan> plans ABSL_GUARDED_BY(mu);
     std::map<int64_t, billing::LedgerEntry> ledger ABSL_GUARDED_BY(mu);
+    std::map<std::pair<std::string, std::string>, rpc::Image> images ABSL_GUARDED_BY(mu);
+    std::map<std::pair<std::string, std::string>, rpc::Volume> volumes ABSL_GUARDED_BY(mu);
     int commits ABSL_GUARDED_BY(mu) = 0;
     bool fail_commits ABSL_GUARDED_BY(mu) = false;
   };
@@ -55,6 +57,20 @@ class FakeStore final : public Store {
     for (const billing::Price& p : changes.prices) data_->prices[{p.gpu_model(), p.effective_unix_ms()}] = p;
     for (const billing::Plan& p : changes.plans) data_->plans[p.tenant()] = p;
     for (const billing::LedgerEntry& e : changes.ledger) data_->ledger[e.id()] = e;
+    for (const ImageChange& c : changes.images) {
+      if (c.removed) {
+        data_->images.erase({c.image.tenant(), c.image.name()});
+      } else {
+        data_->images[{c.image.tenant(), c.image.name()}] = c.image;
+      }
+    }
+    for (const VolumeChange& c : changes.volumes) {
+      if (c.removed) {
+        data_->volumes.erase({c.volume.tenant(), c.volume.name()});
+      } else {
+        data_->volumes[{c.volume.tenant(), c.volume.name()}] = c.volume;
+      }
+    }
     ++data_->commits;
     return absl::OkStatus();
   }
@@ -68,6 +84,8 @@ class FakeStore final : public Store {
     for (const auto& [key, p] : data_->prices) out.prices.push_back(p);
     for (const auto& [tenant, p] : data_->plans) out.plans.push_back(p);
     for (const auto& [id, e] : data_->ledger) out.ledger.push_back(e);
+    for (const auto& [key, i] : data_->images) out.images.push_back(i);
+    for (const auto& [key, v] : data_->volumes) out.volumes.push_back(v);
     return out;
   }
 

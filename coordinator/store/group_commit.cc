@@ -64,6 +64,8 @@ void GroupCommitter::Merge(Changes* into, Changes from) {
   for (billing::Price& p : from.prices) into->prices.push_back(std::move(p));
   for (billing::Plan& p : from.plans) into->plans.push_back(std::move(p));
   for (billing::LedgerEntry& e : from.ledger) into->ledger.push_back(std::move(e));
+  for (ImageChange& i : from.images) into->images.push_back(std::move(i));  // in order, as billing's
+  for (VolumeChange& v : from.volumes) into->volumes.push_back(std::move(v));
 }
 
 void GroupCommitter::Loop() {

@@ -41,6 +41,8 @@ std::string EncodeJob(const JobRecord& job) {
   row.set_last_active_unix(job.last_active_unix);
   row.set_idle_warned(job.idle_warned);
   row.set_stop_platform_fault(job.stop_platform_fault);
+  row.set_image_digest(job.image_digest);
+  row.set_network_subnet(job.network_subnet);
   return ToProtoJson(row);
 }
 
@@ -69,6 +71,8 @@ absl::StatusOr<JobRecord> DecodeJob(std::string_view text) {
   job.last_active_unix = row.last_active_unix();
   job.idle_warned = row.idle_warned();
   job.stop_platform_fault = row.stop_platform_fault();
+  job.image_digest = row.image_digest();
+  job.network_subnet = row.network_subnet();
   if (job.ranks.size() != job.allocation.size()) {
     return absl::DataLossError(absl::StrCat("job ", job.id, ": ranks and allocation disagree"));
   }

@@ -48,6 +48,7 @@ JobRecord FullJob() {
   job.committed_step = 1200;
   job.master_addr = "10.0.0.1";
   job.master_port = 29500;
+  job.network_subnet = "10.64.3.0";
   job.stopping = true;
   job.stop_outcome = JobState::kPending;
   job.stop_reason = "preempted";
@@ -95,6 +96,7 @@ TEST(RecordCodecTest, EveryFieldSurvivesARoundTrip) {
   EXPECT_EQ(back->last_telemetry.unix_ms, 1764600036000);
   EXPECT_EQ(back->hang.stalled_s, 31.5);
   EXPECT_EQ(back->avoid_nodes, job.avoid_nodes);
+  EXPECT_EQ(back->network_subnet, "10.64.3.0");
   EXPECT_EQ(back->state, JobState::kPreempting);
   EXPECT_EQ(back->stop_outcome, JobState::kPending);
   EXPECT_EQ(back->idempotency_key, "key-1");

@@ -39,6 +39,8 @@ class Store {
     std::vector<billing::Price> prices;     // newest per (model, effective time)
     std::vector<billing::Plan> plans;       // newest per tenant
     std::vector<billing::LedgerEntry> ledger;  // by id
+    std::vector<rpc::Image> images;         // by (tenant, name)
+    std::vector<rpc::Volume> volumes;       // by (tenant, name)
   };
 
   virtual ~Store() = default;

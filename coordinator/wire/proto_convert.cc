@@ -58,6 +58,18 @@ void ToProto(const JobSpec& spec, rpc::JobSpec* s) {
   s->set_idle_timeout_s(spec.idle_timeout_s);
   s->set_hang_timeout_s(spec.hang_timeout_s);
   s->set_move_off_stragglers(spec.move_off_stragglers);
+  s->set_image(spec.image);
+  for (const VolumeMount& v : spec.volumes) ToProto(v, s->add_volumes());
+}
+
+void ToProto(const VolumeMount& v, rpc::VolumeMount* out) {
+  out->set_name(v.name);
+  out->set_path(v.path);
+  out->set_read_only(v.read_only);
+}
+
+VolumeMount FromProto(const rpc::VolumeMount& p) {
+  return VolumeMount{p.name(), p.path(), p.read_only()};
 }
 
 JobSpec FromProto(const rpc::JobSpec& p) {
@@ -82,6 +94,8 @@ JobSpec FromProto(const rpc::JobSpec& p) {
   s.idle_timeout_s = p.idle_timeout_s();
   s.hang_timeout_s = p.hang_timeout_s();
   s.move_off_stragglers = p.move_off_stragglers();
+  s.image = p.image();
+  for (const rpc::VolumeMount& v : p.volumes()) s.volumes.push_back(FromProto(v));
   return s;
 }
 

@@ -27,6 +27,8 @@ absl::StatusOr<NodeState> FromProto(rpc::NodeState s, NodeState if_unset);
 
 void ToProto(const JobSpec& spec, rpc::JobSpec* out);
 JobSpec FromProto(const rpc::JobSpec& p);
+void ToProto(const VolumeMount& v, rpc::VolumeMount* out);
+VolumeMount FromProto(const rpc::VolumeMount& p);
 void ToProto(const NodeInventory& inv, rpc::NodeInventory* out);
 NodeInventory FromProto(const rpc::NodeInventory& p);
 void ToProto(const TelemetryFigures& t, rpc::TelemetrySample* out);

@@ -36,6 +36,7 @@ void ToProto(const NodeView& view, rpc::Node* out) {
   RecordToProto(view.record, out);
   out->set_gpus_allocated(view.gpus_allocated);
   for (const std::string& j : view.jobs) out->add_jobs(j);
+  for (const std::string& d : view.cached_images) out->add_cached_images(d);
 }
 
 void ToProto(const DesiredRank& d, rpc::RankSpec* out) {
@@ -54,6 +55,18 @@ void ToProto(const DesiredRank& d, rpc::RankSpec* out) {
   out->set_memory_mb(d.memory_mb);
   out->set_cpus(d.cpus);
   out->set_capture_stacks(d.capture_stacks);
+  out->set_image_digest(d.image_digest);
+  for (const VolumeMount& v : d.volumes) ToProto(v, out->add_volumes());
+  if (d.network) {
+    rpc::JobNetwork* n = out->mutable_network();
+    n->set_address(d.network->address);
+    n->set_prefix_length(d.network->prefix_length);
+    for (const JobNetworkPeer& p : d.network->peers) {
+      rpc::NetworkPeer* peer = n->add_peers();
+      peer->set_address(p.address);
+      peer->set_host(p.host);
+    }
+  }
 }
 
 NodeRecord FromProto(const rpc::RegisterNodeRequest& p) {

@@ -79,11 +79,33 @@ Agent::Agent(AgentOptions options, RankSupervisor* supervisor, TelemetryHub* tel
 }
 
 Agent::~Agent() {
+  if (images_ != nullptr) images_->SetOnReady(nullptr);  // waits out a call in progress
+  if (volumes_ != nullptr) volumes_->SetOnReady(nullptr);  // likewise
   Stop();
   if (health_.joinable()) health_.join();
   supervisor_->KillAll();
   supervisor_->Wake();
   reaper_.join();
+}
+
+void Agent::SetImageCache(ImageCache* images) {
+  images_ = images;
+  if (images_ == nullptr) return;
+  images_->SetOnReady([this] {
+    absl::MutexLock lock(&mu_);
+    exit_pending_ = true;  // converge now: ranks wait for this image
+    if (inflight_ != nullptr) inflight_->TryCancel();
+  });
+}
+
+void Agent::SetVolumeSync(VolumeSync* volumes) {
+  volumes_ = volumes;
+  if (volumes_ == nullptr) return;
+  volumes_->SetOnReady([this] {
+    absl::MutexLock lock(&mu_);
+    exit_pending_ = true;  // converge now: ranks wait for these volumes
+    if (inflight_ != nullptr) inflight_->TryCancel();
+  });
 }
 
 void Agent::Stop() {
@@ -213,6 +235,7 @@ void Agent::AddObservations(const std::vector<RankStatusReport>& reports, rpc::H
       }
       by_service = service_uploads_.total();
     }
+    if (images_ != nullptr) metrics_->SetImageCache(images_->stats());
     metrics_->SetCheckpointUploads(telemetry_ != nullptr ? telemetry_->rank_uploads() : UploadFigures{},
                                    by_service);
     metrics_->Update(reports, gpus_.utilization.empty() ? nullptr : &gpus_,
@@ -312,6 +335,9 @@ void Agent::Run() {
       req.set_health_ok(health_ok_);
       req.set_health_message(health_message_);
     }
+    if (images_ != nullptr) {
+      for (const std::string& d : images_->CachedDigests()) req.add_cached_images(d);
+    }
     {
       absl::MutexLock lock(&mu_);
       if (stop_) return;
@@ -361,6 +387,14 @@ void Agent::Run() {
       t.memory_mb = d.memory_mb();
       t.cpus = d.cpus();
       t.capture_stacks = d.capture_stacks();
+      t.image_digest = d.image_digest();
+      for (const rpc::VolumeMount& v : d.volumes()) t.volumes.push_back({v.name(), v.path(), v.read_only()});
+      if (d.has_network()) {
+        JobNetworkSpec& n = t.network.emplace();
+        n.address = d.network().address();
+        n.prefix_length = d.network().prefix_length();
+        for (const rpc::NetworkPeer& p : d.network().peers()) n.peers.push_back({p.address(), p.host()});
+      }
       desired.push_back(std::move(t));
     }
     supervisor_->Converge(desired);

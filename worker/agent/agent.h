@@ -26,11 +26,13 @@
 #include "proto/athanor.grpc.pb.h"
 #include "security/tls.h"
 #include "worker/agent/checkpoint_counters.h"
+#include "worker/agent/image_cache.h"
 #include "worker/agent/inventory.h"
 #include "worker/agent/metrics_agent.h"
 #include "worker/agent/rank_supervisor.h"
 #include "worker/agent/stack_capturer.h"
 #include "worker/agent/telemetry_hub.h"
+#include "worker/agent/volume_sync.h"
 
 namespace athanor::agent {
 
@@ -66,6 +68,12 @@ class Agent {
   ~Agent();
   void Run();
   void Stop();
+  // The node's image cache (not owned; null: none): its digests ride on each
+  // heartbeat (cached_images), its figures on /metrics, and a finished fetch
+  // sends the next heartbeat at once so the waiting ranks start. Call before Run.
+  void SetImageCache(ImageCache* images);
+  // Converges as soon as an attempt's volumes are here (volume_sync.h).
+  void SetVolumeSync(VolumeSync* volumes);
 
  private:
   bool Register();
@@ -82,6 +90,8 @@ class Agent {
 
   const AgentOptions options_;
   RankSupervisor* const supervisor_;
+  ImageCache* images_ = nullptr;
+  VolumeSync* volumes_ = nullptr;
   TelemetryHub* const telemetry_;
   AgentMetrics* const metrics_;
   // Heartbeat loop only: the newest nvidia-smi readings (empty: not measured).

@@ -37,6 +37,8 @@
 #include "worker/agent/checkpoint_service_supervisor.h"
 #include "common/http_server.h"
 #include "worker/agent/agent_control_service.h"
+#include "worker/agent/image_cache_fetcher.h"
+#include "worker/agent/volume_sync.h"
 #include "worker/agent/metrics_agent.h"
 #include "worker/agent/telemetry_hub.h"
 #include "worker/agent/orphans.h"
@@ -59,8 +61,9 @@ int Run(int argc, char** argv) {
   bool insecure = false, no_checkpoint_service = false;
   std::string tls_dir, metrics_listen;
   std::string sandbox_uids, sandbox_uid_map, sandbox_exec, gpu_device_dir, rendezvous_key_file;
-  std::vector<std::string> sandbox_hide, sandbox_shared, sandbox_env;
+  std::vector<std::string> sandbox_hide, sandbox_shared, sandbox_env, net_allow;
   int64_t sandbox_pids_max = 4096;
+  int64_t image_cache_bytes = int64_t{64} << 30;
   double health_interval_s = 30;
   int64_t gpu_memory_mb = -1, cpus = -1, memory_mb = -1;
   CheckpointServiceOptions ckpt_service;
@@ -111,6 +114,12 @@ int Run(int argc, char** argv) {
        "an agent environment variable passed to ranks (repeatable); nothing else is")
       ("sandbox-pids-max", po::value(&sandbox_pids_max)->default_value(4096),
        "processes and threads per job on this node")
+      ("net-allow", po::value(&net_allow)->composing(),
+       "CIDR[:PORT] that ranks in job networks (the coordinator's --job-network) may reach besides "
+       "their peers, masqueraded (repeatable): DNS, the object store")
+      ("image-cache-bytes", po::value(&image_cache_bytes)->default_value(int64_t{64} << 30),
+       "unpacked bytes of environment images kept in WORK_DIR/images (least recently used go first; "
+       "images in use stay)")
       ("sandbox-exec", po::value(&sandbox_exec)->default_value(""),
        "the athanor-sandbox-exec helper (default: beside athanor-agent)")
       ("gpu-device-dir", po::value(&gpu_device_dir)->default_value("/dev"),
@@ -216,6 +225,11 @@ int Run(int argc, char** argv) {
       }
     }
     if (sandbox_pids_max <= 0) return Fail("--sandbox-pids-max: must be > 0");
+    for (const std::string& a : net_allow) {
+      absl::StatusOr<NetAllow> allow = ParseNetAllow(a);
+      if (!allow.ok()) return Fail(std::string(allow.status().message()));
+      sandbox_options.net_allow.push_back(*allow);
+    }
     if (!rendezvous_key_file.empty()) {
       std::ifstream in(rendezvous_key_file);
       std::stringstream key;
@@ -328,7 +342,24 @@ int Run(int argc, char** argv) {
       return Fail(absl::StrCat("checkpoint service: ", cleared.message()));
     }
   }
+  // Environment images (image_cache.h): only sandboxed ranks run in one.
+  std::unique_ptr<ImageCache> images;
+  if (sandbox != nullptr) {
+    absl::StatusOr<std::unique_ptr<ImageCache>> opened = ImageCache::Open(
+        {.dir = work_dir + "/images", .max_bytes = image_cache_bytes},
+        MakeCoordinatorImageFetcher(coordinator, options.tls));
+    if (!opened.ok()) return Fail(absl::StrCat("image cache: ", opened.status().message()));
+    images = std::move(*opened);
+  }
+  // Tenants' volumes (volume_sync.h): only sandboxed ranks mount them.
+  std::unique_ptr<VolumeSync> volumes;
+  if (sandbox != nullptr) {
+    volumes = std::make_unique<VolumeSync>(work_dir, MakeCoordinatorVolumeTransport(coordinator, options.tls),
+                                           [box = sandbox.get()](const std::string& t) { return box->TenantUid(t); });
+  }
   RankSupervisor supervisor(work_dir, RealClock::Get(), sandbox.get(), telemetry.get());
+  supervisor.SetImageCache(images.get());
+  supervisor.SetVolumeSync(volumes.get());
   supervisor.SetCheckpointRegistry(registry.get());
   std::unique_ptr<CheckpointServiceSupervisor> checkpoint_service;
   if (!ckpt_service.dir.empty()) {
@@ -350,6 +381,8 @@ int Run(int argc, char** argv) {
   }
   if (checkpoint_service != nullptr) options.checkpoint_stats_path = ckpt_service.stats_path;
   Agent agent(options, &supervisor, telemetry.get(), metrics.get());
+  agent.SetImageCache(images.get());
+  agent.SetVolumeSync(volumes.get());
   std::thread waiter([&] {
     int sig = 0;
     sigwait(&signals, &sig);

@@ -111,7 +111,7 @@ void AgentMetrics::Update(const std::vector<RankStatusReport>& reports, const Gp
   for (auto it = counted_.begin(); it != counted_.end();) it = present.count(*it) ? std::next(it) : counted_.erase(it);
 
   std::vector<MetricFamily> out;
-  out.reserve(16);
+  out.reserve(21);
   Add(Family(out, "athanor_agent_ranks_running", "Ranks this agent runs now.", MetricType::Gauge), {}, running);
   MetricFamily& exits = Family(out, "athanor_agent_rank_exits_total",
                                "Rank exits seen by this agent, by cause (success, error, signal, oom, failed_to_start).",
@@ -172,6 +172,18 @@ void AgentMetrics::Update(const std::vector<RankStatusReport>& reports, const Gp
   };
   add_uploads("rank", ckpt_by_ranks_, false);
   if (ckpt_by_service_.has_value()) add_uploads("service", *ckpt_by_service_, true);
+  if (images_.has_value()) {
+    Add(Family(out, "athanor_agent_image_cache_hits_total", "Rank starts that found their image unpacked here (after its fetch too).",
+               MetricType::Counter), {}, static_cast<double>(images_->hits));
+    Add(Family(out, "athanor_agent_image_cache_misses_total", "Images fetched and unpacked here.",
+               MetricType::Counter), {}, static_cast<double>(images_->misses));
+    Add(Family(out, "athanor_agent_image_cache_fetched_bytes_total", "Image tar bytes fetched from the coordinator.",
+               MetricType::Counter), {}, static_cast<double>(images_->bytes_fetched));
+    Add(Family(out, "athanor_agent_image_cache_bytes", "Unpacked bytes of the images cached here.",
+               MetricType::Gauge), {}, static_cast<double>(images_->bytes_cached));
+    Add(Family(out, "athanor_agent_image_cache_images", "Images cached here.", MetricType::Gauge), {},
+        static_cast<double>(images_->images));
+  }
   Add(Family(out, "athanor_agent_telemetry_dropped_total",
              "Telemetry messages dropped (malformed or over 4 KiB).", MetricType::Counter),
       {}, static_cast<double>(telemetry_dropped));

@@ -21,6 +21,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "worker/agent/checkpoint_counters.h"
+#include "worker/agent/image_cache.h"
 #include "worker/agent/rank_supervisor.h"
 #include "worker/agent/telemetry_hub.h"
 
@@ -48,6 +49,9 @@ class AgentMetrics {
     ckpt_by_service_ = by_service;
   }
 
+  // The image cache's figures the next Update exports (heartbeat loop only).
+  void SetImageCache(const ImageCacheStats& stats) { images_ = stats; }
+
   // "success", "error", "signal", "oom" or "failed_to_start".
   static const char* ExitCause(const RankStatusReport& r);
 
@@ -58,6 +62,7 @@ class AgentMetrics {
   std::map<std::string, int64_t> exits_;
   UploadFigures ckpt_by_ranks_;
   std::optional<UploadFigures> ckpt_by_service_;
+  std::optional<ImageCacheStats> images_;
   mutable absl::Mutex mu_;
   std::vector<prometheus::MetricFamily> families_ ABSL_GUARDED_BY(mu_);
 };

@@ -35,5 +35,23 @@ TEST(AgentMetricsTest, ExportsCheckpointUploadsByUploader) {
   EXPECT_FALSE(absl::StrContains(plain, "uploader=\"service\"")) << plain;
 }
 
+TEST(AgentMetricsTest, ExportsTheImageCacheOnlyWhereThereIsOne) {
+  AgentMetrics metrics("node-a");
+  metrics.Update({}, nullptr, {}, 0);
+  EXPECT_FALSE(absl::StrContains(metrics.Scrape(), "image_cache"));
+  metrics.SetImageCache({.hits = 7, .misses = 2, .bytes_fetched = 4096000, .bytes_cached = 3000000, .images = 2});
+  metrics.Update({}, nullptr, {}, 0);
+  const std::string text = metrics.Scrape();
+  for (const char* line : {
+           R"(athanor_agent_image_cache_hits_total{node="node-a"} 7)",
+           R"(athanor_agent_image_cache_misses_total{node="node-a"} 2)",
+           R"(athanor_agent_image_cache_fetched_bytes_total{node="node-a"} 4096000)",
+           R"(athanor_agent_image_cache_bytes{node="node-a"} 3000000)",
+           R"(athanor_agent_image_cache_images{node="node-a"} 2)",
+       }) {
+    EXPECT_TRUE(absl::StrContains(text, std::string(line) + "\n")) << line << "\nin:\n" << text;
+  }
+}
+
 }  // namespace
 }  // namespace athanor::agent

@@ -19,6 +19,8 @@
 #include "common/escape.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "worker/agent/image_cache.h"
+#include "worker/agent/volume_sync.h"
 #include "worker/agent/orphans.h"
 #include "worker/agent/proc_stats.h"
 #include "worker/agent/rank_log.h"
@@ -80,6 +82,11 @@ RankSupervisor::Rendezvous* RankSupervisor::RendezvousLocked(const RankTarget& t
   };
   const int world = number("WORLD_SIZE"), master_port = number("MASTER_PORT");
   if (!rank0_here || world <= 1 || master_port <= 0) return nullptr;
+  // In a job network rank 0's store listens in the box's own network
+  // namespace, which only the attempt's own ranks share: no other process can
+  // squat on its port, so rank 0 binds it itself (a socket bound here would be
+  // in the host's namespace, where the attempt's peers never arrive).
+  if (target.network) return nullptr;
   Rendezvous& rv = rendezvous_[attempt];
   auto addr = target.env.find("MASTER_ADDR");
   const std::string master_addr = addr == target.env.end() ? "" : addr->second;
@@ -122,11 +129,28 @@ void RankSupervisor::DropRendezvousLocked() {
 }
 
 void RankSupervisor::StartLocked(const RankTarget& target, const std::vector<RankTarget>& desired) {
+  // The job's volumes: synced down before its first rank here starts (volume_sync.h).
+  VolumeSync::Lookup volumes;
+  const bool mounts = !target.volumes.empty() && volumes_ != nullptr && sandbox_ != nullptr;
+  if (mounts) {
+    volumes = volumes_->Acquire(target);
+    if (volumes.state == VolumeSync::Lookup::kPending) return;
+  }
+  // The job's image: a rank whose image is still being fetched is not started yet.
+  ImageCache::Lookup image;
+  if (!target.image_digest.empty() && images_ != nullptr && sandbox_ != nullptr) {
+    image = images_->Acquire(target.image_digest);
+    if (image.state == ImageCache::Lookup::kPending) return;
+  }
   Rank& r = ranks_[target.key];
   r.report.key = target.key;
+  if (image.state == ImageCache::Lookup::kReady) r.image_pinned = target.image_digest;
   absl::StatusOr<std::string> log = LogPath(work_dir_, target.key);
   int log_fd = -1;  // the rank's log, opened without following links (rank_log.h)
-  auto fail = [&](const std::string& why) {
+  auto fail = [&](const std::string& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (mounts) volumes_->RankEnded(target.key);
+    if (!r.image_pinned.empty()) images_->Release(r.image_pinned);
+    r.image_pinned.clear();
     r.report.phase = RankPhase::kFailedToStart;
     r.report.exit_code = 127;
     r.report.message = why;
@@ -184,6 +208,23 @@ void RankSupervisor::StartLocked(const RankTarget& target, const std::vector<Ran
     r.archive_uri = target.archive_uri;
     r.gpu_ids = target.gpu_ids;
   }
+  if (target.network && sandbox_ == nullptr) {
+    return fail("the job runs in a job network (the coordinator's --job-network), which needs the sandbox; "
+                "this agent runs with --no-sandbox");
+  }
+  if (!target.image_digest.empty()) {
+    if (sandbox_ == nullptr) {
+      return fail(absl::StrCat("the job runs in the image ", target.image_digest,
+                               ", which needs the sandbox; this agent runs with --no-sandbox"));
+    }
+    if (images_ == nullptr) return fail(absl::StrCat("the job runs in the image ", target.image_digest, ", and this agent has no image cache"));
+    if (image.state == ImageCache::Lookup::kFailed) return fail(absl::StrCat("cannot get the job's image: ", image.error));
+  }
+  if (!target.volumes.empty()) {
+    if (sandbox_ == nullptr) return fail("the job mounts volumes, which need the sandbox; this agent runs with --no-sandbox");
+    if (volumes_ == nullptr) return fail("the job mounts volumes, and this agent syncs none");
+    if (volumes.state == VolumeSync::Lookup::kFailed) return fail(volumes.error);
+  }
   uid_t uid = geteuid();  // unsandboxed ranks run as the agent's user
   if (sandbox_ != nullptr) {
     JobShare share;
@@ -196,7 +237,7 @@ void RankSupervisor::StartLocked(const RankTarget& target, const std::vector<Ran
     }
     uid = sandbox_->TenantUid(target.tenant.empty() ? "default" : target.tenant);
     options.env["ATHANOR_PROGRESS_FILE"] = SandboxedProgressPage(target.key.rank);
-    absl::Status s = sandbox_->Wrap(target, share, r.dir, &options);
+    absl::Status s = sandbox_->Wrap(target, share, r.dir, &options, image.rootfs);
     if (!s.ok()) {
       sandbox_->Ended(target.key, 0);
       return fail(absl::StrCat("cannot sandbox: ", s.message()));
@@ -234,6 +275,7 @@ void RankSupervisor::StartLocked(const RankTarget& target, const std::vector<Ran
   close(log_fd);
   r.process = std::move(*p);
   r.report.phase = RankPhase::kRunning;
+  if (mounts) volumes_->RankStarted(target.key);
   RecordRank(work_dir_, target.key, r.process->pid());
   ATHANOR_LOG(INFO) << "started job " << target.key.job_id << " attempt " << target.key.attempt
                     << " rank " << target.key.rank << " pid " << r.process->pid();
@@ -415,6 +457,9 @@ void RankSupervisor::EndedLocked(const RankKey& key, Rank& r, const ExitInfo& ex
   r.report.signal_from_agent = (exit.signal == SIGKILL && r.kill_sent) ||
                                (exit.signal == SIGTERM && r.term_sent);
   if (sandbox_ != nullptr) r.report.message = sandbox_->Ended(key, exit.signal);
+  if (volumes_ != nullptr) volumes_->RankEnded(key);  // the box's last: synced up
+  if (!r.image_pinned.empty()) images_->Release(r.image_pinned);  // evictable once no rank runs in it
+  r.image_pinned.clear();
 }
 
 std::vector<ArchiveTask> RankSupervisor::TakeArchives() {
@@ -435,6 +480,16 @@ absl::StatusOr<std::unique_ptr<Subprocess>> RankSupervisor::StartForeign(
 void RankSupervisor::SetExtraRankEnv(std::map<std::string, std::string> env) {
   absl::MutexLock lock(&mu_);
   extra_env_ = std::move(env);
+}
+
+void RankSupervisor::SetVolumeSync(VolumeSync* volumes) {
+  absl::MutexLock lock(&mu_);
+  volumes_ = volumes;
+}
+
+void RankSupervisor::SetImageCache(ImageCache* images) {
+  absl::MutexLock lock(&mu_);
+  images_ = images;
 }
 
 void RankSupervisor::SetCheckpointRegistry(ckptsvc::RankRegistry* registry) {

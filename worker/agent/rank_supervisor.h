@@ -33,6 +33,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -42,11 +43,14 @@
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "common/subprocess.h"
+#include "worker/agent/job_network.h"
 #include "worker/agent/rank_progress.h"
 
 namespace athanor::agent {
 
+class ImageCache;
 class Sandbox;
+class VolumeSync;
 class TelemetryHub;
 }  // namespace athanor::agent
 namespace athanor::ckptsvc {
@@ -63,6 +67,14 @@ struct RankKey {
   }
 };
 
+// A volume the rank's sandbox mounts (RankSpec.volumes).
+struct VolumeMountTarget {
+  std::string name;
+  std::string path;  // inside the sandbox
+  bool read_only = false;
+  bool operator==(const VolumeMountTarget&) const = default;
+};
+
 struct RankTarget {
   RankKey key;
   std::vector<std::string> command;
@@ -77,6 +89,12 @@ struct RankTarget {
   int64_t memory_mb = 0;  // the job's request on this node; 0: its share by GPUs
   int32_t cpus = 0;
   bool capture_stacks = false;  // hang: capture its stacks into its log (once)
+  // The job's environment (athanor_data.proto): its image ("" : the node's
+  // root filesystem) and its volumes.
+  std::string image_digest;
+  std::vector<VolumeMountTarget> volumes;
+  // The attempt's network (--job-network; job_network.h); none: the node's.
+  std::optional<JobNetworkSpec> network;
 };
 
 // A hung rank whose stacks the agent loop captures (outside locks).
@@ -151,6 +169,17 @@ class RankSupervisor {
   // The node checkpoint service's registry of ranks (not owned; null: none),
   // written for every rank started from now on. Call before the first Converge.
   void SetCheckpointRegistry(ckptsvc::RankRegistry* registry);
+  // The agent's image cache (not owned; null: none, and a rank with an image
+  // fails to start). A rank whose image is not unpacked yet is not started:
+  // the cache fetches it off this lock and a later Converge starts the rank;
+  // a failed fetch fails the rank. A running rank pins its image. Call before
+  // the first Converge.
+  void SetImageCache(ImageCache* images);
+  // The agent's volume copies (volume_sync.h; not owned; null: none, and a
+  // rank that mounts volumes fails to start). A rank whose volumes are not
+  // here yet is not started; a failed fetch fails it. Call before the first
+  // Converge.
+  void SetVolumeSync(VolumeSync* volumes);
 
   // WORK_DIR/jobs/<job>/attempt-<a>/rank-<r>.log; InvalidArgument for a job
   // id that is not a safe file name.
@@ -172,6 +201,7 @@ class RankSupervisor {
     std::vector<int32_t> gpu_ids;
     std::string progress_path;  // the agent's view of its progress page
     bool stacks_requested = false;
+    std::string image_pinned;  // the digest this rank pins in the ImageCache
   };
   // An attempt's master port on this node (see the header comment).
   struct Rendezvous {
@@ -205,6 +235,8 @@ class RankSupervisor {
   std::map<std::string, std::string> extra_env_ ABSL_GUARDED_BY(mu_);
   std::map<AttemptKey, Rendezvous> rendezvous_ ABSL_GUARDED_BY(mu_);
   ckptsvc::RankRegistry* registry_ ABSL_GUARDED_BY(mu_) = nullptr;
+  ImageCache* images_ ABSL_GUARDED_BY(mu_) = nullptr;
+  VolumeSync* volumes_ ABSL_GUARDED_BY(mu_) = nullptr;
 };
 
 }  // namespace athanor::agent

@@ -26,7 +26,9 @@
 #include "common/status.h"
 #include "worker/agent/command_access.h"
 #include "worker/agent/orphans.h"
+#include "worker/agent/sandbox_image.h"
 #include "worker/agent/tenant_paths.h"
+#include "worker/agent/volume_sync.h"
 
 extern char** environ;
 
@@ -197,8 +199,12 @@ absl::StatusOr<std::unique_ptr<Sandbox>> Sandbox::Create(SandboxOptions options)
   fs::remove_all(shm, ec);  // a previous incarnation's boxes
   fs::create_directories(shm, ec);
   if (ec) return absl::FailedPreconditionError(absl::StrCat("cannot create ", shm, ": ", ec.message()));
+  // Job networks' leftovers of a killed predecessor go too (job_network.h).
+  ASSIGN_OR_RETURN(std::unique_ptr<JobNetworkHost> network,
+                   JobNetworkHost::Create(tag, options.work_dir + "/net", options.net_allow));
   std::unique_ptr<Sandbox> sandbox(
       new Sandbox(std::move(options), std::move(layout), root_dir, tag, std::move(registry)));
+  sandbox->network_ = std::move(network);
   // Prove a namespace can be made before claiming to sandbox.
   RankTarget probe;
   probe.key = {"sandbox-probe", 0, 0};
@@ -279,6 +285,7 @@ absl::StatusOr<Sandbox::Box*> Sandbox::BoxFor(const RankTarget& target, const Jo
   ASSIGN_OR_RETURN(box.cgroup, JobCgroup::Create(layout_, name, limits));
   SubprocessOptions holder;
   holder.argv = {options_.exec_path, "holder"};
+  if (target.network) holder.argv.push_back("--net");
   holder.inherit_env = false;
   holder.capture_stdout = true;
   absl::StatusOr<std::unique_ptr<Subprocess>> p = Subprocess::Start(holder);
@@ -299,6 +306,14 @@ absl::StatusOr<Sandbox::Box*> Sandbox::BoxFor(const RankTarget& target, const Jo
     return s;
   }
   RecordRank(options_.work_dir, {target.key.job_id, target.key.attempt, -1}, pid);
+  if (target.network) {
+    box.networked = true;
+    s = network_->Attach(name, pid, *target.network);
+    if (!s.ok()) {
+      EndBox(name, box);
+      return s;
+    }
+  }
   ATHANOR_LOG(DEBUG) << "sandbox for job " << target.key.job_id << " attempt " << target.key.attempt
                      << ": pid namespace of " << pid << ", memory " << memory_mb << " MiB, cpus "
                      << limits.cpus << ", pids " << limits.pids_max;
@@ -315,6 +330,7 @@ void Sandbox::EndBox(const std::string& name, Box& box) {
   if (dot != std::string::npos && absl::SimpleAtoi(name.substr(dot + 1), &attempt)) {
     ForgetRank(options_.work_dir, {name.substr(0, dot), attempt, -1});
   }
+  if (box.networked) network_->Detach(name);
   if (box.cgroup) box.cgroup->Remove();
   std::error_code ec;
   if (!box.shm_dir.empty()) fs::remove_all(box.shm_dir, ec);
@@ -326,7 +342,7 @@ std::string Sandbox::ShmDir(const RankKey& key) const {
 }
 
 absl::Status Sandbox::Wrap(const RankTarget& target, const JobShare& share, const std::string& own_dir,
-                           SubprocessOptions* options) {
+                           SubprocessOptions* options, const std::string& image_rootfs) {
   const RankKey& key = target.key;
   uint32_t uid = TenantUid(share.tenant.empty() ? "default" : share.tenant);
   std::string work = absl::StrCat(options_.work_dir, "/jobs/", key.job_id, "/work");
@@ -350,6 +366,13 @@ absl::Status Sandbox::Wrap(const RankTarget& target, const JobShare& share, cons
     if (!DeviceRule(path).empty()) mounts.push_back(absl::StrCat("dev:", path, ":/dev/nvidia", g));
   }
   for (const std::string& d : options_.shared_dirs) mounts.push_back(absl::StrCat("bind:", d, ":", d));
+  if (target.network) {
+    // /sys of the box's network namespace, so that what lists interfaces
+    // there (UCX's TCP transport reads /sys/class/net) finds eth0, not the
+    // host's; the cgroup tree as before.
+    mounts.push_back("sysfs::/sys");
+    if (fs::is_directory("/sys/fs/cgroup")) mounts.push_back("robind:/sys/fs/cgroup:/sys/fs/cgroup");
+  }
   std::string cwd = own_dir.empty() ? work : own_dir;
   RETURN_IF_ERROR(MakeOwnedDir(work, uid, 0750));
   mounts.push_back(absl::StrCat("bind:", work, ":", work));
@@ -382,17 +405,42 @@ absl::Status Sandbox::Wrap(const RankTarget& target, const JobShare& share, cons
     if (!made.ok()) return absl::InvalidArgumentError(absl::StrCat("ATHANOR_CHECKPOINT_URI: ", made.message()));
     mounts.push_back(absl::StrCat("bind:", job_dir, ":", job_dir));
   }
+  for (const VolumeMountTarget& v : target.volumes) {  // synced down by VolumeSync (volume_sync.h)
+    // On the host's read-only root a mount point cannot be made: it must exist.
+    if (image_rootfs.empty() && !fs::is_directory(v.path)) {
+      return absl::InvalidArgumentError(absl::StrCat("volume '", v.name, "': ", v.path, " is not a folder of this "
+                                                     "node's root file system (mount it at one that is, or run the "
+                                                     "job in an image)"));
+    }
+    mounts.push_back(absl::StrCat(v.read_only ? "robind:" : "bind:",
+                                  VolumeDir(options_.work_dir, key.job_id, key.attempt, v.name), ":", v.path));
+  }
   if (!options->argv.empty()) {
     std::vector<std::string> never_shown = options_.hide;
     never_shown.push_back(options_.work_dir);
     ASSIGN_OR_RETURN(std::vector<std::string> shown, MountsToRun(mounts, options->argv[0], uid, never_shown));
     mounts.insert(mounts.end(), shown.begin(), shown.end());
   }
+  if (!image_rootfs.empty()) {  // the job's image (sandbox_image.h)
+    std::vector<std::string> never_shown = options_.hide;
+    never_shown.push_back(options_.work_dir);
+    ASSIGN_OR_RETURN(ImageRun run, PlanImageRun(image_rootfs, mounts, options->argv, uid, never_shown,
+                                                HostLibraryDirs()));
+    mounts.insert(mounts.end(), run.mounts.begin(), run.mounts.end());
+    options->argv = std::move(run.argv);
+    if (!run.library_path_append.empty()) {
+      std::string& ld = options->env["LD_LIBRARY_PATH"];
+      ld = ld.empty() ? run.library_path_append : absl::StrCat(ld, ":", run.library_path_append);
+    }
+  }
   for (const std::string& m : mounts) {
     std::string dst = m.substr(m.rfind(':') + 1);
     if (!UsablePath(dst)) return absl::InvalidArgumentError(absl::StrCat("sandbox path '", dst, "' is not usable"));
   }
   ASSIGN_OR_RETURN(Box * box, BoxFor(target, share, uid));
+  if (target.network.has_value() != box->networked) {  // never a rank on the wrong network
+    return absl::FailedPreconditionError("the attempt's box on this node was made with another network");
+  }
   mounts.push_back(absl::StrCat("bind:", box->shm_dir, ":/dev/shm"));
 
   std::map<std::string, std::string> env = options->env;
@@ -417,6 +465,14 @@ absl::Status Sandbox::Wrap(const RankTarget& target, const JobShare& share, cons
                                    absl::StrCat("/proc/", box->holder, "/ns/pid"), "--root", root_dir_,
                                    "--uid", std::to_string(uid), "--gid", std::to_string(uid), "--cwd", cwd,
                                    "--env-file", env_file};
+  if (!image_rootfs.empty()) {
+    argv.push_back("--image");
+    argv.push_back(image_rootfs);
+  }
+  if (box->networked) {
+    argv.push_back("--netns");
+    argv.push_back(absl::StrCat("/proc/", box->holder, "/ns/net"));
+  }
   for (const auto& [child_fd, unused] : options->pass_fds) {  // the rendezvous socket, for rank 0
     argv.push_back("--keep-fd");
     argv.push_back(std::to_string(child_fd));

@@ -23,9 +23,13 @@
 // box depends on a leftover; each job cgroup's device rules are written
 // afresh and checked.
 //
+// A box of an attempt with a job network (RankTarget::network) also has its
+// own network namespace (the holder's), which every rank of the box joins,
+// joined to the host by JobNetworkHost (job_network.h).
+//
 // The box goes when its last rank has ended: the holder is SIGKILLed (which
 // ends anything the ranks left in the namespace), the cgroup and /dev/shm
-// folder removed.
+// folder removed, its network's routes and rules too.
 //
 // Thread model: not thread-safe; RankSupervisor calls it under its own lock.
 #pragma once
@@ -42,6 +46,7 @@
 #include "absl/status/statusor.h"
 #include "common/subprocess.h"
 #include "worker/agent/cgroups.h"
+#include "worker/agent/job_network.h"
 #include "worker/agent/orphans.h"
 #include "worker/agent/rank_supervisor.h"
 
@@ -64,6 +69,7 @@ struct SandboxOptions {
   int32_t node_gpus = 0;
   std::string rendezvous_key;           // cluster key; empty: no per-attempt secret
   std::string registry_dir = "/run/athanor/agents";  // AgentRegistry (orphans.h)
+  std::vector<NetAllow> net_allow;      // what job networks reach besides their peers (--net-allow)
 };
 
 // What the job asked for on this node (0: its share of the node by GPUs).
@@ -83,9 +89,18 @@ class Sandbox {
 
   // Rewrites `options` (argv, env, output already set) so the rank starts in
   // its box; makes the box at the attempt's first rank. `own_dir` is the
-  // interactive rank's own work dir, or empty.
+  // interactive rank's own work dir, or empty. `image_rootfs` (ImageCache's
+  // tree for RankTarget::image_digest; empty: the host's "/") becomes the
+  // rank's root: read-only, nosuid, nodev, with the same /dev nodes, /proc,
+  // /tmp, /dev/shm, work, checkpoint, telemetry and shared folders mounted on
+  // top at the same paths, and nothing else of the host's file system but the
+  // GPU driver libraries and, for a host program the image lacks, the host's
+  // loader and library folders, read-only (sandbox_image.h). The uid,
+  // capability, no_new_privs, cgroup and environment rules are the same: an
+  // image cannot hold device nodes or setuid files (storage::UnpackTree), and
+  // its files are root's.
   absl::Status Wrap(const RankTarget& target, const JobShare& share, const std::string& own_dir,
-                    SubprocessOptions* options);
+                    SubprocessOptions* options, const std::string& image_rootfs = "");
   // A rank started by Wrap has ended (or failed to start): returns "out of
   // memory" when the kernel's OOM killer acted in its box and `signal` is
   // SIGKILL, else "". Ends the box after its last rank.
@@ -110,6 +125,7 @@ class Sandbox {
     int64_t holder_start = -1;
     std::string shm_dir;
     std::set<int32_t> ranks;
+    bool networked = false;  // its own network namespace, joined to the host (job_network.h)
   };
   Sandbox(SandboxOptions options, CgroupLayout layout, std::string root_dir, std::string tag,
           std::unique_ptr<AgentRegistry> registry);
@@ -124,6 +140,7 @@ class Sandbox {
   const std::string env_dir_;   // root-only: ranks' environments on their way to the helper
   const std::string tag_;       // names this agent's cgroups and /dev/shm folder
   const std::unique_ptr<AgentRegistry> registry_;  // holds this agent's claim on its tag
+  std::unique_ptr<JobNetworkHost> network_;  // job networks' host side (set once, in Create)
   std::map<std::string, Box> boxes_;  // by "<job>.<attempt>"
 };
 

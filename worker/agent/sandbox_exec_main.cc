@@ -1,24 +1,31 @@
 // athanor-sandbox-exec: how the agent starts a rank in its sandbox (run as
 // root by the agent only; see sandbox.h for the policy and docs/security.md).
 //
-//   athanor-sandbox-exec holder
+//   athanor-sandbox-exec holder [--net]
 //       Makes a PID namespace for one job attempt: its pid 1 reaps (and ends
 //       itself once alone in the namespace for two 10 s checks), and
 //       this process prints pid 1's host pid and exits. SIGKILLing that pid
-//       ends every process in the namespace.
+//       ends every process in the namespace. With --net, pid 1 also has a
+//       network namespace of its own, with loopback up and IPv6 off (the
+//       agent joins it to the host: job_network.h).
 //
 //   athanor-sandbox-exec rank --pidns FILE --root DIR --uid U --gid G --cwd DIR
-//       --env-file FILE [--keep-fd N]... [--cgroup PROCS_FILE]... [--mount KIND:SRC:DST]...
-//       -- COMMAND...
-//       Joins the attempt's PID namespace and forks the rank; places it in
+//       --env-file FILE [--netns FILE] [--image ROOTFS] [--keep-fd N]... [--cgroup PROCS_FILE]...
+//       [--mount KIND:SRC:DST]... -- COMMAND...
+//       Joins the attempt's PID namespace (and its network namespace, with
+//       --netns: the holder's) and forks the rank; places it in
 //       the job's cgroups before it runs anything; in a new mount namespace
 //       builds a read-only view of "/" under DIR with the listed mounts
 //       (KIND tmpfs: DST empty and private; ro: tmpfs then read-only; bind:
 //       SRC writable at DST; robind: SRC read-only at DST; rofile: the one
-//       file SRC read-only at DST; dev: device node SRC at DST; proc), pivots into
+//       file SRC read-only at DST; dev: device node SRC at DST; proc; sysfs:
+//       read-only, of the rank's network namespace), pivots into
 //       it, drops to U:G with no capabilities and no_new_privs, and execs
 //       COMMAND with the environment read from FILE (looked up on that
-//       environment's PATH). Descriptors above 2 are closed but for each
+//       environment's PATH). With --image ROOTFS the new root is built from
+//       that tree instead of "/": a tmpfs holding the image's entries bound
+//       read-only, nosuid, nodev, read-only itself once the listed mounts are
+//       in place (BuildImageRoot). Descriptors above 2 are closed but for each
 //       --keep-fd N (N >= 3), which the rank inherits (rank 0's rendezvous
 //       socket, bound by the agent). This process stays as the
 //       rank's parent outside the namespace, ignores SIGTERM/SIGINT (the
@@ -39,7 +46,10 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -52,6 +62,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -71,7 +82,7 @@ struct MountOp {
 };
 
 struct RankArgs {
-  std::string pidns, root, cwd;
+  std::string pidns, netns, root, cwd;
   uid_t uid = 0;
   gid_t gid = 0;
   std::vector<std::string> cgroups;
@@ -79,6 +90,7 @@ struct RankArgs {
   std::vector<MountOp> mounts;
   std::vector<char*> command;
   std::string env_file;
+  std::string image;         // --image: the rank's root filesystem instead of the host's "/"
   std::string env_bytes;     // the entries, each NUL-terminated
   std::vector<char*> env;    // into env_bytes, ending with nullptr
 };
@@ -180,8 +192,29 @@ int CountProcesses() {
   }
 }
 
-int Holder() {
+// In a new network namespace: IPv6 off (no link-local address reaches the
+// host) and loopback up, as ranks expect.
+void MakeNetworkNamespace() {
+  if (unshare(CLONE_NEWNET) != 0) Die("unshare(CLONE_NEWNET)");
+  for (const char* path : {"/proc/sys/net/ipv6/conf/all/disable_ipv6", "/proc/sys/net/ipv6/conf/default/disable_ipv6"}) {
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) continue;  // a kernel without IPv6
+    if (write(fd, "1", 1) != 1) Die(std::string("write ") + path);
+    close(fd);
+  }
+  int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (s < 0) Die("socket");
+  ifreq ifr{};
+  strncpy(ifr.ifr_name, "lo", IFNAMSIZ - 1);
+  if (ioctl(s, SIOCGIFFLAGS, &ifr) != 0) Die("SIOCGIFFLAGS lo");
+  ifr.ifr_flags |= IFF_UP;
+  if (ioctl(s, SIOCSIFFLAGS, &ifr) != 0) Die("bring lo up");
+  close(s);
+}
+
+int Holder(bool net) {
   CloseExtraFds({});
+  if (net) MakeNetworkNamespace();
   if (unshare(CLONE_NEWPID) != 0) Die("unshare(CLONE_NEWPID)");
   pid_t pid = fork();
   if (pid < 0) Die("fork");
@@ -229,12 +262,79 @@ void SetAttr(const std::string& path, uint64_t set, bool recursive) {
   }
 }
 
+// An image root (--image): a tmpfs whose entries are the image's, each bound
+// read-only, nosuid, nodev (symlinks copied as they are). Where a mount of
+// the rank's lies inside an image folder, that folder is a tmpfs folder
+// instead, its entries bound one by one, down to the mount point; an image
+// symlink or file on the way is shadowed by a folder, so that no mount point
+// is ever reached through a link of the image's (which would resolve in the
+// host's tree here, before pivot_root). BuildRoot makes the tmpfs read-only
+// once every mount is in place.
+void PopulateFromImage(const std::string& src, const std::string& dst, const std::string& rel,
+                       const std::vector<MountOp>& ops) {
+  DIR* d = opendir(src.c_str());
+  if (d == nullptr) Die("open image folder " + src);
+  std::vector<std::string> names;
+  while (dirent* e = readdir(d)) {
+    std::string name = e->d_name;
+    if (name != "." && name != "..") names.push_back(name);
+  }
+  closedir(d);
+  for (const std::string& name : names) {
+    std::string path = rel + "/" + name;
+    bool exact = false, above = false;
+    for (const MountOp& op : ops) {
+      exact = exact || op.dst == path;
+      above = above || (op.dst.size() > path.size() && op.dst.compare(0, path.size(), path) == 0 &&
+                        op.dst[path.size()] == '/');
+    }
+    if (exact) continue;  // the rank's mount makes its own mount point
+    std::string from = src + "/" + name, to = dst + "/" + name;
+    struct stat st;
+    if (lstat(from.c_str(), &st) != 0) Die("stat " + from);
+    if (above) {
+      if (mkdir(to.c_str(), 0755) != 0) Die("mkdir " + to);
+      if (S_ISDIR(st.st_mode)) {
+        if (chmod(to.c_str(), st.st_mode & 0777) != 0) Die("chmod " + to);
+        PopulateFromImage(from, to, path, ops);
+      }
+    } else if (S_ISDIR(st.st_mode)) {
+      if (mkdir(to.c_str(), 0755) != 0) Die("mkdir " + to);
+      if (mount(from.c_str(), to.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) Die("bind image " + from);
+      SetAttr(to, kAttrRdonly | kAttrNosuid | kAttrNodev, true);
+    } else if (S_ISLNK(st.st_mode)) {
+      std::vector<char> target(PATH_MAX + 1);
+      ssize_t n = readlink(from.c_str(), target.data(), target.size() - 1);
+      if (n < 0) Die("readlink " + from);
+      target[static_cast<size_t>(n)] = '\0';
+      if (symlink(target.data(), to.c_str()) != 0) Die("symlink " + to);
+    } else if (S_ISREG(st.st_mode)) {
+      int fd = open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+      if (fd < 0) Die("create " + to);
+      close(fd);
+      if (mount(from.c_str(), to.c_str(), nullptr, MS_BIND, nullptr) != 0) Die("bind image " + from);
+      SetAttr(to, kAttrRdonly | kAttrNosuid | kAttrNodev, false);
+    }
+    // Anything else (never in an unpacked image: UnpackTree refuses it) is left out.
+  }
+  errno = 0;
+}
+
+void BuildImageRoot(const RankArgs& a) {
+  if (mount("tmpfs", a.root.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") != 0) Die("tmpfs at " + a.root);
+  PopulateFromImage(a.image, a.root, "", a.mounts);
+}
+
 void BuildRoot(const RankArgs& a) {
   if (unshare(CLONE_NEWNS) != 0) Die("unshare(CLONE_NEWNS)");
   if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) Die("make / private");
   const std::string& r = a.root;
-  if (mount("/", r.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) Die("bind / at " + r);
-  SetAttr(r, kAttrRdonly | kAttrNosuid | kAttrNodev, true);
+  if (a.image.empty()) {
+    if (mount("/", r.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) Die("bind / at " + r);
+    SetAttr(r, kAttrRdonly | kAttrNosuid | kAttrNodev, true);
+  } else {
+    BuildImageRoot(a);
+  }
   // Shallow paths first, so that deeper mounts land inside earlier ones.
   std::vector<MountOp> ops = a.mounts;
   std::stable_sort(ops.begin(), ops.end(),
@@ -275,6 +375,11 @@ void BuildRoot(const RankArgs& a) {
       if (mount("proc", dst.c_str(), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
         Die("mount proc");
       }
+    } else if (op.kind == "sysfs") {  // the rank's network namespace's view (its interfaces)
+      MkdirAll(dst, 0555);
+      if (mount("sysfs", dst.c_str(), "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
+        Die("mount sysfs");
+      }
     } else if (op.kind == "link") {
       if (symlink(op.src.c_str(), dst.c_str()) != 0 && errno != EEXIST) Die("symlink " + op.dst);
       errno = 0;
@@ -283,6 +388,7 @@ void BuildRoot(const RankArgs& a) {
     }
   }
   for (const std::string& dst : readonly_later) SetAttr(dst, kAttrRdonly, false);
+  if (!a.image.empty()) SetAttr(r, kAttrRdonly, false);  // the image root's skeleton, now complete
   if (chdir(r.c_str()) != 0) Die("chdir " + r);
   if (syscall(SYS_pivot_root, ".", ".") != 0) Die("pivot_root");
   if (umount2(".", MNT_DETACH) != 0) Die("detach the old root");
@@ -315,6 +421,12 @@ int Rank(const RankArgs& a) {
   CloseExtraFds(a.keep_fds);
   for (int fd : a.keep_fds) {
     if (fcntl(fd, F_GETFD) < 0) Die("--keep-fd " + std::to_string(fd) + ": not an open descriptor");
+  }
+  if (!a.netns.empty()) {
+    int net = open(a.netns.c_str(), O_RDONLY | O_CLOEXEC);
+    if (net < 0) Die("open " + a.netns);
+    if (setns(net, CLONE_NEWNET) != 0) Die("setns " + a.netns);
+    close(net);
   }
   int ns = open(a.pidns.c_str(), O_RDONLY | O_CLOEXEC);
   if (ns < 0) Die("open " + a.pidns);
@@ -373,8 +485,8 @@ bool ParseId(const char* text, unsigned* out) {
 }
 
 int Usage(const std::string& why) {
-  fprintf(stderr, "athanor-sandbox-exec: %s\nusage: athanor-sandbox-exec holder | rank --pidns F --root D "
-                  "--uid U --gid G --cwd D --env-file F [--cgroup F]... [--mount KIND:SRC:DST]... -- COMMAND...\n",
+  fprintf(stderr, "athanor-sandbox-exec: %s\nusage: athanor-sandbox-exec holder [--net] | rank --pidns F --root D "
+                  "--uid U --gid G --cwd D --env-file F [--netns F] [--image D] [--cgroup F]... [--mount KIND:SRC:DST]... -- COMMAND...\n",
           why.c_str());
   return 127;
 }
@@ -385,16 +497,18 @@ int main(int argc, char** argv) {
   if (argc == 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
     printf("athanor-sandbox-exec: the agent's helper that builds a rank's sandbox (run as root by\n"
            "athanor-agent only; see worker/agent/sandbox.h and docs/security.md)\n"
-           "usage: athanor-sandbox-exec holder\n"
-           "         make a job attempt's PID namespace; prints its pid 1\n"
+           "usage: athanor-sandbox-exec holder [--net]\n"
+           "         make a job attempt's PID namespace (and network namespace); prints its pid 1\n"
            "       athanor-sandbox-exec rank --pidns F --root D --uid U --gid G --cwd D --env-file F\n"
-           "                            [--keep-fd N]... [--cgroup F]... [--mount KIND:SRC:DST]... -- COMMAND...\n"
+           "                            [--netns F] [--image D] [--keep-fd N]... [--cgroup F]... [--mount KIND:SRC:DST]... -- COMMAND...\n"
            "         run COMMAND in that namespace, in a new mount namespace, as U:G, with the\n"
            "         environment in F (NAME=VALUE entries ended by NULs; root's, 0600; unlinked)\n");
     return 0;
   }
   RefuseForeignEnvironment();
-  if (argc >= 2 && std::string(argv[1]) == "holder") return Holder();
+  if (argc == 2 && std::string(argv[1]) == "holder") return Holder(false);
+  if (argc == 3 && std::string(argv[1]) == "holder" && std::string(argv[2]) == "--net") return Holder(true);
+  if (argc >= 2 && std::string(argv[1]) == "holder") return Usage("holder takes only --net");
   if (argc < 2 || std::string(argv[1]) != "rank") return Usage("expected 'holder' or 'rank'");
   RankArgs a;
   int i = 2;
@@ -408,8 +522,13 @@ int main(int argc, char** argv) {
     std::string value = argv[++i];
     if (flag == "--pidns") {
       a.pidns = value;
+    } else if (flag == "--netns") {
+      a.netns = value;
     } else if (flag == "--root") {
       a.root = value;
+    } else if (flag == "--image") {
+      if (value.empty() || value[0] != '/') return Usage("--image: expected an absolute path, got " + value);
+      a.image = value;
     } else if (flag == "--cwd") {
       a.cwd = value;
     } else if (flag == "--uid") {

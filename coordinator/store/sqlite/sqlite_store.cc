@@ -73,7 +73,11 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string
       " record TEXT NOT NULL, PRIMARY KEY (model, effective));"
       "CREATE TABLE IF NOT EXISTS plans (tenant TEXT PRIMARY KEY, record TEXT NOT NULL);"
       // Append-only: a repeated id fails the whole commit.
-      "CREATE TABLE IF NOT EXISTS ledger (id INTEGER PRIMARY KEY, record TEXT NOT NULL);"));
+      "CREATE TABLE IF NOT EXISTS ledger (id INTEGER PRIMARY KEY, record TEXT NOT NULL);"
+      "CREATE TABLE IF NOT EXISTS images (tenant TEXT NOT NULL, name TEXT NOT NULL,"
+      " record TEXT NOT NULL, PRIMARY KEY (tenant, name));"
+      "CREATE TABLE IF NOT EXISTS volumes (tenant TEXT NOT NULL, name TEXT NOT NULL,"
+      " record TEXT NOT NULL, PRIMARY KEY (tenant, name));"));
   RETURN_IF_ERROR(store->UpgradeRows());
   // The schema and any rewritten rows go into the database file now, so the
   // log starts empty and its thresholds count commits' pages only.
@@ -282,6 +286,8 @@ absl::Status SqliteStore::Commit(const Changes& changes) {
         return fail(absl::StrCat("write ledger entry ", entry.id()));
       }
     }
+    if (absl::Status s = PutImages(changes.images); !s.ok()) return fail(std::string(s.message()));
+    if (absl::Status s = PutVolumes(changes.volumes); !s.ok()) return fail(std::string(s.message()));
   }
   if (absl::Status s = Exec("COMMIT"); !s.ok()) {
     Exec("ROLLBACK").IgnoreError();  // as above: the COMMIT error is the one to report
@@ -331,6 +337,8 @@ absl::StatusOr<SqliteStore::Contents> SqliteStore::LoadAll() {
   RETURN_IF_ERROR(ReadRows("prices", "SELECT record FROM prices ORDER BY model, effective", &out.prices));
   RETURN_IF_ERROR(ReadRows("plans", "SELECT record FROM plans ORDER BY tenant", &out.plans));
   RETURN_IF_ERROR(ReadRows("ledger", "SELECT record FROM ledger ORDER BY id", &out.ledger));
+  RETURN_IF_ERROR(ReadRows("images", "SELECT record FROM images ORDER BY tenant, name", &out.images));
+  RETURN_IF_ERROR(ReadRows("volumes", "SELECT record FROM volumes ORDER BY tenant, name", &out.volumes));
   return out;
 }
 

@@ -82,6 +82,11 @@ class SqliteStore final : public Store {
   // Billing's rows: binds the key(s) given, then the row as text, and steps.
   bool PutRow(sqlite3_stmt* stmt, std::optional<std::string> text_key,
               std::optional<int64_t> int_key, const google::protobuf::Message& row);
+  // Images' rows, in order (sqlite_store_images.cc); the error names the
+  // image whose row failed. Inside Commit's transaction.
+  absl::Status PutImages(const std::vector<ImageChange>& images);
+  // Volumes' rows, likewise (sqlite_store_volumes.cc).
+  absl::Status PutVolumes(const std::vector<VolumeChange>& volumes);
   // Reads every row of `sql` (one text column) into `out`; DataLoss naming
   // the table and row that does not read.
   template <typename Row>
