@@ -54,6 +54,7 @@ int Run(int argc, char** argv) {
   double heartbeat_timeout_s = 10, default_grace_s = ToSeconds(sched::kDefaultGrace),
          min_run_time_s = ToSeconds(sched::kDefaultMinRunTime);
   double idle_reclaim_grace_s = 60, checkpoint_poll_s = 30, checkpoint_upload_wait_s = 600;
+  double volume_store_wait_s = 600;
   double billing_interval_s = 60;
   double max_heartbeats_per_s = 2000;
   bool no_backfill = false, no_metrics = false;
@@ -110,6 +111,9 @@ int Run(int argc, char** argv) {
       ("checkpoint-upload-wait-s", po::value(&checkpoint_upload_wait_s)->default_value(600),
        "a requeued job waits at most this long for a newer checkpoint its ranks handed off "
        "to the node checkpoint service to commit or fail")
+      ("volume-store-wait-s", po::value(&volume_store_wait_s)->default_value(600),
+       "a requeued job waits at most this long for its ended attempt's read-write volumes "
+       "to be stored back")
       ("http-listen", po::value(&http_listen)->default_value(""),
        "HOST:PORT to serve /metrics, the dashboard and its JSON API on (empty: none)")
       ("chartjs-dir", po::value(&chartjs_dir)->default_value("/usr/share/javascript/chart.js"),
@@ -162,7 +166,7 @@ int Run(int argc, char** argv) {
     return 2;
   }
   if (default_grace_s < 0 || min_run_time_s < 0 || idle_reclaim_grace_s < 0 || checkpoint_poll_s < 0 ||
-      checkpoint_upload_wait_s < 0 || billing_interval_s <= 0) {
+      checkpoint_upload_wait_s < 0 || volume_store_wait_s < 0 || billing_interval_s <= 0) {
     std::cerr << "athanor-coordinator: grace, run time and poll periods must be >= 0, and "
                  "--billing-interval-s > 0\n";
     return 2;
@@ -181,6 +185,7 @@ int Run(int argc, char** argv) {
   options.backfill = !no_backfill;
   options.idle_reclaim_grace = Seconds(idle_reclaim_grace_s);
   options.checkpoint_upload_wait = Seconds(checkpoint_upload_wait_s);
+  options.volume_store_wait = Seconds(volume_store_wait_s);
   options.billing_interval = Seconds(billing_interval_s);
   options.heartbeat_timeout = Seconds(heartbeat_timeout_s);
   HeartbeatPace pace(Millis(heartbeat_interval_ms), options.heartbeat_timeout, max_heartbeats_per_s);

@@ -27,9 +27,10 @@ absl::StatusOr<bool> UploadHolds::Report(const std::string& id, int32_t attempt,
   return false;
 }
 
-void UploadHolds::Refresh() {
+void UploadHolds::Refresh(const std::map<std::string, std::string>& other) {
   std::set<std::string> ids = uploads_.Jobs();
   ids.insert(held_.begin(), held_.end());
+  for (const auto& [id, why] : other) ids.insert(id);
   const TimePoint now = clock_->Now();
   for (const std::string& id : ids) {
     const JobRecord* job = find_job_(id);
@@ -55,7 +56,11 @@ void UploadHolds::Refresh() {
                          job->committed_step, "); gives up in ",
                          static_cast<int64_t>(ToSeconds(wait->until - now) + 0.999), " s");
       held_.insert(id);
-    } else if (!held_.erase(id)) {
+    }
+    if (auto o = other.find(id); o != other.end()) {
+      why = why.empty() ? o->second : absl::StrCat(why, "; ", o->second);
+      held_.insert(id);
+    } else if (why.empty() && !held_.erase(id)) {
       continue;  // neither held nor to hold
     }
     if (absl::Status s = sched_->SetHold(job->id, why); !s.ok()) {

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <set>
 #include <string>
 
@@ -36,8 +37,10 @@ class UploadHolds {
   absl::StatusOr<bool> Report(const std::string& id, int32_t attempt, int64_t step, int32_t rank,
                               int32_t world_size, bool failed, const std::string& error);
   // Holds the pending jobs that must wait, releases those that need not any
-  // more; before every pass.
-  void Refresh();
+  // more; before every pass. `other`: the jobs that must wait for other
+  // reasons (job id -> why: volume stores owed, core/cluster_volumes.h),
+  // held here too, since a job has one hold in the scheduler.
+  void Refresh(const std::map<std::string, std::string>& other = {});
 
  private:
   CheckpointUploads uploads_;

@@ -30,8 +30,9 @@ ClusterState::ClusterState(StateOptions options, const Clock* clock)
       nodes_(&sched_, &log_, &clock_),
       accounts_(&options_, &sched_, &log_, &clock_),
       billing_(&options_, &log_, &clock_, &nodes_),
+      owed_stores_(options_.volume_store_wait),
       launcher_(&options_, &nodes_, &log_, &clock_),
-      jobs_({&options_, &clock_, &sched_, &nodes_, &log_, &launcher_, &accounts_, &billing_}),
+      jobs_({&options_, &clock_, &sched_, &nodes_, &log_, &launcher_, &accounts_, &billing_, &owed_stores_}),
       hangs_(options_.hangs, clock),
       suspects_(&options_.hangs, clock),
       upload_holds_(options_.checkpoint_upload_wait, &sched_,
@@ -83,6 +84,7 @@ absl::Status ClusterState::RegisterNode(const NodeRecord& node,
       }
     }
   }
+  volumes().NodeLost(node.name, "its agent registered again");  // a restarted agent's copies are gone
   ScheduleInline();
   return absl::OkStatus();
 }
@@ -127,6 +129,7 @@ void ClusterState::Tick() {
   }
   for (const auto& [name, why] : nodes_.Expire(timeout)) {
     jobs_.FailAttemptsOn(name, absl::StrCat("node ", name, " went DOWN (", why, ")"));
+    volumes().NodeLost(name, "it went DOWN");
   }
   jobs_.SettleAll();
   for (int64_t seq : std::set<int64_t>(jobs_.active())) {
@@ -142,7 +145,7 @@ void ClusterState::Tick() {
 }
 
 size_t ClusterState::Schedule() {
-  upload_holds_.Refresh();
+  upload_holds_.Refresh(volumes().Holds());
   std::vector<sched::Decision> decisions = sched_.Schedule();
   for (const sched::Decision& d : decisions) {
     if (d.kind == sched::Decision::Kind::kStart) {

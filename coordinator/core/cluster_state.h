@@ -9,6 +9,7 @@
 //   TenantBilling    prices, plans, the ledger and metering (tenant_billing.h)
 //   HangDetector     hangs and stragglers from rank progress (hang_detector.h)
 //   UploadHolds      requeued jobs waiting for a checkpoint upload (upload_holds.h)
+//   OwedStores       requeued jobs' volume stores still owed (owed_stores.h)
 //   sched::Scheduler placement and policy (scheduler/)
 // and runs the operations that span several of them. Each operation changes
 // records in memory and marks them; the owner (CoordinatorCore) takes them
@@ -158,6 +159,8 @@ class ClusterState {
   TenantBilling billing_;
   VolumeRegistry volumes_;
   ImageRegistry images_;  // environment images' records (cluster_images.h)
+  // Requeued jobs' read-write volume stores still owed (ClusterVolumes::Holds).
+  OwedStores owed_stores_;
   // Tenants whose jobs are held for want of credit (ClusterBilling::Enforce).
   std::set<std::string> credit_held_;
   AttemptLauncher launcher_;

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/logging.h"
 #include "common/status.h"
 #include "coordinator/core/cluster_state.h"
 #include "coordinator/model/validation.h"
@@ -116,6 +117,55 @@ absl::StatusOr<rpc::Volume> ClusterVolumes::CommitStore(const std::string& volum
                                                     size_bytes, state_.clock_.UnixSeconds()));
   state_.log_.MarkVolume(v, /*removed=*/false);
   return v;
+}
+
+absl::Status ClusterVolumes::EndStore(const std::string& node, const std::string& job_id, int32_t attempt,
+                                      const std::string& volume) {
+  ASSIGN_OR_RETURN(const JobRecord* job, PlacedMount(state_, node, job_id, attempt, volume, /*write=*/true));
+  if (!state_.owed_stores_.Reported(node, job_id, attempt, volume)) {
+    // The agent stores as the ranks end; the coordinator may not have seen
+    // them end yet.
+    if (job->allocated && job->attempt == attempt) state_.owed_stores_.EndedEarly(node, job_id, attempt, volume);
+    return absl::OkStatus();
+  }
+  ATHANOR_LOG(INFO) << "job " << job_id << ": attempt " << attempt << "'s store of volume '" << volume
+                    << "' from node " << (node.empty() ? "?" : node) << " ended"
+                    << (state_.owed_stores_.First(job_id) ? "" : "; its next attempt may start");
+  state_.ScheduleInline();
+  return absl::OkStatus();
+}
+
+void ClusterVolumes::NodeLost(const std::string& node, const std::string& why) {
+  for (const OwedStores::Owed& o : state_.owed_stores_.NodeLost(node)) {
+    ATHANOR_LOG(WARNING) << "job " << o.job_id << ": attempt " << o.attempt << "'s copy of volume '" << o.volume
+                         << "' on node " << node << " is lost (" << why << "); the volume keeps its last "
+                         << "stored content, and the next attempt no longer waits for it";
+  }
+}
+
+std::map<std::string, std::string> ClusterVolumes::Holds() {
+  std::map<std::string, std::string> out;
+  OwedStores& owed = state_.owed_stores_;
+  if (owed.Jobs().empty()) return out;
+  const TimePoint now = state_.clock_.Now();
+  for (const OwedStores::Owed& o : owed.Expire(now)) {
+    ATHANOR_LOG(WARNING) << "job " << o.job_id << ": attempt " << o.attempt << " did not store volume '" << o.volume
+                         << "' from node " << o.node << " within " << ToSeconds(owed.max_wait())
+                         << " s; the next attempt no longer waits for it (it starts from the volume's last "
+                         << "stored content)";
+  }
+  for (const std::string& id : owed.Jobs()) {
+    const JobRecord* job = state_.jobs_.Find(id);
+    if (job == nullptr || IsTerminal(job->state)) {
+      owed.Forget(id);
+      continue;
+    }
+    const std::optional<OwedStores::Owed> o = owed.First(id);
+    out[id] = absl::StrCat("waiting for volume '", o->volume, "' to be synced from node ", o->node,
+                           " (stored back by attempt ", o->attempt, "); gives up in ",
+                           static_cast<int64_t>(ToSeconds(o->until - now) + 0.999), " s");
+  }
+  return out;
 }
 
 std::vector<rpc::Volume> ClusterVolumes::List(const ClusterState& state, const std::string& tenant) {

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,20 @@ class ClusterVolumes {
   absl::StatusOr<rpc::Volume> CommitStore(const std::string& volume, const VolumeUpload& upload,
                                           int64_t base_generation, const std::string& digest,
                                           int64_t size_bytes);
+
+  // Volume stores owed by requeued jobs' ended attempts (volumes/owed_stores.h).
+  // A StoreVolume call by attempt `attempt` of `job_id` from `node` ended,
+  // whatever its outcome (a call of no content: the copy was unchanged, or
+  // could not be stored). PermissionDenied as ReserveStore; a job that may
+  // start now is placed.
+  absl::Status EndStore(const std::string& node, const std::string& job_id, int32_t attempt,
+                        const std::string& volume);
+  // `node`'s copies are lost (`why`): what it owed is dropped.
+  void NodeLost(const std::string& node, const std::string& why);
+  // The requeued jobs that must wait for owed stores now, and why (job id ->
+  // why, for UploadHolds::Refresh); drops debts past
+  // StateOptions::volume_store_wait and those of finished jobs.
+  std::map<std::string, std::string> Holds();
 
   // ---- reads, over a const state.
   // One tenant's volumes ("" : every tenant's), `used_by` filled in.

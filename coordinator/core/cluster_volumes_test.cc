@@ -1,7 +1,8 @@
 // Volumes in the cluster state: the mount rules at submission (tenant
 // isolation, single-node read-write, one writer), removal refused while
 // mounted, the agents' fetch and store rules, and the records' way into the
-// store's batch and back after a restart.
+// store's batch and back after a restart, and a requeued job's wait for the
+// volume stores its ended attempt owes.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -13,6 +14,7 @@
 
 #include <cstdio>
 
+#include "absl/strings/str_cat.h"
 #include "coordinator/core/cluster_state.h"
 #include "coordinator/core/test_util.h"
 #include "coordinator/store/sqlite/sqlite_store.h"
@@ -152,6 +154,103 @@ TEST_F(ClusterVolumesTest, AgentsFetchAndStoreOnlyForTheirPlacedMounts) {
   ASSERT_EQ(back.size(), 1u);
   EXPECT_EQ(back[0].generation(), 1);
   EXPECT_EQ(back[0].used_by_size(), 0);
+}
+
+// A requeued job's next attempt is not placed while its ended attempt still
+// owes the store of a read-write volume (volumes/owed_stores.h): it would
+// fetch the older generation, and its own store would then be refused.
+class OwedStoreTest : public ClusterVolumesTest {
+ protected:
+  // Submits a job mounting `data` read-write, runs its rank, preempts it and
+  // reports the rank's exit: the job is requeued. Its node in `*node`.
+  std::string RunAndPreempt(std::string* node) {
+    absl::StatusOr<SubmitResult> w = Submit("a", 1, {{"data", "/data", false}});
+    EXPECT_TRUE(w.ok()) << w.status();
+    *node = Job(w->job_id).allocation.at(0).node;
+    const DesiredRank d = state_->DesiredFor(*node).at(0);
+    EXPECT_TRUE(state_->Heartbeat(*node, state_->log().generation(), {ReportOf(d)}));
+    EXPECT_TRUE(state_->jobs().Preempt(w->job_id, Seconds(10)).ok());
+    EXPECT_TRUE(state_->Heartbeat(*node, state_->log().generation(), {ReportOf(d, RankPhase::kExited)}));
+    return w->job_id;
+  }
+  // Lets `seconds` pass with `nodes` heartbeating, then ticks.
+  void Pass(int seconds, std::vector<std::string> nodes = {"n1", "n2"}) {
+    for (int s = 0; s < seconds; ++s) {
+      clock_.Advance(Seconds(1));
+      for (const std::string& n : nodes) ASSERT_TRUE(state_->Heartbeat(n, state_->log().generation(), {}));
+    }
+    state_->Tick();
+  }
+};
+
+TEST_F(OwedStoreTest, TheNextAttemptWaitsForTheStoreReport) {
+  std::string node;
+  const std::string job = RunAndPreempt(&node);
+  const std::string other = node == "n1" ? "n2" : "n1";
+  EXPECT_EQ(Job(job).state, JobState::kPending);  // both nodes are free; it waits
+  EXPECT_EQ(state_->Why(job)->reasons.at(0),
+            absl::StrCat("waiting for volume 'data' to be synced from node ", node,
+                         " (stored back by attempt 1); gives up in 600 s"));
+  // Only the owing node's call counts; a pass changes nothing meanwhile.
+  EXPECT_EQ(state_->volumes().EndStore(other, job, 1, "data"),
+            absl::PermissionDeniedError(absl::StrCat("node ", other, " may not store volume 'data' for job ", job,
+                                                     " attempt 1: the attempt has no rank there")));
+  Pass(30);
+  EXPECT_EQ(Job(job).state, JobState::kPending);
+  EXPECT_EQ(state_->Why(job)->reasons.at(0),
+            absl::StrCat("waiting for volume 'data' to be synced from node ", node,
+                         " (stored back by attempt 1); gives up in 570 s"));
+  // The store call ends (here: an unchanged copy's report): placed at once.
+  ASSERT_TRUE(state_->volumes().EndStore(node, job, 1, "data").ok());
+  EXPECT_EQ(Job(job).state, JobState::kStarting);
+  EXPECT_EQ(Job(job).attempt, 2);
+  // A second report of the same store is harmless.
+  EXPECT_TRUE(state_->volumes().EndStore(node, job, 1, "data").ok());
+  EXPECT_EQ(Job(job).attempt, 2);
+}
+
+TEST_F(OwedStoreTest, AStoreThatEndedBeforeTheRanksWereSeenToEndCounts) {
+  absl::StatusOr<SubmitResult> w = Submit("a", 1, {{"data", "/data", false}});
+  ASSERT_TRUE(w.ok()) << w.status();
+  const std::string node = Job(w->job_id).allocation.at(0).node;
+  const DesiredRank d = state_->DesiredFor(node).at(0);
+  ASSERT_TRUE(state_->Heartbeat(node, state_->log().generation(), {ReportOf(d)}));
+  ASSERT_TRUE(state_->jobs().Preempt(w->job_id, Seconds(10)).ok());
+  // The agent stores as the rank ends, before its heartbeat says so.
+  ASSERT_TRUE(state_->volumes().EndStore(node, w->job_id, 1, "data").ok());
+  ASSERT_TRUE(state_->Heartbeat(node, state_->log().generation(), {ReportOf(d, RankPhase::kExited)}));
+  EXPECT_EQ(Job(w->job_id).state, JobState::kStarting);
+  EXPECT_EQ(Job(w->job_id).attempt, 2);
+}
+
+TEST_F(OwedStoreTest, ANodeGoneDownOwesNothing) {
+  std::string node;
+  const std::string job = RunAndPreempt(&node);
+  const std::string other = node == "n1" ? "n2" : "n1";
+  EXPECT_EQ(Job(job).state, JobState::kPending);
+  // The owing node stops heartbeating; the other keeps on. DOWN after 10 s.
+  for (int s = 0; s < 10; ++s) {
+    Pass(1, {other});
+    ASSERT_EQ(Job(job).state, JobState::kPending) << "after " << s + 1 << " s";
+  }
+  Pass(1, {other});
+  EXPECT_TRUE(state_->nodes().IsDown(node));
+  EXPECT_EQ(Job(job).state, JobState::kStarting);
+  EXPECT_EQ(Job(job).attempt, 2);
+  EXPECT_EQ(Job(job).allocation.at(0).node, other);
+}
+
+TEST_F(OwedStoreTest, TheWaitHasABound) {
+  std::string node;
+  const std::string job = RunAndPreempt(&node);
+  Pass(599);
+  EXPECT_EQ(Job(job).state, JobState::kPending);
+  EXPECT_EQ(state_->Why(job)->reasons.at(0),
+            absl::StrCat("waiting for volume 'data' to be synced from node ", node,
+                         " (stored back by attempt 1); gives up in 1 s"));
+  Pass(1);
+  EXPECT_EQ(Job(job).state, JobState::kStarting);
+  EXPECT_EQ(Job(job).attempt, 2);
 }
 
 }  // namespace

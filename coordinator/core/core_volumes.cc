@@ -78,4 +78,10 @@ absl::StatusOr<rpc::Volume> CoreVolumes::CommitStore(const std::string& volume, 
   return out;
 }
 
+absl::Status CoreVolumes::EndStore(const std::string& node, const std::string& job_id, int32_t attempt,
+                                   const std::string& volume) {
+  // Marks no record unless a held job starts now.
+  return core_->Write([&](ClusterState& s) { return s.volumes().EndStore(node, job_id, attempt, volume); });
+}
+
 }  // namespace athanor::coord

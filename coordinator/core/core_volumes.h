@@ -41,6 +41,9 @@ class CoreVolumes {
   absl::StatusOr<rpc::Volume> CommitStore(const std::string& volume, const VolumeUpload& upload,
                                           int64_t base_generation, const std::string& digest,
                                           int64_t size_bytes);
+  // A StoreVolume call ended, whatever its outcome (ClusterVolumes::EndStore).
+  absl::Status EndStore(const std::string& node, const std::string& job_id, int32_t attempt,
+                        const std::string& volume);
 
  private:
   CoordinatorCore* const core_;

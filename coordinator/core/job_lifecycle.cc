@@ -379,6 +379,11 @@ void JobLifecycle::Finish(JobRecord* job, JobState outcome, const std::string& r
   job->billing_notice.clear();
   job->idle_warned = false;
   job->last_active_unix = 0;
+  if (was_allocated && p_.owed_stores != nullptr && !job->spec.volumes.empty()) {
+    p_.owed_stores->AttemptEnded(*job, p_.clock->Now(),
+                                 [this](const std::string& node) { return p_.nodes->IsDown(node); },
+                                 outcome == JobState::kPending);
+  }
   if (outcome == JobState::kPending) {
     if (!preempted) job->restarts++;
     counters_.requeues[preempted ? "preemption" : "failure"]++;

@@ -44,6 +44,7 @@
 #include "coordinator/model/state_types.h"
 #include "coordinator/model/wall_clock.h"
 #include "coordinator/scheduler/scheduler.h"
+#include "coordinator/volumes/owed_stores.h"
 
 namespace athanor::coord {
 
@@ -64,6 +65,9 @@ class JobLifecycle {
     AttemptLauncher* launcher;
     TenantAccounts* accounts;
     TenantBilling* billing;
+    // Told of each requeued attempt's ended ranks, which owe volume stores
+    // (volumes/owed_stores.h); null: none are tracked.
+    OwedStores* owed_stores = nullptr;
   };
   explicit JobLifecycle(Parts parts) : p_(parts) {}
 

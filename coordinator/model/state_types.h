@@ -47,6 +47,9 @@ struct StateOptions {
   // A requeued job waits at most this long for a newer checkpoint step its
   // ranks handed off to finish uploading (checkpoint_uploads.h).
   Duration checkpoint_upload_wait = Seconds(600);
+  // A requeued job waits at most this long for its ended attempt's
+  // read-write volumes to be stored back (volumes/owed_stores.h).
+  Duration volume_store_wait = Seconds(600);
   HangOptions hangs;  // hang detection, auto-drain, stragglers (hang_options.h)
 };
 

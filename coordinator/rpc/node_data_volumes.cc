@@ -3,6 +3,7 @@
 // store it back when the job's box there ends.
 #include <string>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -75,9 +76,21 @@ grpc::Status NodeDataService::StoreVolume(grpc::ServerContext* ctx,
   }
   const rpc::StoreVolumeHeader h = first.header();
   if (absl::Status s = CheckTarget(h.job_id(), h.volume()); !s.ok()) return ToGrpc(s);
+  CoreVolumes volumes(core_);
+  // size_bytes 0 stores nothing (no tar is empty): the agent reports that its
+  // copy is as fetched, or could not be stored (it logs why). Either way, and
+  // whatever a store's outcome, the call ends what the attempt owed: a
+  // requeued job waiting for it may start (volumes/owed_stores.h).
+  if (h.size_bytes() == 0) {
+    absl::Status s = volumes.EndStore(who->node, h.job_id(), h.attempt(), h.volume());
+    if (!s.ok()) {
+      ATHANOR_LOG(WARNING) << "NodeData.StoreVolume (nothing to store) refused to " << who->Describe() << ": " << s;
+    }
+    return ToGrpc(s);
+  }
+  absl::Cleanup ended = [&] { volumes.EndStore(who->node, h.job_id(), h.attempt(), h.volume()).IgnoreError(); };
   if (absl::Status s = CheckDigest(h.digest()); !s.ok()) return ToGrpc(s);
   if (h.size_bytes() < 0) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "size_bytes: below 0");
-  CoreVolumes volumes(core_);
   absl::StatusOr<VolumeUpload> up =
       volumes.ReserveStore(who->node, h.job_id(), h.attempt(), h.volume(), h.base_generation());
   if (!up.ok()) {

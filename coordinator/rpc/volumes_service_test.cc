@@ -191,6 +191,17 @@ TEST_F(VolumesServiceTest, StoreChecksGenerationSizeAndDigestAndFetchReturnsIt) 
   ASSERT_TRUE(Store(job, "data", 3, two, two.size(), DigestOf(two), &resp).ok());
   EXPECT_EQ(blobs_.Objects().size(), 1u);  // the previous blob is deleted
   EXPECT_EQ(blobs_.Objects().count(VolumeBlobKey("a", "data", resp.volume().generation())), 1u);
+  const int64_t stored = resp.volume().generation();
+
+  // No content (an unchanged copy's report): nothing stored, no generation
+  // taken, no digest asked for; still only for the job's own mount.
+  rpc::StoreVolumeResponse none;
+  s = Store(job, "data", stored, "", 0, "", &none);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(blobs_.Objects().size(), 1u);
+  ASSERT_TRUE(Fetch(job, "data", &header, &bytes).ok());
+  EXPECT_EQ(header.generation(), stored);
+  EXPECT_EQ(Store(job, "else", stored, "", 0, "", &none).error_code(), grpc::StatusCode::PERMISSION_DENIED);
 
   // Another tenant's job, even with a volume of the same name, stores nothing here.
   ASSERT_TRUE(Create("b", "data", 100, &v).ok());

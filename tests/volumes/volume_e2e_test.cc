@@ -8,7 +8,8 @@
 //   3. a second read-write mount while a job that mounts it read-write runs
 //      is refused, naming that job;
 //   4. after a kill -9 of the agent running a job that has written into the
-//      volume, the volume holds its last synced content, exactly.
+//      volume, the volume holds its last synced content, exactly;
+//   5. a preempted job's next attempt reads what the first wrote.
 // Nodes are chosen by draining the other. Root only (the sandbox binds the
 // volumes); CI runs it as root.
 #include <gtest/gtest.h>
@@ -154,6 +155,32 @@ TEST_F(VolumeE2eTest, FollowsTheTenantAcrossNodesAndSurvivesAKilledAgent) {
   ASSERT_TRUE(LocalCluster::WaitFor([&] { return cluster_.GetJob(holder).state() == rpc::JOB_CANCELLED; }))
       << cluster_.CoordinatorLog();
   EXPECT_EQ(Generation(), synced);
+}
+
+// 5. A preempted job's writes reach its next attempt: the coordinator does
+// not place that attempt until the first one's copy is stored back (or
+// reported unchanged), so it never starts from the older generation.
+TEST_F(VolumeE2eTest, APreemptedJobsWritesReachItsNextAttempt) {
+  CliResult made = cluster_.CliAs(a_, {"volume", "create", "data", "--size", "16M"});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  // Attempt 1 writes and waits to be preempted; attempt 2 reads, appends, ends.
+  const std::string job = Submit(a_, "data:/mnt",
+                                 "if [ -f /mnt/f ]; then cat /mnt/f; echo second >> /mnt/f; "
+                                 "else echo first > /mnt/f; exec sleep 600; fi");
+  const std::string copy = cluster_.dir() + "/" + "node-1/jobs/" + job + "/attempt-1/volumes/data/f";
+  const std::string copy2 = cluster_.dir() + "/" + "node-2/jobs/" + job + "/attempt-1/volumes/data/f";
+  ASSERT_TRUE(LocalCluster::WaitFor([&] { return access(copy.c_str(), F_OK) == 0 || access(copy2.c_str(), F_OK) == 0; }))
+      << "attempt 1 never wrote into its copy" << cluster_.CoordinatorLog();
+  CliResult p = cluster_.Cli({"preempt", job, "--grace", "5s"});
+  ASSERT_EQ(p.exit_code, 0) << p.out << p.err;
+  LocalCluster::RearmWatchdog();
+  WaitSucceeded(job);
+  EXPECT_EQ(cluster_.GetJob(job).attempt(), 2);
+  ASSERT_TRUE(LocalCluster::WaitFor([&] { return Generation() >= 2; })) << Volume().dump() << cluster_.CoordinatorLog();
+  EXPECT_EQ(Generation(), 2);  // attempt 1's store, then attempt 2's: none refused
+  const std::string reader = Submit(a_, "data:/mnt:ro", "cat /mnt/f");
+  WaitSucceeded(reader);
+  EXPECT_EQ(Logs(reader), "[rank 0] first\n[rank 0] second\n");
 }
 
 }  // namespace

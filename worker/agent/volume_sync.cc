@@ -199,6 +199,12 @@ void VolumeSync::StoreAll(const AttemptKey& key, Attempt a) {
                               {base.generation, packed->digest, packed->bytes});
       }
     }
+    if (unchanged || !s.ok()) {  // no new generation: the coordinator stops waiting for one
+      if (absl::Status r = transport_->Report(job, attempt, v.name, base.generation); !r.ok()) {
+        ATHANOR_LOG(WARNING) << "job " << job << " attempt " << attempt << ": volume '" << v.name
+                             << "': the coordinator was not told that nothing is stored: " << r;
+      }
+    }
     std::error_code ec;
     fs::remove(tar, ec);
     if (!s.ok()) {

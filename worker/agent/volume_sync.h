@@ -17,6 +17,9 @@
 // attempt's copies are removed. A failed store is logged here and in the
 // attempt's rank logs; the volume keeps its last committed content (the
 // coordinator commits a generation only once its whole blob is stored).
+// An unchanged copy, or one that failed to pack or store, is reported
+// (VolumeTransport::Report): the coordinator holds the job's next attempt
+// until each read-write volume's store call has ended.
 // An agent killed before that leaves the volume as it was last stored.
 //
 // Fetching and storing take as long as the volume is big, so they run on a
@@ -74,6 +77,11 @@ class VolumeTransport {
   // `base_generation`; the coordinator's refusal as its status.
   virtual absl::Status Store(const std::string& job_id, int32_t attempt, const std::string& volume,
                              int64_t base_generation, const std::string& tar_path, const VolumeContent& content) = 0;
+  // Tells the coordinator that the attempt's copy of `volume` is not stored
+  // (a StoreVolume of no content): it is as fetched, or could not be stored.
+  // The job's next attempt waits for one store call per read-write volume.
+  virtual absl::Status Report(const std::string& job_id, int32_t attempt, const std::string& volume,
+                              int64_t base_generation) = 0;
 };
 
 // NodeData.FetchVolume / StoreVolume over a channel of the agent's to the

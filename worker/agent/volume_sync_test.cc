@@ -1,7 +1,8 @@
 // VolumeSync over a fake transport: an attempt's volumes are fetched and
 // unpacked before its ranks start, a read-write volume is stored back after
-// the attempt's last rank here ended (and only when changed), a failed fetch
-// names the volume, and a failed store is told in the rank logs.
+// the attempt's last rank here ended (and only when changed; unchanged or
+// failed, it is reported), a failed fetch names the volume, and a failed
+// store is told in the rank logs.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "storage/archive.h"
 #include "worker/agent/volume_sync.h"
@@ -51,7 +53,13 @@ class FakeTransport : public VolumeTransport {
     ++stores_;
     return absl::OkStatus();
   }
+  absl::Status Report(const std::string& job, int32_t attempt, const std::string& volume, int64_t base) override {
+    absl::MutexLock lock(&mu_);
+    reports_.push_back(absl::StrCat(job, "/", attempt, "/", volume, "@", base));
+    return absl::OkStatus();
+  }
   absl::Mutex mu_;
+  std::vector<std::string> reports_;  // job/attempt/volume@base_generation
   std::string dir_;
   std::map<std::string, VolumeContent> content_;
   int stores_ = 0;
@@ -110,6 +118,7 @@ TEST_F(VolumeSyncTest, FetchesBeforeTheRanksAndStoresAfterTheLast) {
   sync_->RankEnded(r1.key);
   sync_->Drain();
   EXPECT_EQ(transport_->stores_, 1);  // the read-only one is never stored
+  EXPECT_TRUE(transport_->reports_.empty());  // nor reported
   EXPECT_FALSE(fs::exists(root_ / "work/jobs/7/attempt-1/volumes"));
 
   // The next job gets that content, and stores nothing when it changed nothing.
@@ -122,6 +131,18 @@ TEST_F(VolumeSyncTest, FetchesBeforeTheRanksAndStoresAfterTheLast) {
   sync_->RankEnded(next.key);
   sync_->Drain();
   EXPECT_EQ(transport_->stores_, 1);
+  // ...but says so, from the generation it fetched, so that no next attempt waits.
+  EXPECT_EQ(transport_->reports_, (std::vector<std::string>{"8/1/data@1"}));
+
+  // An attempt whose volumes were fetched but whose ranks never started here
+  // neither stores nor reports (the coordinator saw no rank start, owes nothing).
+  RankTarget idle = Target("11", 0, {{"data", "/mnt", false}});
+  sync_->Acquire(idle);
+  sync_->Drain();
+  sync_->RankEnded(idle.key);
+  sync_->Drain();
+  EXPECT_EQ(transport_->stores_, 1);
+  EXPECT_EQ(transport_->reports_, (std::vector<std::string>{"8/1/data@1"}));
 }
 
 TEST_F(VolumeSyncTest, AFailedFetchNamesTheVolumeAndAFailedStoreIsTold) {
@@ -144,6 +165,7 @@ TEST_F(VolumeSyncTest, AFailedFetchNamesTheVolumeAndAFailedStoreIsTold) {
   sync_->RankEnded(w.key);
   sync_->Drain();
   EXPECT_EQ(transport_->stores_, 0);
+  EXPECT_EQ(transport_->reports_, (std::vector<std::string>{"10/1/data@0"}));  // the refusal ends the wait too
   EXPECT_EQ(Read((root_ / "work/jobs/10/attempt-1/rank-0.log").string()),
             "athanor-agent: volume 'data' was not synced up; it keeps its content of generation 0: volume is at "
             "generation 9\n");

@@ -19,6 +19,7 @@ namespace {
 
 // A whole volume travels in one call; a stalled stream ends with it.
 constexpr auto kTransferDeadline = std::chrono::hours(2);
+constexpr auto kReportDeadline = std::chrono::seconds(30);  // a report carries no content
 constexpr size_t kMaxChunk = size_t{1} << 20;  // the proto's documented bound
 
 absl::Status FromGrpc(const grpc::Status& s, const char* what) {
@@ -124,6 +125,26 @@ class CoordinatorVolumeTransport : public VolumeTransport {
     writer->WritesDone();
     grpc::Status s = writer->Finish();
     if (!status.ok()) return status;
+    if (!s.ok()) return FromGrpc(s, "the coordinator refused it");
+    return absl::OkStatus();
+  }
+
+  absl::Status Report(const std::string& job_id, int32_t attempt, const std::string& volume,
+                      int64_t base_generation) override {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + kReportDeadline);
+    rpc::StoreVolumeResponse resp;
+    std::unique_ptr<grpc::ClientWriter<rpc::StoreVolumeChunk>> writer = stub_->StoreVolume(&ctx, &resp);
+    rpc::StoreVolumeChunk chunk;
+    rpc::StoreVolumeHeader* h = chunk.mutable_header();
+    h->set_job_id(job_id);
+    h->set_attempt(attempt);
+    h->set_volume(volume);
+    h->set_base_generation(base_generation);
+    h->set_size_bytes(0);  // nothing stored (node_data_volumes.cc)
+    writer->Write(chunk);
+    writer->WritesDone();
+    grpc::Status s = writer->Finish();
     if (!s.ok()) return FromGrpc(s, "the coordinator refused it");
     return absl::OkStatus();
   }
