@@ -185,8 +185,8 @@ double StartMs(ImageE2eTest* t, LocalCluster& cluster, const std::vector<std::st
   Clock::time_point deadline = start + std::chrono::seconds(30);
   // The rank is another process: its first line is polled for (2 ms steps).
   while (ReadFile(log).find(marker) == std::string::npos && Clock::now() < deadline) {
-    /* sleep override: polling another process's log file, with a deadline */
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    // Polling another process's log file (its first line is the start time measured), with a deadline.
+    std::this_thread::sleep_for(std::chrono::milliseconds(2)); /* sleep override */
   }
   double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   EXPECT_NE(ReadFile(log).find(marker), std::string::npos) << "no first line within 30 s";
