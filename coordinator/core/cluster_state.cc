@@ -65,6 +65,20 @@ absl::StatusOr<JobRecord> ClusterState::CancelJob(const std::string& id) {
   return jobs_.Find(id) != nullptr ? *jobs_.Find(id) : job;
 }
 
+absl::StatusOr<JobRecord> ClusterState::NoteActivity(const std::string& id,
+                                                     const std::string& signal,
+                                                     const std::string& detail) {
+  JobRecord* job = jobs_.Mutable(id);
+  if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", id));
+  if (!job->spec.interactive || job->state != JobState::kRunning || job->stopping) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", id, " is not a running interactive instance"));
+  }
+  accounts_.MarkActive(job, clock_.UnixNow(), signal, detail);
+  log_.MarkJob(job->seq);
+  return *job;
+}
+
 absl::Status ClusterState::RegisterNode(const NodeRecord& node,
                                         const std::vector<RankReport>& reported) {
   const std::vector<RankReport> ranks = PlacedOn(node.name, reported);

@@ -64,6 +64,12 @@ class ClusterState {
   absl::StatusOr<SubmitResult> SubmitJob(const JobSpec& spec, const std::string& key = "",
                                          int32_t max_pending = 0);
   absl::StatusOr<JobRecord> CancelJob(const std::string& id);
+  // Use of a running interactive instance seen outside agents' reports (a
+  // shell's input, `athanor alloc --keep`): its idle clock starts over, and
+  // the job is written so the signal is durable. NotFound for an unknown
+  // job, FailedPrecondition for one that is not a running interactive one.
+  absl::StatusOr<JobRecord> NoteActivity(const std::string& id, const std::string& signal,
+                                         const std::string& detail);
   // An agent (re)registers, reporting every rank it runs or saw exit. Ranks
   // placed there that the agent no longer knows are lost. Here and in
   // Heartbeat, only reports of ranks placed on `node` in their job's current

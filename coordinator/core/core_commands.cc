@@ -23,6 +23,11 @@ absl::StatusOr<JobRecord> CoreCommands::CancelJob(const std::string& id) {
   return Run<JobRecord>(core_, [&](ClusterState& s) { return s.CancelJob(id); });
 }
 
+absl::StatusOr<JobRecord> CoreCommands::NoteActivity(const std::string& id, const std::string& signal,
+                                                    const std::string& detail) {
+  return Run<JobRecord>(core_, [&](ClusterState& s) { return s.NoteActivity(id, signal, detail); });
+}
+
 absl::StatusOr<JobRecord> CoreCommands::PreemptJob(const std::string& id, Duration grace) {
   return Run<JobRecord>(core_, [&](ClusterState& s) { return s.jobs().Preempt(id, grace); });
 }

@@ -23,6 +23,9 @@ class CoreCommands {
 
   // ClusterState::CancelJob.
   absl::StatusOr<JobRecord> CancelJob(const std::string& id);
+  // ClusterState::NoteActivity ("shell", "keep", ...).
+  absl::StatusOr<JobRecord> NoteActivity(const std::string& id, const std::string& signal,
+                                         const std::string& detail);
   // JobLifecycle::Preempt: by hand, with `grace` (0: the job's own).
   absl::StatusOr<JobRecord> PreemptJob(const std::string& id, Duration grace);
   // ClusterAdmin's (cluster_admin.h); SetQuota answers every quota after it.

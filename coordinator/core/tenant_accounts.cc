@@ -89,7 +89,9 @@ void TenantAccounts::TrackUse(JobRecord* job, const RankReport& r) {
   if (r.phase != RankPhase::kRunning) return;
   const double now = clock_->UnixNow();
   if (r.gpu_utilization >= 0) {  // a real GPU: its utilisation decides
-    if (r.gpu_utilization >= 100.0 * options_->idle_cpu_fraction) MarkActive(job, now);
+    if (r.gpu_utilization >= 100.0 * options_->idle_cpu_fraction) {
+      MarkActive(job, now, "gpu", absl::StrFormat("%.0f%% utilisation", r.gpu_utilization));
+    }
     return;
   }
   if (r.cpu_seconds < 0) return;
@@ -102,12 +104,16 @@ void TenantAccounts::TrackUse(JobRecord* job, const RankReport& r) {
   auto [cpu0, t0] = it->second;
   if (now - t0 < 0.5) return;  // too short a window to average over
   it->second = {r.cpu_seconds, now};
-  if ((r.cpu_seconds - cpu0) / (now - t0) < options_->idle_cpu_fraction) return;
-  MarkActive(job, now);
+  const double cores = (r.cpu_seconds - cpu0) / (now - t0);
+  if (cores < options_->idle_cpu_fraction) return;
+  MarkActive(job, now, "cpu", absl::StrFormat("%.2f cores", cores));
 }
 
-void TenantAccounts::MarkActive(JobRecord* job, double now) {
+void TenantAccounts::MarkActive(JobRecord* job, double now, std::string signal, std::string detail) {
   job->last_active_unix = now;
+  // The signal is kept with the record; it is written with the next change
+  // of the job (a warning's end, a stop), not on every sample.
+  job->last_activity = Activity{std::move(signal), now, std::move(detail)};
   if (job->idle_warned) {
     job->idle_warned = false;
     job->reason = "";

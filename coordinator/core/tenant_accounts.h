@@ -41,9 +41,11 @@ class TenantAccounts {
   std::optional<std::string> CheckIdle(JobRecord* job);
   // The job's attempt ended: its samples go.
   void Forget(int64_t seq);
+  // Use seen now (`signal`: "cpu", "gpu", "shell", "keep", ...; `detail` says
+  // what, for `athanor job`): the idle clock starts over and a warning goes.
+  void MarkActive(JobRecord* job, double now_unix, std::string signal, std::string detail = "");
 
  private:
-  void MarkActive(JobRecord* job, double now_unix);
 
   const StateOptions* const options_;
   sched::Scheduler* const sched_;

@@ -56,6 +56,17 @@ struct JobSpec {
   // filesystem, read-only) and volumes mounted into every rank's sandbox.
   std::string image;
   std::vector<VolumeMount> volumes;
+  // Interactive instances: a notebook server (the coordinator writes its
+  // command), and an instance snapshot to start from (its id).
+  bool notebook = false;
+  std::string restore_snapshot;
+};
+
+// Why an interactive instance last counted as busy.
+struct Activity {
+  std::string signal;  // "gpu", "cpu", "network", "disk", "shell", "kernel", "keep", "start"
+  double at_unix = 0;
+  std::string detail;
 };
 
 // One attempt's hold on GPUs, for accounting (Unix seconds, fractional).
@@ -192,6 +203,9 @@ struct JobRecord {
   // and whether the idle warning went out.
   double last_active_unix = 0;
   bool idle_warned = false;
+  Activity last_activity;  // the newest signal that counted (persisted with the job)
+  // An attempt that ended out of memory: what to try (shown with the job).
+  std::string advice;
   // Hangs and stragglers (hang_detector.h). A stop for a hang asks the
   // agents to capture stacks of `hang.attempt`'s ranks. The newest hang and
   // the nodes a job moved off are persisted; flags live in memory.
@@ -247,6 +261,13 @@ struct RankReport {
   double cpu_seconds = -1;  // CPU time of the rank's processes; < 0: unknown
   double gpu_utilization = -1;  // percent (nvidia-smi); < 0: not measured
   RankProgressView progress;
+  // What keeps an interactive instance busy besides CPU and GPU (cumulative
+  // counters of the rank's box; the coordinator takes differences).
+  bool activity_measured = false;
+  double net_bytes = 0;
+  double disk_write_bytes = 0;
+  int32_t kernels_busy = -1;            // notebook kernels executing (-1: no notebook)
+  int64_t kernel_last_activity_unix = 0;
 };
 
 // A rank a node should run (or stop, when terminate is set).
@@ -283,6 +304,11 @@ struct DesiredRank {
   std::string image_digest;         // the job's image ("" : the node's root filesystem)
   std::vector<VolumeMount> volumes;  // the job's volumes
   std::optional<JobNetworkView> network;  // the attempt's network (none: the node's)
+  // Interactive instances: a notebook server; a work folder to unpack before
+  // the rank starts, and where to store it when the rank ends (data-store keys).
+  bool notebook = false;
+  std::string restore_key;
+  std::string snapshot_key;
 };
 
 // GPU-seconds of `job`'s attempts from `since_unix` up to `now_unix` (an

@@ -60,6 +60,8 @@ void ToProto(const JobSpec& spec, rpc::JobSpec* s) {
   s->set_move_off_stragglers(spec.move_off_stragglers);
   s->set_image(spec.image);
   for (const VolumeMount& v : spec.volumes) ToProto(v, s->add_volumes());
+  s->set_notebook(spec.notebook);
+  s->set_restore_snapshot(spec.restore_snapshot);
 }
 
 void ToProto(const VolumeMount& v, rpc::VolumeMount* out) {
@@ -96,6 +98,8 @@ JobSpec FromProto(const rpc::JobSpec& p) {
   s.move_off_stragglers = p.move_off_stragglers();
   s.image = p.image();
   for (const rpc::VolumeMount& v : p.volumes()) s.volumes.push_back(FromProto(v));
+  s.notebook = p.notebook();
+  s.restore_snapshot = p.restore_snapshot();
   return s;
 }
 
@@ -173,6 +177,13 @@ void RecordToProto(const JobRecord& job, rpc::Job* out) {
   if (job.hang.attempt > 0) ToProto(job.hang, out->mutable_last_hang());
   for (const std::string& node : job.avoid_nodes) out->add_avoid_nodes(node);
   for (const std::string& node : job.master_port_taken_on) out->add_master_port_taken_on(node);
+  if (!job.last_activity.signal.empty()) {
+    rpc::Activity* a = out->mutable_last_activity();
+    a->set_signal(job.last_activity.signal);
+    a->set_at_unix(static_cast<int64_t>(job.last_activity.at_unix));
+    a->set_detail(job.last_activity.detail);
+  }
+  out->set_advice(job.advice);
 }
 
 absl::Status RecordFromProto(const rpc::Job& p, JobRecord* job) {
@@ -199,6 +210,12 @@ absl::Status RecordFromProto(const rpc::Job& p, JobRecord* job) {
   if (p.has_last_hang()) job->hang = FromProto(p.last_hang());
   job->avoid_nodes.assign(p.avoid_nodes().begin(), p.avoid_nodes().end());
   job->master_port_taken_on.assign(p.master_port_taken_on().begin(), p.master_port_taken_on().end());
+  if (p.has_last_activity()) {
+    job->last_activity = Activity{p.last_activity().signal(),
+                                  static_cast<double>(p.last_activity().at_unix()),
+                                  p.last_activity().detail()};
+  }
+  job->advice = p.advice();
   return absl::OkStatus();
 }
 

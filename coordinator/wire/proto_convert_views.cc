@@ -57,6 +57,9 @@ void ToProto(const DesiredRank& d, rpc::RankSpec* out) {
   out->set_capture_stacks(d.capture_stacks);
   out->set_image_digest(d.image_digest);
   for (const VolumeMount& v : d.volumes) ToProto(v, out->add_volumes());
+  out->set_notebook(d.notebook);
+  out->set_restore_key(d.restore_key);
+  out->set_snapshot_key(d.snapshot_key);
   if (d.network) {
     rpc::JobNetwork* n = out->mutable_network();
     n->set_address(d.network->address);
@@ -100,6 +103,13 @@ std::vector<RankReport> FromProto(
     c.cpu_seconds = r.cpu_seconds();
     c.gpu_utilization = r.gpu_measured() ? r.gpu_utilization() : -1;
     if (r.has_progress()) c.progress = ProgressFromProto(r.progress());
+    if (r.has_activity() && r.activity().measured()) {
+      c.activity_measured = true;
+      c.net_bytes = r.activity().net_bytes();
+      c.disk_write_bytes = r.activity().disk_write_bytes();
+      c.kernels_busy = r.activity().kernels_busy();
+      c.kernel_last_activity_unix = r.activity().kernel_last_activity_unix();
+    }
     out.push_back(std::move(c));
   }
   return out;
