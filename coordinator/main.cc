@@ -39,7 +39,10 @@
 #include "coordinator/rpc/checkpoint_commit_service.h"
 #include "coordinator/rpc/coordinator_service.h"
 #include "coordinator/rpc/images_service.h"
+#include "coordinator/rpc/interactive_service.h"
+#include "coordinator/rpc/notebook_proxy.h"
 #include "coordinator/rpc/node_data_service.h"
+#include "coordinator/rpc/workdir_data_service.h"
 #include "coordinator/rpc/volumes_service.h"
 #include "coordinator/store/sqlite/sqlite_store.h"
 #include "security/tls.h"
@@ -54,11 +57,15 @@ int Run(int argc, char** argv) {
   double heartbeat_timeout_s = 10, default_grace_s = ToSeconds(sched::kDefaultGrace),
          min_run_time_s = ToSeconds(sched::kDefaultMinRunTime);
   double idle_reclaim_grace_s = 60, checkpoint_poll_s = 30, checkpoint_upload_wait_s = 600;
+  double idle_cpu_fraction = 0.01, idle_net_bytes_per_s = 64 * 1024, idle_disk_bytes_per_s = 64 * 1024;
   double volume_store_wait_s = 600;
+  int32_t snapshot_keep = 5;
+  int64_t snapshot_max_bytes = kDefaultWorkdirMaxBytes;
   double billing_interval_s = 60;
   double max_heartbeats_per_s = 2000;
   bool no_backfill = false, no_metrics = false;
   std::string http_listen, chartjs_dir;
+  std::string notebook_listen;
   std::vector<std::string> quotas;
   SecurityFlags security_flags;
   int64_t heartbeat_interval_ms = 1000, kill_after_ms = 5000;
@@ -103,6 +110,12 @@ int Run(int argc, char** argv) {
       ("no-backfill", po::bool_switch(&no_backfill), "strict priority order: no backfill")
       ("idle-reclaim-grace-s", po::value(&idle_reclaim_grace_s)->default_value(60),
        "an idle interactive allocation is reclaimed this long after its warning")
+      ("idle-cpu-fraction", po::value(&idle_cpu_fraction)->default_value(0.01, "0.01"),
+       "an interactive instance is in use at this share of one core (x100: GPU utilisation %)")
+      ("idle-net-bytes-per-s", po::value(&idle_net_bytes_per_s)->default_value(64 * 1024, "65536"),
+       "an interactive instance is in use at these bytes per second in and out of its network")
+      ("idle-disk-bytes-per-s", po::value(&idle_disk_bytes_per_s)->default_value(64 * 1024, "65536"),
+       "an interactive instance is in use writing these bytes per second to disk")
       ("billing-interval-s", po::value(&billing_interval_s)->default_value(60),
        "charge attempts holding GPUs at least this often (and when they release them); a "
        "tenant near the end of its credit is charged and checked every tick")
@@ -114,6 +127,13 @@ int Run(int argc, char** argv) {
       ("volume-store-wait-s", po::value(&volume_store_wait_s)->default_value(600),
        "a requeued job waits at most this long for its ended attempt's read-write volumes "
        "to be stored back")
+      ("snapshot-keep", po::value(&snapshot_keep)->default_value(5),
+       "instance snapshots each tenant keeps (reclaimed interactive jobs'); the oldest go, with their data")
+      ("snapshot-max-bytes", po::value(&snapshot_max_bytes)->default_value(kDefaultWorkdirMaxBytes),
+       "the most one rank's work folder may take in an instance snapshot")
+      ("notebook-listen", po::value(&notebook_listen),
+       "HOST:PORT to serve notebooks on, over HTTPS with the coordinator's certificate "
+       "(/notebook-login, /notebook/<job>/; empty: none; needs --tls-dir)")
       ("http-listen", po::value(&http_listen)->default_value(""),
        "HOST:PORT to serve /metrics, the dashboard and its JSON API on (empty: none)")
       ("chartjs-dir", po::value(&chartjs_dir)->default_value("/usr/share/javascript/chart.js"),
@@ -166,9 +186,10 @@ int Run(int argc, char** argv) {
     return 2;
   }
   if (default_grace_s < 0 || min_run_time_s < 0 || idle_reclaim_grace_s < 0 || checkpoint_poll_s < 0 ||
-      checkpoint_upload_wait_s < 0 || volume_store_wait_s < 0 || billing_interval_s <= 0) {
+      checkpoint_upload_wait_s < 0 || volume_store_wait_s < 0 || billing_interval_s <= 0 || snapshot_keep < 1 ||
+      snapshot_max_bytes < 1) {
     std::cerr << "athanor-coordinator: grace, run time and poll periods must be >= 0, and "
-                 "--billing-interval-s > 0\n";
+                 "--billing-interval-s, --snapshot-keep and --snapshot-max-bytes > 0\n";
     return 2;
   }
   for (const std::string& q : quotas) {
@@ -183,9 +204,18 @@ int Run(int argc, char** argv) {
   options.default_grace = Seconds(default_grace_s);
   options.min_run_time = Seconds(min_run_time_s);
   options.backfill = !no_backfill;
+  if (!(idle_cpu_fraction > 0) || !(idle_net_bytes_per_s > 0) || !(idle_disk_bytes_per_s > 0)) {
+    std::cerr << "athanor-coordinator: --idle-cpu-fraction, --idle-net-bytes-per-s and "
+                 "--idle-disk-bytes-per-s must be > 0\n";
+    return 2;
+  }
   options.idle_reclaim_grace = Seconds(idle_reclaim_grace_s);
+  options.idle_cpu_fraction = idle_cpu_fraction;
+  options.idle_net_bytes_per_s = idle_net_bytes_per_s;
+  options.idle_disk_bytes_per_s = idle_disk_bytes_per_s;
   options.checkpoint_upload_wait = Seconds(checkpoint_upload_wait_s);
   options.volume_store_wait = Seconds(volume_store_wait_s);
+  options.snapshot_keep = snapshot_keep;
   options.billing_interval = Seconds(billing_interval_s);
   options.heartbeat_timeout = Seconds(heartbeat_timeout_s);
   HeartbeatPace pace(Millis(heartbeat_interval_ms), options.heartbeat_timeout, max_heartbeats_per_s);
@@ -304,6 +334,9 @@ int Run(int argc, char** argv) {
   builder.RegisterService(&images_service);
   NodeDataService node_data_service(core->get(), (*security)->authorizer(), data_store->get());
   builder.RegisterService(&node_data_service);
+  WorkdirDataService workdir_data_service(core->get(), (*security)->authorizer(), data_store->get(),
+                                          snapshot_max_bytes);
+  builder.RegisterService(&workdir_data_service);
   // What a crash left between a volume's new blob and its commit goes now,
   // before any agent can store (docs/operations.md, "Volumes").
   if (absl::StatusOr<int> swept = SweepVolumeBlobs(data_store->get(), CoreVolumes(core->get()).List(""));
@@ -316,6 +349,12 @@ int Run(int argc, char** argv) {
   VolumesService volumes_service(core->get(), (*security)->authorizer(), (*security)->tokens(), data_store->get(),
                                  volume_quota);
   builder.RegisterService(&volumes_service);
+  InteractiveService interactive_service({.core = core->get(),
+                                          .auth = (*security)->authorizer(),
+                                          .tokens = (*security)->tokens(),
+                                          .agent_tls = (*security)->service_security().agent_tls,
+                                          .data = data_store->get()});
+  builder.RegisterService(&interactive_service);
   std::unique_ptr<ObservabilityService> observability;
   if (metrics) {
     observability = std::make_unique<ObservabilityService>(metrics.get(), (*security)->authorizer());
@@ -340,6 +379,9 @@ int Run(int argc, char** argv) {
     // The job page reads jobs and logs through this process's own gRPC API.
     dashboard.grpc_target = DashboardRpc::SelfTarget(listen, port);
     if (dashboard.tls != nullptr) dashboard.grpc_ca_pem = dashboard.tls->ca_pem;
+    if (size_t colon = notebook_listen.rfind(':'); colon != std::string::npos) {
+      dashboard.notebook_port = std::atoi(notebook_listen.c_str() + colon + 1);  // checked by the proxy
+    }
     absl::StatusOr<std::unique_ptr<security::HttpEndpoint>> started = StartDashboard(dashboard, metrics.get());
     if (!started.ok()) {
       ATHANOR_LOG(ERROR) << "--http-listen: " << started.status();
@@ -350,10 +392,35 @@ int Run(int argc, char** argv) {
     http = std::move(*started);
     ATHANOR_LOG(INFO) << "serving /metrics and the dashboard on " << http->scheme() << "://" << http_listen;
   }
+  std::unique_ptr<NotebookProxy> notebook_proxy;
+  if (!notebook_listen.empty()) {
+    if ((*security)->tls() == nullptr) {
+      ATHANOR_LOG(ERROR) << "--notebook-listen needs TLS (--tls-dir): notebooks are served over HTTPS only";
+      (*core)->Shutdown();
+      server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
+      return 1;
+    }
+    absl::StatusOr<std::unique_ptr<NotebookProxy>> started =
+        NotebookProxy::Start({.listen = notebook_listen,
+                              .tls = *(*security)->tls(),
+                              .agent_tls = (*security)->service_security().agent_tls,
+                              .authenticator = (*security)->http_authenticator(),
+                              .core = core->get()});
+    if (!started.ok()) {
+      ATHANOR_LOG(ERROR) << started.status();
+      (*core)->Shutdown();
+      server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
+      return 1;
+    }
+    notebook_proxy = std::move(*started);
+    ATHANOR_LOG(INFO) << "serving notebooks on https://" << notebook_listen << " (port " << notebook_proxy->port()
+                      << ")";
+  }
   int sig = 0;
   sigwait(&signals, &sig);
   ATHANOR_LOG(INFO) << "signal " << sig << ": shutting down";
   http.reset();
+  notebook_proxy.reset();
   (*core)->Shutdown();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
   return 0;

@@ -47,6 +47,9 @@ int RunQuota(CliContext& ctx, const std::vector<std::string>& args);
 int RunWhy(CliContext& ctx, const std::vector<std::string>& args);
 // Interactive allocations (cli_alloc.cc).
 int RunAlloc(CliContext& ctx, const std::vector<std::string>& args);
+int RunSnapshots(CliContext& ctx, const std::vector<std::string>& args);  // cli_snapshots.cc
+int RunAllocKeep(CliContext& ctx, const std::vector<std::string>& args);  // cli_keep.cc
+int RunShell(CliContext& ctx, const std::vector<std::string>& args);  // cli_shell.cc
 int RunCheckpoints(CliContext& ctx, const std::vector<std::string>& args);  // cli_checkpoints.cc
 int RunAdmin(CliContext& ctx, const std::vector<std::string>& args);  // cli_admin_tree.cc
 // A tenant's bill and balances (cli_billing.cc).

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -131,6 +132,20 @@ std::string FormatJob(const rpc::Job& j) {
     kv.push_back({"last hang:", absl::StrCat("attempt ", j.last_hang().attempt(), ": ",
                                               j.last_hang().reason())});
   }
+  // Interactive instances: which use last counted, when idleness reclaims
+  // it; any attempt that ended out of memory: what to try.
+  if (j.has_last_activity()) {
+    const rpc::Activity& a = j.last_activity();
+    kv.push_back({"last activity:", absl::StrCat(a.signal(), a.detail().empty() ? "" : " (" + a.detail() + ")",
+                                                 " at ", FormatUnixTime(a.at_unix()))});
+  }
+  if (j.reclaim_at_unix() > 0) {
+    const bool warned = absl::StartsWith(j.reason(), "idle since");
+    kv.push_back({"reclaim:", absl::StrCat(FormatUnixTime(j.reclaim_at_unix()),
+                                           warned ? " (idle: warned; `athanor alloc --keep` extends it)"
+                                                  : " if idle until then")});
+  }
+  if (!j.advice().empty()) kv.push_back({"advice:", absl::StrCat("out of memory: ", j.advice())});
   std::string out = FormatTable(kv);
   if (j.allocation_size() > 0) {
     std::vector<std::vector<std::string>> rows = {

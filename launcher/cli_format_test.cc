@@ -72,4 +72,24 @@ TEST(CliFormatTest, ControlCharactersNeverReachTheTerminal) {
   EXPECT_NE(out.find("command:  sh -c printf '\\x1b]0;owned\\x07'\\x0a"), std::string::npos) << out;
 }
 
+TEST(CliFormatTest, InstanceShowsLastActivityReclaimAndAdvice) {
+  rpc::Job j;
+  j.set_id("9");
+  j.mutable_spec()->set_interactive(true);
+  j.set_reason("idle since 2026-12-03T10:00:00Z; reclaim in 60 s, at 2026-12-03T10:11:00Z");
+  j.mutable_last_activity()->set_signal("network");
+  j.mutable_last_activity()->set_detail("1.2 MB/s");
+  j.mutable_last_activity()->set_at_unix(1796292000);  // 2026-12-03T10:00:00Z
+  j.set_reclaim_at_unix(1796292660);
+  j.set_advice("try --precision bf16");
+  std::string out = FormatJob(j);
+  EXPECT_NE(out.find("last activity:  network (1.2 MB/s) at 2026-12-03T10:00:00Z\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("reclaim:        2026-12-03T10:11:00Z (idle: warned; `athanor alloc --keep` extends it)\n"),
+            std::string::npos) << out;
+  EXPECT_NE(out.find("advice:         out of memory: try --precision bf16\n"), std::string::npos) << out;
+  j.set_reason("");
+  out = FormatJob(j);
+  EXPECT_NE(out.find("reclaim:        2026-12-03T10:11:00Z if idle until then\n"), std::string::npos) << out;
+}
+
 }  // namespace athanor::cli

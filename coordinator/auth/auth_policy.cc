@@ -71,6 +71,16 @@ constexpr AuthRule kRules[] = {
     {"Volumes.SnapshotVolume",         true,  true,  false, Owner::kTenant},
     {"NodeData.FetchVolume",           false, false, true,  Owner::kNone},
     {"NodeData.StoreVolume",           false, false, true,  Owner::kNone},
+    // Interactive instances: a user's own tenant's jobs and snapshots
+    // (admins: any; interactive_service.h checks the job's tenant). Agents
+    // store and fetch an interactive allocation's work dir for their node's
+    // ranks only.
+    {"Interactive.Shell",              true,  true,  false, Owner::kTenant},
+    {"Interactive.KeepInstance",       true,  true,  false, Owner::kTenant},
+    {"Interactive.ListSnapshots",      true,  true,  false, Owner::kTenant},
+    {"Interactive.DeleteSnapshot",     true,  true,  false, Owner::kTenant},
+    {"WorkdirData.StoreWorkdir",       false, false, true,  Owner::kNone},
+    {"WorkdirData.FetchWorkdir",       false, false, true,  Owner::kNone},
 };
 
 constexpr char kBearer[] = "Bearer ";

@@ -13,6 +13,7 @@
 #include "coordinator/auth/auth_submit.h"
 #include "coordinator/auth/token_store.h"
 #include "proto/athanor.pb.h"
+#include "proto/athanor_interactive.pb.h"
 
 namespace athanor::coord {
 namespace {
@@ -30,13 +31,16 @@ TEST(AuthPolicyTest, EveryCoordinatorRpcHasARule) {
   // every one of athanor_data.proto (Images, Volumes, NodeData).
   const google::protobuf::FileDescriptor* main_file = rpc::Job::descriptor()->file();
   const google::protobuf::FileDescriptor* data_file = rpc::Image::descriptor()->file();
+  // athanor_interactive.proto: Interactive and WorkdirData (AgentInteractive is the agents').
+  const google::protobuf::FileDescriptor* interactive_file = rpc::ShellInput::descriptor()->file();
   ASSERT_EQ(main_file->service_count(), 7);
   ASSERT_EQ(data_file->service_count(), 3);
-  for (const google::protobuf::FileDescriptor* file : {main_file, data_file}) {
+  ASSERT_EQ(interactive_file->service_count(), 3);
+  for (const google::protobuf::FileDescriptor* file : {main_file, data_file, interactive_file}) {
     for (int k = 0; k < file->service_count(); ++k) {
       const google::protobuf::ServiceDescriptor* s = file->service(k);
       const std::string service = s->name();
-      if (service == "AgentControl") continue;
+      if (service == "AgentControl" || service == "AgentInteractive") continue;
       for (int i = 0; i < s->method_count(); ++i) {
         std::string name = absl::StrCat(service, ".", s->method(i)->name());
         methods.insert(name);

@@ -145,6 +145,7 @@ void AttemptLauncher::AppendDesired(const JobRecord& job, const std::string& nod
     d.tenant = job.spec.tenant;
     d.image_digest = job.image_digest;  // resolved at submission (cluster_images.h)
     d.volumes = job.spec.volumes;
+    d.notebook = job.spec.notebook;
     d.memory_mb = job.spec.memory_mb_per_node;
     d.cpus = job.spec.cpus_per_node;
     d.terminate = job.stopping;

@@ -54,6 +54,7 @@ absl::StatusOr<SubmitResult> ClusterState::SubmitJob(const JobSpec& spec, const 
     ASSIGN_OR_RETURN(image_digest, images().ResolveDigest(spec.tenant, spec.image));
   }
   RETURN_IF_ERROR(volumes().CheckSubmit(spec, key));  // under the same lock, too
+  RETURN_IF_ERROR(snapshots().CheckSubmit(spec));
   ASSIGN_OR_RETURN(SubmitResult r, jobs_.Submit(spec, key, max_pending, image_digest));
   if (!r.duplicate) ScheduleInline();
   return r;
@@ -150,6 +151,12 @@ void ClusterState::Tick() {
     JobRecord* job = jobs_.Mutable(std::to_string(seq));
     if (job == nullptr) continue;
     if (std::optional<std::string> reclaim = accounts_.CheckIdle(job)) {
+      // Its work folders and volumes are kept for a restore (cluster_snapshots.h).
+      if (job->allocated && !job->allocation.empty()) {
+        if (absl::Status s = snapshots().Take(*job, *reclaim).status(); !s.ok()) {
+          ATHANOR_LOG(WARNING) << "job " << job->id << ": no snapshot: " << s;
+        }
+      }
       jobs_.BeginStop(job, JobState::kCancelled, *reclaim);
     }
   }
@@ -209,7 +216,10 @@ std::vector<DesiredRank> ClusterState::DesiredFor(const std::string& node) const
   std::vector<DesiredRank> out;
   for (const std::string& id : nodes_.JobsOn(node)) {
     const JobRecord* job = jobs_.Find(id);
-    if (job != nullptr && job->allocated) launcher_.AppendDesired(*job, node, &out);
+    if (job == nullptr || !job->allocated) continue;
+    const size_t first = out.size();
+    launcher_.AppendDesired(*job, node, &out);
+    for (size_t i = first; i < out.size(); ++i) ClusterSnapshots::Annotate(*this, *job, &out[i]);
   }
   return out;
 }
@@ -228,6 +238,7 @@ Changes ClusterState::TakeChanges(std::set<std::string>* touched_nodes) {
   c.plans = std::move(marks.plans);
   c.ledger = std::move(marks.ledger);
   c.volumes = std::move(marks.volumes);
+  c.snapshots = std::move(marks.snapshots);
   c.images = std::move(marks.images);
   if (touched_nodes != nullptr) *touched_nodes = std::move(marks.touched);
   return c;

@@ -32,6 +32,7 @@
 #include "coordinator/core/attempt_launcher.h"
 #include "coordinator/core/cluster_admin.h"
 #include "coordinator/core/cluster_billing.h"
+#include "coordinator/core/cluster_snapshots.h"
 #include "coordinator/core/cluster_volumes.h"
 #include "coordinator/core/cluster_images.h"
 #include "coordinator/core/job_lifecycle.h"
@@ -44,6 +45,7 @@
 #include "coordinator/model/state_types.h"
 #include "coordinator/model/wall_clock.h"
 #include "coordinator/scheduler/scheduler.h"
+#include "coordinator/snapshots/snapshot_registry.h"
 #include "coordinator/volumes/volume_registry.h"
 
 namespace athanor::coord {
@@ -110,6 +112,9 @@ class ClusterState {
   // ---- volumes: tenants' volumes and the jobs that mount them
   // (cluster_volumes.h); its reads are ClusterVolumes' static functions.
   ClusterVolumes volumes() { return ClusterVolumes(*this); }
+  // ---- instance snapshots: taken on idle reclaim, restored at submit
+  // (cluster_snapshots.h); its reads are ClusterSnapshots' static functions.
+  ClusterSnapshots snapshots() { return ClusterSnapshots(*this); }
   // ---- images: records, resolution at submit (cluster_images.h); its reads
   // are ClusterImages' static functions over a const state.
   ClusterImages images() { return ClusterImages(*this); }
@@ -133,6 +138,7 @@ class ClusterState {
   friend class ClusterAdmin;  // facets of this class's interface
   friend class ClusterBilling;
   friend class ClusterVolumes;
+  friend class ClusterSnapshots;
   friend class ClusterImages;
 
   // Hangs and stragglers (cluster_state_hangs.cc): feeds running ranks'
@@ -167,6 +173,8 @@ class ClusterState {
   ImageRegistry images_;  // environment images' records (cluster_images.h)
   // Requeued jobs' read-write volume stores still owed (ClusterVolumes::Holds).
   OwedStores owed_stores_;
+  SnapshotRegistry snapshots_;  // instance snapshots (cluster_snapshots.h)
+  std::vector<std::string> snapshot_orphans_;  // data-store keys to delete (ClusterSnapshots::TakeOrphans)
   // Tenants whose jobs are held for want of credit (ClusterBilling::Enforce).
   std::set<std::string> credit_held_;
   AttemptLauncher launcher_;

@@ -122,6 +122,7 @@ absl::StatusOr<rpc::Volume> ClusterVolumes::CommitStore(const std::string& volum
 absl::Status ClusterVolumes::EndStore(const std::string& node, const std::string& job_id, int32_t attempt,
                                       const std::string& volume) {
   ASSIGN_OR_RETURN(const JobRecord* job, PlacedMount(state_, node, job_id, attempt, volume, /*write=*/true));
+  state_.snapshots().VolumeStored(job_id, attempt, volume);  // a reclaimed instance's snapshot keeps it
   if (!state_.owed_stores_.Reported(node, job_id, attempt, volume)) {
     // The agent stores as the ranks end; the coordinator may not have seen
     // them end yet.

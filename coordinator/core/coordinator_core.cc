@@ -32,6 +32,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorCore>> CoordinatorCore::Create(
                                              std::move(contents.ledger)));
     c->state_.images().Restore(std::move(contents.images));
     RETURN_IF_ERROR(c->state_.volumes().Restore(std::move(contents.volumes)));
+    RETURN_IF_ERROR(c->state_.snapshots().Restore(std::move(contents.snapshots)));
     c->state_.TakeChanges();  // restoring changes nothing on disk
     c->durable_generation_ = c->state_.log().generation();
   }

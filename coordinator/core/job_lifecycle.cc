@@ -8,6 +8,8 @@
 #include "common/status.h"
 #include "coordinator/core/attempt_spans.h"
 #include "coordinator/core/job_network.h"
+#include "coordinator/core/notebook_command.h"
+#include "coordinator/health/oom_advice.h"
 #include "coordinator/health/rank_reports.h"
 #include "coordinator/model/validation.h"
 
@@ -97,6 +99,7 @@ absl::StatusOr<SubmitResult> JobLifecycle::Submit(const JobSpec& spec, const std
   job.seq = next_seq_;
   job.id = std::to_string(job.seq);
   job.spec = spec;
+  if (spec.notebook) job.spec.command = NotebookCommand(job.id);  // replaces any given
   job.image_digest = image_digest;
   job.idempotency_key = key;
   job.state = JobState::kPending;
@@ -384,14 +387,17 @@ void JobLifecycle::Finish(JobRecord* job, JobState outcome, const std::string& r
                                  [this](const std::string& node) { return p_.nodes->IsDown(node); },
                                  outcome == JobState::kPending);
   }
+  // An attempt that ended out of memory says what to try (oom_advice.h).
+  if (was_allocated) job->advice = OomAdviceFor(*job);
+  const std::string why = job->advice.empty() ? reason : absl::StrCat(reason, "; ", job->advice);
   if (outcome == JobState::kPending) {
     if (!preempted) job->restarts++;
     counters_.requeues[preempted ? "preemption" : "failure"]++;
     job->state = JobState::kPending;
-    job->reason = absl::StrCat("requeued after attempt ", job->attempt, ": ", reason);
+    job->reason = absl::StrCat("requeued after attempt ", job->attempt, ": ", why);
   } else {
     job->state = outcome;
-    job->reason = reason;
+    job->reason = why;
     job->end_time_unix = p_.clock->UnixSeconds();
   }
   ATHANOR_LOG(INFO) << "job " << job->id << " -> " << JobStateName(job->state)

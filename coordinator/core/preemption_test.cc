@@ -257,7 +257,8 @@ TEST_F(PreemptionTest, IdleAllocationIsWarnedThenReclaimedBusyOneIsNot) {
   EXPECT_FALSE(Job(i).idle_warned);  // 9 s idle
   step(1);
   EXPECT_TRUE(Job(i).idle_warned);
-  EXPECT_EQ(Job(i).reason, "idle since 2023-11-14T22:13:20Z; reclaim at 2023-11-14T22:13:35Z");
+  EXPECT_EQ(Job(i).reason, "idle since 2023-11-14T22:13:20Z; reclaim in 5 s, at 2023-11-14T22:13:35Z, "
+                           "unless used (athanor alloc --keep " + i + ")");
   bool noticed = false;
   for (const char* node : {"n1", "n2"}) {
     for (const DesiredRank& d : state_->DesiredFor(node)) {

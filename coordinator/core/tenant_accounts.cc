@@ -1,5 +1,6 @@
 #include "coordinator/core/tenant_accounts.h"
 
+#include <algorithm>
 #include <cmath>
 #include <ctime>
 
@@ -85,32 +86,77 @@ std::vector<UsageRow> TenantAccounts::Usage(const std::map<int64_t, JobRecord>& 
   return out;
 }
 
+namespace {
+
+// "1.2 MB/s" (SI units, as network rates are given).
+std::string FormatRate(double bytes_per_s) {
+  if (bytes_per_s >= 1e9) return absl::StrFormat("%.1f GB/s", bytes_per_s / 1e9);
+  if (bytes_per_s >= 1e6) return absl::StrFormat("%.1f MB/s", bytes_per_s / 1e6);
+  if (bytes_per_s >= 1e3) return absl::StrFormat("%.1f kB/s", bytes_per_s / 1e3);
+  return absl::StrFormat("%.0f B/s", bytes_per_s);
+}
+
+}  // namespace
+
 void TenantAccounts::TrackUse(JobRecord* job, const RankReport& r) {
   if (r.phase != RankPhase::kRunning) return;
   const double now = clock_->UnixNow();
-  if (r.gpu_utilization >= 0) {  // a real GPU: its utilisation decides
-    if (r.gpu_utilization >= 100.0 * options_->idle_cpu_fraction) {
-      MarkActive(job, now, "gpu", absl::StrFormat("%.0f%% utilisation", r.gpu_utilization));
+  auto [it, first] = samples_.try_emplace(std::make_pair(job->seq, r.rank));
+  UseSample& last = it->second;
+  // Signals in the order they are preferred when several count (header).
+  std::optional<std::pair<std::string, std::string>> use;
+  auto count = [&](const char* signal, std::string detail) {
+    if (!use) use.emplace(signal, std::move(detail));
+  };
+  if (r.gpu_utilization >= 0 && r.gpu_utilization >= 100.0 * options_->idle_cpu_fraction) {
+    count("gpu", absl::StrFormat("%.0f%% utilisation", r.gpu_utilization));
+  }
+  if (r.kernels_busy > 0) {
+    count("kernel", absl::StrCat(r.kernels_busy, r.kernels_busy == 1 ? " kernel" : " kernels", " busy"));
+  } else if (!first && r.kernel_last_activity_unix > last.kernel_last_activity_unix) {
+    count("kernel", absl::StrCat("kernel active at ",
+                                 FormatUnix(static_cast<double>(r.kernel_last_activity_unix))));
+  }
+  last.kernel_last_activity_unix = std::max(last.kernel_last_activity_unix, r.kernel_last_activity_unix);
+  // Rates over the window since the figure's last sample; a window under
+  // 0.5 s is too short to average over and waits for a later report.
+  if (r.activity_measured) {
+    const double dt = now - last.counters_at;
+    if (last.counters_at > 0 && dt >= 0.5) {
+      const double net = (r.net_bytes - last.net_bytes) / dt;
+      const double disk = (r.disk_write_bytes - last.disk_bytes) / dt;
+      if (net >= options_->idle_net_bytes_per_s) count("network", FormatRate(net));
+      if (disk >= options_->idle_disk_bytes_per_s) count("disk", FormatRate(disk) + " written");
     }
-    return;
+    if (last.counters_at <= 0 || dt >= 0.5) {
+      last.counters_at = now;
+      last.net_bytes = r.net_bytes;
+      last.disk_bytes = r.disk_write_bytes;
+    }
   }
-  if (r.cpu_seconds < 0) return;
-  auto key = std::make_pair(job->seq, r.rank);
-  auto it = cpu_samples_.find(key);
-  if (it == cpu_samples_.end()) {
-    cpu_samples_[key] = {r.cpu_seconds, now};
-    return;
+  // Where the GPU is measured it decides; the CPU that feeds it is not asked.
+  if (r.gpu_utilization < 0 && r.cpu_seconds >= 0) {
+    const double dt = now - last.cpu_at;
+    if (last.cpu_at > 0 && dt >= 0.5) {
+      const double cores = (r.cpu_seconds - last.cpu_seconds) / dt;
+      if (cores >= options_->idle_cpu_fraction) count("cpu", absl::StrFormat("%.2f cores", cores));
+    }
+    if (last.cpu_at <= 0 || dt >= 0.5) {
+      last.cpu_at = now;
+      last.cpu_seconds = r.cpu_seconds;
+    }
   }
-  auto [cpu0, t0] = it->second;
-  if (now - t0 < 0.5) return;  // too short a window to average over
-  it->second = {r.cpu_seconds, now};
-  const double cores = (r.cpu_seconds - cpu0) / (now - t0);
-  if (cores < options_->idle_cpu_fraction) return;
-  MarkActive(job, now, "cpu", absl::StrFormat("%.2f cores", cores));
+  if (use) MarkActive(job, now, std::move(use->first), std::move(use->second));
+}
+
+double TenantAccounts::ReclaimAt(const JobRecord& job) const {
+  return job.last_active_unix + static_cast<double>(job.spec.idle_timeout_s) +
+         ToSeconds(options_->idle_reclaim_grace);
 }
 
 void TenantAccounts::MarkActive(JobRecord* job, double now, std::string signal, std::string detail) {
   job->last_active_unix = now;
+  if (job->spec.idle_timeout_s > 0) job->reclaim_at_unix = ReclaimAt(*job);
   // The signal is kept with the record; it is written with the next change
   // of the job (a warning's end, a stop), not on every sample.
   job->last_activity = Activity{std::move(signal), now, std::move(detail)};
@@ -131,12 +177,13 @@ std::optional<std::string> TenantAccounts::CheckIdle(JobRecord* job) {
   if (job->last_active_unix <= 0) job->last_active_unix = now;
   const double idle = now - job->last_active_unix;
   const double timeout = static_cast<double>(job->spec.idle_timeout_s);
-  const double reclaim_at =
-      job->last_active_unix + timeout + ToSeconds(options_->idle_reclaim_grace);
+  const double reclaim_at = ReclaimAt(*job);
+  job->reclaim_at_unix = reclaim_at;
   if (idle >= timeout && !job->idle_warned) {
     job->idle_warned = true;
-    job->reason = absl::StrCat("idle since ", FormatUnix(job->last_active_unix), "; reclaim at ",
-                               FormatUnix(reclaim_at));
+    job->reason = absl::StrFormat("idle since %s; reclaim in %.0f s, at %s, unless used (athanor alloc --keep %s)",
+                                  FormatUnix(job->last_active_unix), std::ceil(reclaim_at - now),
+                                  FormatUnix(reclaim_at), job->id);
     ATHANOR_LOG(INFO) << "job " << job->id << ": " << job->reason;
     log_->MarkJob(job->seq);
     TouchAttemptNodes(log_, *job);  // the notice reaches the rank's log
@@ -148,9 +195,9 @@ std::optional<std::string> TenantAccounts::CheckIdle(JobRecord* job) {
 }
 
 void TenantAccounts::Forget(int64_t seq) {
-  for (auto it = cpu_samples_.lower_bound({seq, INT32_MIN});
-       it != cpu_samples_.end() && it->first.first == seq;) {
-    it = cpu_samples_.erase(it);
+  for (auto it = samples_.lower_bound({seq, INT32_MIN});
+       it != samples_.end() && it->first.first == seq;) {
+    it = samples_.erase(it);
   }
 }
 

@@ -1,7 +1,16 @@
 // TenantAccounts: what tenants may hold and what they used. GPU quotas (from
 // --quota, overridden by `athanor quota set`, which persists), GPU-time usage
 // per tenant and job, and idle reclaim of interactive allocations (use seen
-// in agents' CPU or GPU figures; a warning, then a reclaim).
+// in agents' figures, a warning, then a reclaim).
+//
+// Use, each signal against its own threshold (StateOptions): GPU
+// utilisation where measured (it then stands for the CPU, which feeds it),
+// else CPU time; network bytes in and out and disk writes per second, over
+// the window between two samples of a rank at least 0.5 s apart (counters
+// that fell, a process having ended, give no figure that time); a notebook
+// kernel busy now, or whose last activity is newer than the last sample's.
+// When several count at once the first of gpu, kernel, network, disk, cpu
+// is recorded: the CPU is the least telling, every other use costs some.
 //
 // Not thread-safe: confined to ClusterState's owner. Options, scheduler, log
 // and clock are not owned and outlive it.
@@ -46,14 +55,25 @@ class TenantAccounts {
   void MarkActive(JobRecord* job, double now_unix, std::string signal, std::string detail = "");
 
  private:
+  // Last use + idle timeout + grace.
+  double ReclaimAt(const JobRecord& job) const;
 
   const StateOptions* const options_;
   sched::Scheduler* const sched_;
   ChangeLog* const log_;
   const WallClock* const clock_;
   std::map<std::string, int32_t> quotas_;
-  // Interactive jobs: per rank, the last CPU sample (cpu seconds, Unix time).
-  std::map<std::pair<int64_t, int32_t>, std::pair<double, double>> cpu_samples_;
+  // Interactive jobs: per rank, the last sample its rates are taken against.
+  // Each figure's sample keeps its own time: a report may lack one.
+  struct UseSample {
+    double cpu_at = 0;  // 0: none yet
+    double cpu_seconds = 0;
+    double counters_at = 0;  // 0: none yet
+    double net_bytes = 0;
+    double disk_bytes = 0;
+    int64_t kernel_last_activity_unix = 0;
+  };
+  std::map<std::pair<int64_t, int32_t>, UseSample> samples_;
 };
 
 // "2026-12-01T08:00:00Z".

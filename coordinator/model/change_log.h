@@ -71,6 +71,12 @@ class ChangeLog {
     ++marks_;
   }
 
+  // Instance snapshots (core/cluster_snapshots.h): a record as set or removed, in order.
+  void MarkSnapshot(rpc::InstanceSnapshot snapshot, bool removed) {
+    snapshots_.push_back({std::move(snapshot), removed});
+    ++marks_;
+  }
+
   // The ranks `node` should run changed.
   void TouchNode(const std::string& node) {
     node_generation_[node] = ++generation_;
@@ -95,11 +101,12 @@ class ChangeLog {
     std::vector<billing::LedgerEntry> ledger;
     std::vector<ImageChange> images;
     std::vector<VolumeChange> volumes;
+    std::vector<SnapshotChange> snapshots;
   };
   Marks Take() {
     Marks m{std::move(jobs_), std::move(nodes_), std::move(quotas_), std::move(touched_),
             generation_, std::move(prices_), std::move(plans_), std::move(ledger_),
-            std::move(images_), std::move(volumes_)};
+            std::move(images_), std::move(volumes_), std::move(snapshots_)};
     jobs_.clear();
     nodes_.clear();
     quotas_.clear();
@@ -109,6 +116,7 @@ class ChangeLog {
     ledger_.clear();
     images_.clear();
     volumes_.clear();
+    snapshots_.clear();
     return m;
   }
  private:
@@ -121,6 +129,7 @@ class ChangeLog {
   std::vector<billing::LedgerEntry> ledger_;
   std::vector<ImageChange> images_;
   std::vector<VolumeChange> volumes_;
+  std::vector<SnapshotChange> snapshots_;
   std::unordered_map<std::string, uint64_t> node_generation_;
   uint64_t generation_;
   uint64_t marks_ = 0;

@@ -13,6 +13,7 @@
 #include "coordinator/scheduler/types.h"
 #include "proto/athanor_billing.pb.h"
 #include "proto/athanor_data.pb.h"
+#include "proto/athanor_interactive.pb.h"
 
 namespace athanor::coord {
 
@@ -35,10 +36,15 @@ struct StateOptions {
   bool backfill = true;
   std::map<std::string, int32_t> quotas;  // tenant -> GPUs (--quota); the store's win
   Duration idle_reclaim_grace = Seconds(60);  // idle warning -> reclaim
+  // Use of an interactive instance (tenant_accounts.h): at least this share
+  // of one core (x100: GPU utilisation %), these bytes per second in and out
+  // of its network or written to disk.
   double idle_cpu_fraction = 0.01;
+  double idle_net_bytes_per_s = 64 * 1024;
+  double idle_disk_bytes_per_s = 64 * 1024;
   // Billing: attempts holding GPUs are charged at least this often (and
   // when they release them); a tenant's credit is checked as often.
-  Duration billing_interval = Seconds(60);  // idle below this share of one core (x100: GPU utilisation %)
+  Duration billing_interval = Seconds(60);
   // Run a scheduling pass inside every operation that may let a job start
   // (submit, exits, registrations). Off, the owner calls Schedule() itself:
   // the coordinator does, from its own loop, so that a storm of submissions
@@ -50,6 +56,8 @@ struct StateOptions {
   // A requeued job waits at most this long for its ended attempt's
   // read-write volumes to be stored back (volumes/owed_stores.h).
   Duration volume_store_wait = Seconds(600);
+  // Instance snapshots each tenant keeps (--snapshot-keep; the oldest go).
+  int32_t snapshot_keep = 5;
   HangOptions hangs;  // hang detection, auto-drain, stragglers (hang_options.h)
 };
 
@@ -92,6 +100,12 @@ struct VolumeChange {
   bool removed = false;
 };
 
+// An instance snapshot's record to write, or (`removed`) to delete by id.
+struct SnapshotChange {
+  rpc::InstanceSnapshot snapshot;
+  bool removed = false;
+};
+
 // Records to persist after one or more operations.
 struct Changes {
   std::vector<JobRecord> jobs;
@@ -104,9 +118,10 @@ struct Changes {
   std::vector<billing::LedgerEntry> ledger;
   std::vector<ImageChange> images;  // in order: a later change of a key wins
   std::vector<VolumeChange> volumes;  // in order: a later change of a key wins
+  std::vector<SnapshotChange> snapshots;  // likewise
   bool empty() const {
     return jobs.empty() && nodes.empty() && quotas.empty() && prices.empty() && plans.empty() &&
-           ledger.empty() && images.empty() && volumes.empty();
+           ledger.empty() && images.empty() && volumes.empty() && snapshots.empty();
   }
 };
 

@@ -204,6 +204,9 @@ struct JobRecord {
   double last_active_unix = 0;
   bool idle_warned = false;
   Activity last_activity;  // the newest signal that counted (persisted with the job)
+  // When it is reclaimed unless used before (last use + idle timeout +
+  // grace; 0: not an idle-watched running instance).
+  double reclaim_at_unix = 0;
   // An attempt that ended out of memory: what to try (shown with the job).
   std::string advice;
   // Hangs and stragglers (hang_detector.h). A stop for a hang asks the

@@ -107,7 +107,11 @@ absl::Status ValidateJobSpec(const JobSpec& spec) {
       return Invalid(field, absl::StrCat("must be in 0..", kMaxSeconds, " (10 years), got ", value));
     }
   }
-  if (spec.command.empty() || spec.command[0].empty()) {
+  if (spec.notebook && !spec.interactive) {
+    return Invalid("spec.notebook", "a notebook is an interactive instance (athanor alloc --notebook)");
+  }
+  // A notebook job's command is the coordinator's (core/notebook_command.h).
+  if (!spec.notebook && (spec.command.empty() || spec.command[0].empty())) {
     return Invalid("spec.command", "must not be empty");
   }
   size_t total = 0;

@@ -68,6 +68,19 @@ void AddRoutes(HttpServer* server, const DashboardOptions& options, CoordinatorM
     if (!job.ok()) return RpcError(job.status());
     return Json(*job);
   });
+  // The caller's interactive instances (the jobs page's "Instances"), and
+  // where their notebooks are served.
+  server->Route("/api/instances", [rpc, port = options.notebook_port](const HttpRequest& req) {
+    absl::StatusOr<rpc::ListJobsResponse> jobs = rpc->ListJobs(req.authorization);
+    if (!jobs.ok()) return RpcError(jobs.status());
+    rpc::ListJobsResponse instances;
+    for (const rpc::Job& j : jobs->jobs()) {
+      if (j.spec().interactive()) *instances.add_jobs() = j;
+    }
+    HttpResponse r = Json(instances);  // {"jobs": [...]}
+    if (r.status == 200) r.body = absl::StrCat("{\"notebook_port\":", port, ",", r.body.substr(1));
+    return r;
+  });
   server->Route("/api/logs", [rpc](const HttpRequest& req) {
     auto id = req.query.find("job");
     if (id == req.query.end() || id->second.empty()) return Text(400, "job: missing");

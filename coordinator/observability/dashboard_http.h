@@ -35,6 +35,7 @@ struct DashboardOptions {
   const security::TlsMaterial* tls = nullptr;          // null: plaintext (--insecure)
   std::string grpc_target;                             // the coordinator's own HOST:PORT
   std::string grpc_ca_pem;                             // empty: plaintext gRPC (--insecure)
+  int notebook_port = 0;  // --notebook-listen's port (0: none): instances link to their notebooks
 };
 
 absl::StatusOr<std::unique_ptr<security::HttpEndpoint>> StartDashboard(const DashboardOptions& options,

@@ -43,6 +43,16 @@ absl::StatusOr<rpc::Job> DashboardRpc::GetJob(const std::string& authorization, 
   return job;
 }
 
+absl::StatusOr<rpc::ListJobsResponse> DashboardRpc::ListJobs(const std::string& authorization) {
+  grpc::ClientContext ctx;
+  Prepare(&ctx, authorization);
+  rpc::ListJobsRequest req;
+  rpc::ListJobsResponse resp;
+  grpc::Status s = stub_->ListJobs(&ctx, req, &resp);
+  if (!s.ok()) return FromGrpc(s);
+  return resp;
+}
+
 absl::StatusOr<billing::Bill> DashboardRpc::GetBill(const std::string& authorization,
                                                     const std::string& tenant, const std::string& month) {
   grpc::ClientContext ctx;

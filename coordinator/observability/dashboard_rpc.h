@@ -31,6 +31,8 @@ class DashboardRpc {
 
   // `authorization`: the HTTP request's Authorization header, passed on.
   absl::StatusOr<rpc::Job> GetJob(const std::string& authorization, const std::string& job_id);
+  // Coordinator.ListJobs: the caller's jobs (an admin's: all) not yet finished.
+  absl::StatusOr<rpc::ListJobsResponse> ListJobs(const std::string& authorization);
 
   // {"attempt": N, "logs": [{"rank", "node", "tail", "error"}]}: the newest
   // attempt's ranks (at most kMaxRanks, from rank 0), each with at most

@@ -31,6 +31,7 @@ class FakeStore final : public Store {
     std::map<int64_t, billing::LedgerEntry> ledger ABSL_GUARDED_BY(mu);
     std::map<std::pair<std::string, std::string>, rpc::Image> images ABSL_GUARDED_BY(mu);
     std::map<std::pair<std::string, std::string>, rpc::Volume> volumes ABSL_GUARDED_BY(mu);
+    std::map<std::string, rpc::InstanceSnapshot> snapshots ABSL_GUARDED_BY(mu);
     int commits ABSL_GUARDED_BY(mu) = 0;
     bool fail_commits ABSL_GUARDED_BY(mu) = false;
   };
@@ -71,6 +72,13 @@ class FakeStore final : public Store {
         data_->volumes[{c.volume.tenant(), c.volume.name()}] = c.volume;
       }
     }
+    for (const SnapshotChange& c : changes.snapshots) {
+      if (c.removed) {
+        data_->snapshots.erase(c.snapshot.id());
+      } else {
+        data_->snapshots[c.snapshot.id()] = c.snapshot;
+      }
+    }
     ++data_->commits;
     return absl::OkStatus();
   }
@@ -86,6 +94,7 @@ class FakeStore final : public Store {
     for (const auto& [id, e] : data_->ledger) out.ledger.push_back(e);
     for (const auto& [key, i] : data_->images) out.images.push_back(i);
     for (const auto& [key, v] : data_->volumes) out.volumes.push_back(v);
+    for (const auto& [id, s] : data_->snapshots) out.snapshots.push_back(s);
     return out;
   }
 

@@ -66,6 +66,7 @@ void GroupCommitter::Merge(Changes* into, Changes from) {
   for (billing::LedgerEntry& e : from.ledger) into->ledger.push_back(std::move(e));
   for (ImageChange& i : from.images) into->images.push_back(std::move(i));  // in order, as billing's
   for (VolumeChange& v : from.volumes) into->volumes.push_back(std::move(v));
+  for (SnapshotChange& s : from.snapshots) into->snapshots.push_back(std::move(s));
 }
 
 void GroupCommitter::Loop() {

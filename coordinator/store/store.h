@@ -41,6 +41,7 @@ class Store {
     std::vector<billing::LedgerEntry> ledger;  // by id
     std::vector<rpc::Image> images;         // by (tenant, name)
     std::vector<rpc::Volume> volumes;       // by (tenant, name)
+    std::vector<rpc::InstanceSnapshot> snapshots;  // by id
   };
 
   virtual ~Store() = default;

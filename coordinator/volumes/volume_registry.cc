@@ -128,6 +128,19 @@ absl::StatusOr<rpc::Volume> VolumeRegistry::Snapshot(const std::string& tenant, 
   return *v;
 }
 
+absl::StatusOr<rpc::Volume> VolumeRegistry::DropSnapshot(const std::string& tenant, const std::string& name,
+                                                         const std::string& snapshot) {
+  rpc::Volume* v = Mutable(tenant, name);
+  if (v == nullptr) return NoVolume(tenant, name);
+  auto* snaps = v->mutable_snapshots();
+  for (int i = 0; i < snaps->size(); ++i) {
+    if (snaps->Get(i).name() != snapshot) continue;
+    snaps->DeleteSubrange(i, 1);
+    return *v;
+  }
+  return absl::NotFoundError(absl::StrCat("volume '", name, "' has no snapshot '", snapshot, "'"));
+}
+
 absl::StatusOr<int64_t> VolumeRegistry::ReserveGeneration(const std::string& tenant, const std::string& name,
                                                           int64_t base_generation) {
   const rpc::Volume* v = Find(tenant, name);

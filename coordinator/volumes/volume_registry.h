@@ -67,6 +67,12 @@ class VolumeRegistry {
   absl::StatusOr<rpc::Volume> Snapshot(const std::string& tenant, const std::string& name,
                                        const std::string& snapshot, int64_t now_unix);
 
+  // Forgets the snapshot `snapshot` (an instance snapshot's, dropped with
+  // it). NotFound. The record after; the caller deletes the snapshot's blob
+  // unless Referenced still.
+  absl::StatusOr<rpc::Volume> DropSnapshot(const std::string& tenant, const std::string& name,
+                                           const std::string& snapshot);
+
   // A number for the blob of the next generation of a volume whose content
   // is at `base_generation`: above every generation committed or handed out
   // before (by this process), so that two uploads never write the same key.

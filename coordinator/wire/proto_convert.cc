@@ -184,6 +184,9 @@ void RecordToProto(const JobRecord& job, rpc::Job* out) {
     a->set_detail(job.last_activity.detail);
   }
   out->set_advice(job.advice);
+  if (job.spec.interactive && job.state == JobState::kRunning && !job.stopping) {
+    out->set_reclaim_at_unix(static_cast<int64_t>(job.reclaim_at_unix));
+  }
 }
 
 absl::Status RecordFromProto(const rpc::Job& p, JobRecord* job) {
@@ -216,6 +219,7 @@ absl::Status RecordFromProto(const rpc::Job& p, JobRecord* job) {
                                   p.last_activity().detail()};
   }
   job->advice = p.advice();
+  job->reclaim_at_unix = static_cast<double>(p.reclaim_at_unix());
   return absl::OkStatus();
 }
 

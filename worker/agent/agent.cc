@@ -55,6 +55,13 @@ void AddReports(const std::vector<RankStatusReport>& reports,
       p->set_gpu_utilization(r.gpu_utilization);
     }
     ProgressToProto(r.progress, p);
+    if (r.activity.measured) {  // cumulative; the coordinator takes differences
+      rpc::RankActivity* a = p->mutable_activity();
+      a->set_measured(true);
+      a->set_net_bytes(r.activity.net_bytes);
+      a->set_disk_write_bytes(r.activity.disk_write_bytes);
+      a->set_kernels_busy(-1);  // no notebook unless one says otherwise
+    }
   }
 }
 
@@ -81,6 +88,7 @@ Agent::Agent(AgentOptions options, RankSupervisor* supervisor, TelemetryHub* tel
 Agent::~Agent() {
   if (images_ != nullptr) images_->SetOnReady(nullptr);  // waits out a call in progress
   if (volumes_ != nullptr) volumes_->SetOnReady(nullptr);  // likewise
+  if (workdirs_ != nullptr) workdirs_->SetOnReady(nullptr);  // likewise
   Stop();
   if (health_.joinable()) health_.join();
   supervisor_->KillAll();
@@ -94,6 +102,16 @@ void Agent::SetImageCache(ImageCache* images) {
   images_->SetOnReady([this] {
     absl::MutexLock lock(&mu_);
     exit_pending_ = true;  // converge now: ranks wait for this image
+    if (inflight_ != nullptr) inflight_->TryCancel();
+  });
+}
+
+void Agent::SetWorkdirSnapshots(WorkdirSnapshots* workdirs) {
+  workdirs_ = workdirs;
+  if (workdirs_ == nullptr) return;
+  workdirs_->SetOnReady([this] {
+    absl::MutexLock lock(&mu_);
+    exit_pending_ = true;  // converge now: a rank waits for its work folder
     if (inflight_ != nullptr) inflight_->TryCancel();
   });
 }
@@ -247,6 +265,15 @@ void Agent::AddObservations(const std::vector<RankStatusReport>& reports, rpc::H
 
 void Agent::ArchiveRemoved() {
   for (const ArchiveTask& t : supervisor_->TakeArchives()) {
+    if (!t.snapshot_key.empty() && workdirs_ != nullptr) {  // a reclaimed instance's (workdir_snapshot.h)
+      absl::Status s = workdirs_->Store(t.key, t.dir, t.snapshot_key);
+      if (s.ok()) {
+        ATHANOR_LOG(INFO) << "stored " << t.dir << " in its instance snapshot as " << t.snapshot_key;
+      } else {
+        ATHANOR_LOG(WARNING) << "cannot store " << t.dir << " in its instance snapshot (" << t.snapshot_key
+                             << "): " << EscapeControls(s.ToString());
+      }
+    }  // and archived, as every reclaimed rank's work dir
     std::string uri = t.uri.empty() ? options_.archive_uri : t.uri;
     std::string key = absl::StrCat(t.key.job_id, "/workdir/rank-", t.key.rank, ".tar");
     absl::Status s = ArchiveAndRemove(t.dir, uri, key);
@@ -342,6 +369,10 @@ void Agent::Run() {
       absl::MutexLock lock(&mu_);
       if (stop_) return;
       AddReports(reports, req.mutable_ranks());
+      if (notebooks_ != nullptr) {  // kernels' activity (notebook_ranks.h)
+        notebooks_->NoteReports(reports);
+        notebooks_->AddKernelActivity(req.mutable_ranks());
+      }
       req.set_max_wait_ms(exit_pending_ ? 0 : static_cast<int32_t>(heartbeat_interval_ms_));
       exit_pending_ = false;
       inflight_ = &ctx;
@@ -383,6 +414,8 @@ void Agent::Run() {
       t.notice = d.notice();
       t.archive_workdir = d.archive_workdir();
       t.archive_uri = d.archive_uri();
+      t.snapshot_key = d.snapshot_key();
+      t.restore_key = d.restore_key();
       t.tenant = d.tenant();
       t.memory_mb = d.memory_mb();
       t.cpus = d.cpus();
@@ -395,7 +428,16 @@ void Agent::Run() {
         n.prefix_length = d.network().prefix_length();
         for (const rpc::NetworkPeer& p : d.network().peers()) n.peers.push_back({p.address(), p.host()});
       }
+      // The notebook's token, through the sandbox's environment file only.
+      if (d.notebook() && notebooks_ != nullptr) t.env["JUPYTER_TOKEN"] = notebooks_->TokenFor(t.key);
       desired.push_back(std::move(t));
+    }
+    if (notebooks_ != nullptr) {
+      std::set<RankKey> keep;
+      for (const RankTarget& t : desired) {
+        if (t.env.count("JUPYTER_TOKEN")) keep.insert(t.key);
+      }
+      notebooks_->Retain(keep);
     }
     supervisor_->Converge(desired);
     stacks_.TakeNew();  // captured off this loop (stack_capturer.h)

@@ -29,10 +29,12 @@
 #include "worker/agent/image_cache.h"
 #include "worker/agent/inventory.h"
 #include "worker/agent/metrics_agent.h"
+#include "worker/agent/notebook_ranks.h"
 #include "worker/agent/rank_supervisor.h"
 #include "worker/agent/stack_capturer.h"
 #include "worker/agent/telemetry_hub.h"
 #include "worker/agent/volume_sync.h"
+#include "worker/agent/workdir_snapshot.h"
 
 namespace athanor::agent {
 
@@ -74,6 +76,11 @@ class Agent {
   void SetImageCache(ImageCache* images);
   // Converges as soon as an attempt's volumes are here (volume_sync.h).
   void SetVolumeSync(VolumeSync* volumes);
+  // Stores reclaimed instances' work dirs, converges when a restored one is here (workdir_snapshot.h).
+  void SetWorkdirSnapshots(WorkdirSnapshots* workdirs);
+  // The node's notebook ranks (not owned; null: none): their tokens go into
+  // the ranks' environments, their kernels' activity into the reports.
+  void SetNotebooks(NotebookRanks* notebooks) { notebooks_ = notebooks; }
 
  private:
   bool Register();
@@ -92,6 +99,8 @@ class Agent {
   RankSupervisor* const supervisor_;
   ImageCache* images_ = nullptr;
   VolumeSync* volumes_ = nullptr;
+  WorkdirSnapshots* workdirs_ = nullptr;
+  NotebookRanks* notebooks_ = nullptr;
   TelemetryHub* const telemetry_;
   AgentMetrics* const metrics_;
   // Heartbeat loop only: the newest nvidia-smi readings (empty: not measured).

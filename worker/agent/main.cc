@@ -37,8 +37,10 @@
 #include "worker/agent/checkpoint_service_supervisor.h"
 #include "common/http_server.h"
 #include "worker/agent/agent_control_service.h"
+#include "worker/agent/agent_interactive_service.h"
 #include "worker/agent/image_cache_fetcher.h"
 #include "worker/agent/volume_sync.h"
+#include "worker/agent/workdir_snapshot.h"
 #include "worker/agent/metrics_agent.h"
 #include "worker/agent/telemetry_hub.h"
 #include "worker/agent/orphans.h"
@@ -276,6 +278,7 @@ int Run(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   AgentControlService control(work_dir, /*coordinator_only=*/options.tls.has_value());
+  AgentInteractiveService interactive(work_dir, /*coordinator_only=*/options.tls.has_value());
   int port = 0;
   grpc::ServerBuilder builder;
   builder.AddListeningPort(listen,
@@ -283,6 +286,7 @@ int Run(int argc, char** argv) {
                                        : grpc::InsecureServerCredentials(),
                            &port);
   builder.RegisterService(&control);
+  builder.RegisterService(&interactive);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || port == 0) return Fail("cannot listen on " + listen);
   options.agent_address = absl::StrCat(host, ":", port);
@@ -357,10 +361,17 @@ int Run(int argc, char** argv) {
     volumes = std::make_unique<VolumeSync>(work_dir, MakeCoordinatorVolumeTransport(coordinator, options.tls),
                                            [box = sandbox.get()](const std::string& t) { return box->TenantUid(t); });
   }
+  // Instance snapshots' work dirs (workdir_snapshot.h): unpacked as the tenant's uid.
+  WorkdirSnapshots workdirs(work_dir, MakeCoordinatorWorkdirTransport(coordinator, options.tls),
+                            [box = sandbox.get()](const std::string& t) { return box ? box->TenantUid(t) : geteuid(); });
   RankSupervisor supervisor(work_dir, RealClock::Get(), sandbox.get(), telemetry.get());
+  supervisor.SetWorkdirSnapshots(&workdirs);
   supervisor.SetImageCache(images.get());
   supervisor.SetVolumeSync(volumes.get());
   supervisor.SetCheckpointRegistry(registry.get());
+  interactive.Attach(&supervisor);
+  NotebookRanks notebooks(options.sandboxed, absl::Seconds(5));  // tokens, kernels' activity
+  interactive.AttachNotebooks(&notebooks);
   std::unique_ptr<CheckpointServiceSupervisor> checkpoint_service;
   if (!ckpt_service.dir.empty()) {
     std::error_code self_ec;
@@ -383,6 +394,8 @@ int Run(int argc, char** argv) {
   Agent agent(options, &supervisor, telemetry.get(), metrics.get());
   agent.SetImageCache(images.get());
   agent.SetVolumeSync(volumes.get());
+  agent.SetWorkdirSnapshots(&workdirs);
+  agent.SetNotebooks(&notebooks);
   std::thread waiter([&] {
     int sig = 0;
     sigwait(&signals, &sig);

@@ -21,6 +21,7 @@
 #include "common/status.h"
 #include "worker/agent/image_cache.h"
 #include "worker/agent/volume_sync.h"
+#include "worker/agent/workdir_snapshot.h"
 #include "worker/agent/orphans.h"
 #include "worker/agent/proc_stats.h"
 #include "worker/agent/rank_log.h"
@@ -142,6 +143,13 @@ void RankSupervisor::StartLocked(const RankTarget& target, const std::vector<Ran
     image = images_->Acquire(target.image_digest);
     if (image.state == ImageCache::Lookup::kPending) return;
   }
+  // A restored instance's work dir: unpacked before the rank starts (workdir_snapshot.h).
+  WorkdirSnapshots::Lookup restored;
+  if (target.archive_workdir && !target.restore_key.empty() && workdirs_ != nullptr) {
+    restored = workdirs_->AcquireRestore(target);
+    if (restored.state == WorkdirSnapshots::Lookup::kPending) return;
+    workdirs_->Forget(target.key);
+  }
   Rank& r = ranks_[target.key];
   r.report.key = target.key;
   if (image.state == ImageCache::Lookup::kReady) r.image_pinned = target.image_digest;
@@ -164,6 +172,7 @@ void RankSupervisor::StartLocked(const RankTarget& target, const std::vector<Ran
     }
   };
   if (!log.ok()) return fail(std::string(log.status().message()));
+  if (restored.state == WorkdirSnapshots::Lookup::kFailed) return fail(restored.error);
   absl::StatusOr<int> opened = OpenRankLogForAppend(work_dir_, target.key);
   if (!opened.ok()) return fail(absl::StrCat("cannot open the rank's log: ", opened.status().message()));
   log_fd = *opened;
@@ -206,6 +215,7 @@ void RankSupervisor::StartLocked(const RankTarget& target, const std::vector<Ran
     options.working_dir = dir;
     r.dir = dir;
     r.archive_uri = target.archive_uri;
+    r.snapshot_key = target.snapshot_key;
     r.gpu_ids = target.gpu_ids;
   }
   if (target.network && sandbox_ == nullptr) {
@@ -292,8 +302,10 @@ void RankSupervisor::Converge(const std::vector<RankTarget>& desired) {
       continue;
     }
     Rank& r = it->second;
+    if (!t.snapshot_key.empty()) r.snapshot_key = t.snapshot_key;  // a reclaim's snapshot
     if (!t.notice.empty() && t.notice != r.notice && !r.log_path.empty()) {
       r.notice = t.notice;
+      if (notice_listener_) notice_listener_(t.key, t.notice);  // open shells show it too
       absl::Status appended = AppendToRankLog(work_dir_, t.key, absl::StrCat("athanor: ", t.notice, "\n"));
       if (!appended.ok()) {
         ATHANOR_LOG(WARNING) << "job " << t.key.job_id << " rank " << t.key.rank
@@ -317,7 +329,7 @@ void RankSupervisor::Converge(const std::vector<RankTarget>& desired) {
       continue;
     }
     if (r.report.phase != RankPhase::kRunning) {
-      if (!r.dir.empty()) archives_.push_back({it->first, r.dir, r.archive_uri});
+      if (!r.dir.empty()) archives_.push_back({it->first, r.dir, r.archive_uri, r.snapshot_key});
       it = ranks_.erase(it);  // reported; the coordinator no longer wants it
       continue;
     }
@@ -362,11 +374,12 @@ void RankSupervisor::EnforceDeadlines() {
 std::vector<RankStatusReport> RankSupervisor::Reports() {
   absl::MutexLock lock(&mu_);
   std::vector<RankStatusReport> out;
-  for (const auto& [key, r] : ranks_) {
+  for (auto& [key, r] : ranks_) {  // not const: each rank's socket tally moves on
     out.push_back(r.report);
     if (r.process && r.report.phase == RankPhase::kRunning) out.back().pid = r.process->pid();
     if (!r.dir.empty() && r.report.phase == RankPhase::kRunning) {
       out.back().cpu_seconds = ProcessGroupCpuSeconds(r.process->pid());
+      out.back().activity = SampleBoxActivity(r.process->pid(), "/proc", nullptr, &r.sockets);
       out.back().gpu_ids = r.gpu_ids;
     }
     if (r.report.phase == RankPhase::kRunning && r.process != nullptr) {
@@ -480,6 +493,11 @@ absl::StatusOr<std::unique_ptr<Subprocess>> RankSupervisor::StartForeign(
 void RankSupervisor::SetExtraRankEnv(std::map<std::string, std::string> env) {
   absl::MutexLock lock(&mu_);
   extra_env_ = std::move(env);
+}
+
+void RankSupervisor::SetWorkdirSnapshots(WorkdirSnapshots* workdirs) {
+  absl::MutexLock lock(&mu_);
+  workdirs_ = workdirs;
 }
 
 void RankSupervisor::SetVolumeSync(VolumeSync* volumes) {

@@ -31,6 +31,7 @@
 // dedicated reaper thread. The Clock is not owned.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -43,6 +44,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "common/subprocess.h"
+#include "worker/agent/box_activity.h"
 #include "worker/agent/job_network.h"
 #include "worker/agent/rank_progress.h"
 
@@ -51,6 +53,7 @@ namespace athanor::agent {
 class ImageCache;
 class Sandbox;
 class VolumeSync;
+class WorkdirSnapshots;
 class TelemetryHub;
 }  // namespace athanor::agent
 namespace athanor::ckptsvc {
@@ -85,6 +88,10 @@ struct RankTarget {
   std::string notice;            // appended once to the rank's log
   bool archive_workdir = false;  // interactive: own work dir (cwd), archived at removal
   std::string archive_uri;
+  // Instance snapshots (workdir_snapshot.h): where the work dir goes when the
+  // rank is removed (instead of the archive), and where it comes from first.
+  std::string snapshot_key;
+  std::string restore_key;
   std::string tenant;     // the sandbox's uid; empty: "default"
   int64_t memory_mb = 0;  // the job's request on this node; 0: its share by GPUs
   int32_t cpus = 0;
@@ -109,6 +116,7 @@ struct ArchiveTask {
   RankKey key;
   std::string dir;
   std::string uri;  // empty: the agent's default
+  std::string snapshot_key;  // non-empty: stored in an instance snapshot instead (workdir_snapshot.h)
 };
 
 enum class RankPhase { kRunning, kExited, kFailedToStart };
@@ -128,6 +136,7 @@ struct RankStatusReport {
   double gpu_utilization = -1;    // filled by the agent from nvidia-smi; < 0: unknown
   RankProgress progress;          // running ranks: their progress page (rank_progress.h)
   pid_t pid = 0;                  // running ranks: the process (group leader)
+  BoxActivity activity;           // measured ranks: network and disk counters (box_activity.h)
 };
 
 class RankSupervisor {
@@ -180,6 +189,27 @@ class RankSupervisor {
   // here yet is not started; a failed fetch fails it. Call before the first
   // Converge.
   void SetVolumeSync(VolumeSync* volumes);
+  // Restores work dirs of ranks with a restore_key before they start (workdir_snapshot.h).
+  void SetWorkdirSnapshots(WorkdirSnapshots* workdirs);
+
+  // A shell in `key`'s running rank (shell_session.h): starts `command` in
+  // its sandbox (Sandbox::WrapShell: the rank process's namespaces, cgroups
+  // and uid; unsandboxed: as the agent, in the rank's cwd) with the rank's
+  // environment and TERM=`term`, its stdin/stdout/stderr on the given
+  // descriptors, in a session of its own (with `tty`, stdin its controlling
+  // terminal). `tenant` (non-empty) must be the rank's. The reaper leaves it
+  // to the caller, who waits for it and calls EndForeign(pid)
+  // (rank_supervisor_shell.cc). NotFound when the rank does not run here.
+  absl::StatusOr<pid_t> StartShell(const RankKey& key, const std::string& tenant,
+                                   const std::vector<std::string>& command, const std::string& term, bool tty,
+                                   int stdin_fd, int stdout_fd);
+  // Called (under this supervisor's lock: it must not call back) with each
+  // new notice of a rank (RankTarget::notice), besides its log. Call before
+  // the first Converge.
+  void SetNoticeListener(std::function<void(const RankKey&, const std::string&)> listener) {
+    absl::MutexLock lock(&mu_);
+    notice_listener_ = std::move(listener);
+  }
 
   // WORK_DIR/jobs/<job>/attempt-<a>/rank-<r>.log; InvalidArgument for a job
   // id that is not a safe file name.
@@ -191,6 +221,7 @@ class RankSupervisor {
   struct Rank {
     std::unique_ptr<Subprocess> process;  // null when it failed to start
     RankStatusReport report;
+    SocketTally sockets;  // its TCP bytes, kept cumulative (box_activity.h)
     bool term_sent = false;
     bool kill_sent = false;
     TimePoint kill_at;
@@ -198,6 +229,7 @@ class RankSupervisor {
     std::string log_path;
     std::string dir;     // own work dir when archived
     std::string archive_uri;
+    std::string snapshot_key;  // the newest the coordinator gave (RankTarget::snapshot_key)
     std::vector<int32_t> gpu_ids;
     std::string progress_path;  // the agent's view of its progress page
     bool stacks_requested = false;
@@ -237,6 +269,9 @@ class RankSupervisor {
   ckptsvc::RankRegistry* registry_ ABSL_GUARDED_BY(mu_) = nullptr;
   ImageCache* images_ ABSL_GUARDED_BY(mu_) = nullptr;
   VolumeSync* volumes_ ABSL_GUARDED_BY(mu_) = nullptr;
+  WorkdirSnapshots* workdirs_ ABSL_GUARDED_BY(mu_) = nullptr;
+  std::function<void(const RankKey&, const std::string&)> notice_listener_ ABSL_GUARDED_BY(mu_);
+  int64_t shells_started_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace athanor::agent

@@ -512,6 +512,34 @@ std::string Sandbox::HiddenBy(const std::vector<std::string>& mounts, const std:
   return hides ? best : "";
 }
 
+absl::Status Sandbox::WrapShell(const RankKey& key, pid_t rank_pid, uint32_t uid, const std::string& cwd,
+                                const std::map<std::string, std::string>& env, bool tty, int64_t shell_id,
+                                SubprocessOptions* options) {
+  auto box = boxes_.find(absl::StrCat(key.job_id, ".", key.attempt));
+  if (box == boxes_.end() || !box->second.ranks.contains(key.rank)) {
+    return absl::NotFoundError(absl::StrCat("rank ", key.rank, " of job ", key.job_id, " attempt ", key.attempt,
+                                            " has no sandbox on this node"));
+  }
+  if (uid == 0 || rank_pid <= 1) return absl::InvalidArgumentError("a shell runs as the rank's uid, never root");
+  std::string env_file = absl::StrCat(EnvFile(key), ".shell-", shell_id);
+  RETURN_IF_ERROR(WriteEnvFile(env_file, env));
+  std::vector<std::string> argv = {options_.exec_path, "enter", "--pid", std::to_string(rank_pid),
+                                   "--uid", std::to_string(uid), "--gid", std::to_string(uid),
+                                   "--cwd", cwd, "--env-file", env_file};
+  for (const std::string& f : box->second.cgroup->ProcsFiles()) {
+    argv.push_back("--cgroup");
+    argv.push_back(f);
+  }
+  if (tty) argv.push_back("--tty");
+  argv.push_back("--");
+  argv.insert(argv.end(), options->argv.begin(), options->argv.end());
+  options->argv = std::move(argv);
+  options->env = {{"PATH", kHelperPath}};
+  options->inherit_env = false;
+  options->working_dir.clear();
+  return absl::OkStatus();
+}
+
 std::string Sandbox::EnvFile(const RankKey& key) const {
   return absl::StrCat(env_dir_, "/", key.job_id, ".", key.attempt, ".", key.rank, ".env");
 }

@@ -106,6 +106,14 @@ class Sandbox {
   // SIGKILL, else "". Ends the box after its last rank.
   std::string Ended(const RankKey& key, int signal);
   std::string Describe() const;
+  // How a shell enters `key`'s running rank (shell_session.h): the options
+  // that start `command` through athanor-sandbox-exec enter in the box of
+  // the rank process `rank_pid` (host pid), its namespaces and cgroups, as
+  // `uid` (the rank's), in `cwd`, with `env` (through a root-only file named
+  // by `shell_id`, as Wrap does), on the terminal `tty` or pipes.
+  absl::Status WrapShell(const RankKey& key, pid_t rank_pid, uint32_t uid, const std::string& cwd,
+                         const std::map<std::string, std::string>& env, bool tty, int64_t shell_id,
+                         SubprocessOptions* options);
   // The host path of the /dev/shm folder of `key`'s box; empty when it has none.
   std::string ShmDir(const RankKey& key) const;
   // The per-attempt secret ("" without a cluster key).

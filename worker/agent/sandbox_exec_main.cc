@@ -31,6 +31,18 @@
 //       rank's parent outside the namespace, ignores SIGTERM/SIGINT (the
 //       agent signals the whole process group) and exits as the rank did.
 //
+//   athanor-sandbox-exec enter --pid P --uid U --gid G --cwd DIR --env-file FILE
+//       [--cgroup PROCS_FILE]... [--tty] -- COMMAND...
+//       A shell in the running rank whose host pid is P (shell_session.h):
+//       forks COMMAND into P's PID namespace, places it in the job's cgroups
+//       before it runs anything, joins P's network and mount namespaces (the
+//       rank's own view: its root, image, work folder and mounts), starts a
+//       session (with --tty, stdin becomes its controlling terminal), drops
+//       to U:G with no capabilities and no_new_privs, and execs COMMAND with
+//       the environment read from FILE, as `rank` does. This process stays
+//       outside as its parent: SIGHUP is passed on to the command's process
+//       group, SIGTERM becomes a SIGKILL of it, and it exits as the command did.
+//
 // The rank's environment is the tenant's: it never becomes this process's.
 // The agent starts the helper with an environment of its own (PATH alone) and
 // writes the rank's into FILE, a root-owned 0600 file in a root-only folder:
@@ -475,6 +487,91 @@ int Rank(const RankArgs& a) {
   ExitLike(status);
 }
 
+// The `enter` child's process group, for the signal handlers of its parent.
+volatile pid_t g_entered = 0;
+
+void PassOnSignal(int sig) {
+  pid_t pid = g_entered;
+  if (pid <= 0) return;
+  if (sig == SIGHUP) {
+    kill(-pid, SIGHUP);
+    kill(-pid, SIGCONT);
+  } else {
+    kill(-pid, SIGKILL);
+    kill(pid, SIGKILL);
+  }
+}
+
+// `enter`: COMMAND inside the running rank `pid`'s sandbox (see the header).
+int Enter(const RankArgs& a, pid_t target, bool tty) {
+  CloseExtraFds({});
+  const std::string proc = "/proc/" + std::to_string(target);
+  int pid_ns = open((proc + "/ns/pid").c_str(), O_RDONLY | O_CLOEXEC);
+  int net_ns = open((proc + "/ns/net").c_str(), O_RDONLY | O_CLOEXEC);
+  int mnt_ns = open((proc + "/ns/mnt").c_str(), O_RDONLY | O_CLOEXEC);
+  if (pid_ns < 0 || net_ns < 0 || mnt_ns < 0) Die("open the namespaces of rank process " + std::to_string(target));
+  if (setns(pid_ns, CLONE_NEWPID) != 0) Die("setns pid of " + std::to_string(target));
+  int go[2];
+  if (pipe2(go, O_CLOEXEC) != 0) Die("pipe");
+  pid_t pid = fork();
+  if (pid < 0) Die("fork");
+  if (pid == 0) {
+    close(go[1]);
+    char byte;
+    if (read(go[0], &byte, 1) != 1) _exit(127);  // the parent failed; it said why
+    close(go[0]);
+    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    if (setns(net_ns, CLONE_NEWNET) != 0) Die("setns net of " + std::to_string(target));
+    if (setns(mnt_ns, CLONE_NEWNS) != 0) Die("setns mnt of " + std::to_string(target));
+    close(pid_ns);
+    close(net_ns);
+    close(mnt_ns);
+    if (setsid() < 0) Die("setsid");
+    if (tty && ioctl(STDIN_FILENO, TIOCSCTTY, 0) != 0) Die("make the terminal the controlling one");
+    DropPrivileges(a);
+    if (chdir(a.cwd.c_str()) != 0 && chdir("/") != 0) Die("chdir " + a.cwd);
+    errno = 0;
+    environ = const_cast<char**>(a.env.data());
+    execvp(a.command[0], a.command.data());
+    Die(std::string("cannot execute '") + a.command[0] + "'");
+  }
+  close(go[0]);
+  close(pid_ns);
+  close(net_ns);
+  close(mnt_ns);
+  for (const std::string& procs : a.cgroups) {
+    int fd = open(procs.c_str(), O_WRONLY | O_CLOEXEC);
+    std::string text = std::to_string(pid);
+    if (fd < 0 || write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+      int e = errno;
+      kill(pid, SIGKILL);
+      errno = e;
+      Die("join cgroup " + procs);
+    }
+    close(fd);
+  }
+  g_entered = pid;
+  struct sigaction pass {};
+  pass.sa_handler = PassOnSignal;
+  sigaction(SIGHUP, &pass, nullptr);
+  sigaction(SIGTERM, &pass, nullptr);
+  signal(SIGINT, SIG_IGN);
+  // The terminal stays the agent's: this process lets go of it.
+  int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (write(go[1], "g", 1) != 1) Die("start the command");
+  close(go[1]);
+  if (null_fd >= 0) {
+    dup2(null_fd, STDIN_FILENO);
+    dup2(null_fd, STDOUT_FILENO);
+    close(null_fd);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) Die("waitpid");
+  }
+  ExitLike(status);
+}
+
 bool ParseId(const char* text, unsigned* out) {
   char* end = nullptr;
   errno = 0;
@@ -502,15 +599,21 @@ int main(int argc, char** argv) {
            "       athanor-sandbox-exec rank --pidns F --root D --uid U --gid G --cwd D --env-file F\n"
            "                            [--netns F] [--image D] [--keep-fd N]... [--cgroup F]... [--mount KIND:SRC:DST]... -- COMMAND...\n"
            "         run COMMAND in that namespace, in a new mount namespace, as U:G, with the\n"
-           "         environment in F (NAME=VALUE entries ended by NULs; root's, 0600; unlinked)\n");
+           "         environment in F (NAME=VALUE entries ended by NULs; root's, 0600; unlinked)\n"
+           "       athanor-sandbox-exec enter --pid P --uid U --gid G --cwd D --env-file F [--cgroup F]... [--tty]\n"
+           "                            -- COMMAND...\n"
+           "         run COMMAND in the sandbox of the running rank P (its namespaces, cgroups), as U:G\n");
     return 0;
   }
   RefuseForeignEnvironment();
   if (argc == 2 && std::string(argv[1]) == "holder") return Holder(false);
   if (argc == 3 && std::string(argv[1]) == "holder" && std::string(argv[2]) == "--net") return Holder(true);
   if (argc >= 2 && std::string(argv[1]) == "holder") return Usage("holder takes only --net");
-  if (argc < 2 || std::string(argv[1]) != "rank") return Usage("expected 'holder' or 'rank'");
+  const bool enter = argc >= 2 && std::string(argv[1]) == "enter";
+  if (argc < 2 || (std::string(argv[1]) != "rank" && !enter)) return Usage("expected 'holder', 'rank' or 'enter'");
   RankArgs a;
+  unsigned enter_pid = 0;
+  bool tty = false;
   int i = 2;
   for (; i < argc; ++i) {
     std::string flag = argv[i];
@@ -518,9 +621,15 @@ int main(int argc, char** argv) {
       ++i;
       break;
     }
+    if (enter && flag == "--tty") {
+      tty = true;
+      continue;
+    }
     if (i + 1 >= argc) return Usage(flag + " needs a value");
     std::string value = argv[++i];
-    if (flag == "--pidns") {
+    if (enter && flag == "--pid") {
+      if (!ParseId(value.c_str(), &enter_pid) || enter_pid == 1) return Usage("--pid: expected a rank's pid, got " + value);
+    } else if (flag == "--pidns") {
       a.pidns = value;
     } else if (flag == "--netns") {
       a.netns = value;
@@ -556,6 +665,13 @@ int main(int argc, char** argv) {
   for (; i < argc; ++i) a.command.push_back(argv[i]);
   a.command.push_back(nullptr);
   if (a.command.size() < 2) return Usage("no command");
+  if (enter) {
+    if (enter_pid == 0 || a.cwd.empty() || a.env_file.empty() || a.uid == 0 || a.gid == 0) {
+      return Usage("enter: --pid, --cwd, --env-file, --uid and --gid are required");
+    }
+    ReadEnvFile(&a);
+    return Enter(a, static_cast<pid_t>(enter_pid), tty);
+  }
   if (a.pidns.empty() || a.root.empty() || a.cwd.empty() || a.env_file.empty() || a.uid == 0 || a.gid == 0) {
     return Usage("--pidns, --root, --cwd, --env-file, --uid and --gid are required");
   }

@@ -105,6 +105,38 @@ function renderTenants(view) {
   }
 }
 
+function when(unix) { return Number(unix) > 0 ? new Date(Number(unix) * 1000).toLocaleString() : ""; }
+
+// The caller's interactive instances (/api/instances): a link to each
+// notebook (on the coordinator's --notebook-listen port), the last use, and
+// a banner for each warned one with the time left and any advice.
+function renderInstances(answer) {
+  const body = document.querySelector("#instances tbody");
+  const banners = document.getElementById("instance-banners");
+  body.replaceChildren();
+  banners.replaceChildren();
+  const now = Date.now() / 1000;
+  for (const j of answer.jobs || []) {
+    const running = j.state === "JOB_RUNNING";
+    const url = `https://${location.hostname}:${answer.notebook_port}/notebook/${encodeURIComponent(j.id)}/`;
+    const link = j.spec.notebook && running && answer.notebook_port > 0
+        ? el("a", {href: `https://${location.hostname}:${answer.notebook_port}/notebook-login?next=` +
+                         encodeURIComponent(new URL(url).pathname), target: "_blank", "data-notebook": j.id}, "open notebook")
+        : (j.spec.notebook ? "notebook (not running)" : "");
+    const a = j.last_activity || {};
+    const last = a.signal ? `${a.signal}${a.detail ? " (" + a.detail + ")" : ""} at ${when(a.at_unix)}` : "";
+    const reclaim = Number(j.reclaim_at_unix) > 0 ? `${when(j.reclaim_at_unix)} (in ${Math.max(0, Math.round(Number(j.reclaim_at_unix) - now))} s)` : "";
+    body.append(el("tr", {"data-instance": j.id},
+      el("td", {}, el("a", {href: "/job?id=" + encodeURIComponent(j.id)}, j.id)), el("td", {}, j.spec.name),
+      el("td", {}, j.spec.tenant), el("td", {class: "state state-" + j.state}, j.state), el("td", {}, link),
+      el("td", {}, last), el("td", {}, reclaim)));
+    if ((j.reason || "").startsWith("idle since") || j.advice) {
+      banners.append(el("div", {class: "banner", "data-banner": j.id},
+        `instance ${j.id}: `, j.reason || "", j.advice ? el("div", {}, "advice: " + j.advice) : ""));
+    }
+  }
+}
+
 async function athanorOverview() {
   for (;;) {
     try {
@@ -112,6 +144,11 @@ async function athanorOverview() {
       renderGrid(view);
       renderJobs(view);
       renderTenants(view);
+      try {  // the overview stands without it
+        renderInstances(await getJson("/api/instances"));
+      } catch (e) {
+        document.getElementById("instance-banners").textContent = "instances: " + String(e);
+      }
       stamp(view);
       document.body.dataset.loaded = "1";
     } catch (e) {

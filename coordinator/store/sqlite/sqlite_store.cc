@@ -77,7 +77,8 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string
       "CREATE TABLE IF NOT EXISTS images (tenant TEXT NOT NULL, name TEXT NOT NULL,"
       " record TEXT NOT NULL, PRIMARY KEY (tenant, name));"
       "CREATE TABLE IF NOT EXISTS volumes (tenant TEXT NOT NULL, name TEXT NOT NULL,"
-      " record TEXT NOT NULL, PRIMARY KEY (tenant, name));"));
+      " record TEXT NOT NULL, PRIMARY KEY (tenant, name));"
+      "CREATE TABLE IF NOT EXISTS snapshots (id TEXT PRIMARY KEY, record TEXT NOT NULL);"));
   RETURN_IF_ERROR(store->UpgradeRows());
   // The schema and any rewritten rows go into the database file now, so the
   // log starts empty and its thresholds count commits' pages only.
@@ -288,6 +289,7 @@ absl::Status SqliteStore::Commit(const Changes& changes) {
     }
     if (absl::Status s = PutImages(changes.images); !s.ok()) return fail(std::string(s.message()));
     if (absl::Status s = PutVolumes(changes.volumes); !s.ok()) return fail(std::string(s.message()));
+    if (absl::Status s = PutSnapshots(changes.snapshots); !s.ok()) return fail(std::string(s.message()));
   }
   if (absl::Status s = Exec("COMMIT"); !s.ok()) {
     Exec("ROLLBACK").IgnoreError();  // as above: the COMMIT error is the one to report
@@ -339,6 +341,7 @@ absl::StatusOr<SqliteStore::Contents> SqliteStore::LoadAll() {
   RETURN_IF_ERROR(ReadRows("ledger", "SELECT record FROM ledger ORDER BY id", &out.ledger));
   RETURN_IF_ERROR(ReadRows("images", "SELECT record FROM images ORDER BY tenant, name", &out.images));
   RETURN_IF_ERROR(ReadRows("volumes", "SELECT record FROM volumes ORDER BY tenant, name", &out.volumes));
+  RETURN_IF_ERROR(ReadRows("snapshots", "SELECT record FROM snapshots ORDER BY id", &out.snapshots));
   return out;
 }
 

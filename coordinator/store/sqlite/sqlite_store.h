@@ -87,6 +87,8 @@ class SqliteStore final : public Store {
   absl::Status PutImages(const std::vector<ImageChange>& images);
   // Volumes' rows, likewise (sqlite_store_volumes.cc).
   absl::Status PutVolumes(const std::vector<VolumeChange>& volumes);
+  // Instance snapshots' rows, likewise (sqlite_store_snapshots.cc).
+  absl::Status PutSnapshots(const std::vector<SnapshotChange>& snapshots);
   // Reads every row of `sql` (one text column) into `out`; DataLoss naming
   // the table and row that does not read.
   template <typename Row>

@@ -1,0 +1,618 @@
+#include "coordinator/rpc/notebook_proxy.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <boost/beast/websocket/rfc6455.hpp>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "common/logging.h"
+#include "coordinator/core/core_reads.h"
+#include "coordinator/rpc/notebook_sessions.h"
+#include "proto/athanor_interactive.grpc.pb.h"
+#include "security/cluster_ca.h"
+
+namespace athanor::coord {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace ssl = asio::ssl;
+using tcp = asio::ip::tcp;
+using asio::awaitable;
+using asio::use_awaitable;
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+
+namespace {
+
+constexpr char kCookie[] = "athanor_nb";
+constexpr size_t kMaxChunk = 64 * 1024;
+constexpr size_t kMaxQueuedBytes = 16 << 20;  // from the agent, not yet sent to the browser
+
+std::string HtmlEscape(const std::string& text) {
+  std::string out;
+  for (char ch : text) {
+    switch (ch) {
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += ch;
+    }
+  }
+  return out;
+}
+
+std::string LoginPage(const std::string& next, const std::string& why) {
+  return absl::StrCat(
+      "<!doctype html><html><head><meta charset=utf-8><title>athanor notebook login</title></head><body>"
+      "<h1>athanor notebooks</h1><p>", HtmlEscape(why), "</p>"
+      "<form method=post action=\"/notebook-login\">"
+      "<label>Token <input type=password name=token autocomplete=off></label>"
+      "<input type=hidden name=next value=\"", HtmlEscape(next), "\">"
+      "<button type=submit>Log in</button></form></body></html>");
+}
+
+// application/x-www-form-urlencoded: name -> value (bounded by the body's cap).
+std::map<std::string, std::string> ParseForm(const std::string& body) {
+  std::map<std::string, std::string> out;
+  for (absl::string_view pair : absl::StrSplit(body, '&', absl::SkipEmpty())) {
+    std::pair<std::string, std::string> kv = absl::StrSplit(pair, absl::MaxSplits('=', 1));
+    auto decode = [](const std::string& s) {
+      std::string r;
+      for (size_t i = 0; i < s.size(); ++i) {
+        if (s[i] == '+') {
+          r += ' ';
+        } else if (s[i] == '%' && i + 2 < s.size()) {
+          int v = 0;
+          if (absl::SimpleHexAtoi(s.substr(i + 1, 2), &v)) {
+            r += static_cast<char>(v);
+            i += 2;
+          } else {
+            r += s[i];
+          }
+        } else {
+          r += s[i];
+        }
+      }
+      return r;
+    };
+    out.emplace(decode(kv.first), decode(kv.second));
+  }
+  return out;
+}
+
+// The value of cookie `name` in a Cookie header, and the header without it.
+std::string TakeCookie(const std::string& header, const std::string& name, std::string* rest) {
+  std::string found;
+  std::vector<std::string> kept;
+  for (absl::string_view part : absl::StrSplit(header, ';', absl::SkipWhitespace())) {
+    absl::string_view p = absl::StripAsciiWhitespace(part);
+    if (absl::StartsWith(p, name + "=")) {
+      found = std::string(p.substr(name.size() + 1));
+    } else {
+      kept.emplace_back(p);
+    }
+  }
+  *rest = absl::StrJoin(kept, "; ");
+  return found;
+}
+
+}  // namespace
+
+class NotebookProxy::Impl {
+ public:
+  explicit Impl(NotebookProxyOptions o)
+      : options_(std::move(o)), sessions_(options_.session_ttl_s), ssl_(ssl::context::tls_server) {}
+
+  absl::Status Listen() {
+    ssl_.set_options(ssl::context::no_sslv2 | ssl::context::no_sslv3 | ssl::context::no_tlsv1 |
+                     ssl::context::no_tlsv1_1 | ssl::context::single_dh_use);
+    boost::system::error_code ec;
+    ssl_.use_certificate_chain(asio::buffer(options_.tls.cert_pem), ec);
+    if (!ec) ssl_.use_private_key(asio::buffer(options_.tls.key_pem), ssl::context::pem, ec);
+    if (ec) return absl::InvalidArgumentError(absl::StrCat("notebook proxy: TLS certificate: ", ec.message()));
+    size_t colon = options_.listen.rfind(':');
+    int port = 0;
+    if (colon == std::string::npos || !absl::SimpleAtoi(options_.listen.substr(colon + 1), &port) || port < 0 ||
+        port > 65535) {
+      return absl::InvalidArgumentError(absl::StrCat("--notebook-listen: expected HOST:PORT, got '",
+                                                     options_.listen, "'"));
+    }
+    std::string host = options_.listen.substr(0, colon);
+    if (absl::StartsWith(host, "[") && absl::EndsWith(host, "]")) host = host.substr(1, host.size() - 2);
+    asio::ip::address addr = asio::ip::make_address(host.empty() ? "0.0.0.0" : host, ec);
+    if (ec) return absl::InvalidArgumentError(absl::StrCat("--notebook-listen: '", host, "' is not an IP address"));
+    tcp::endpoint ep(addr, static_cast<uint16_t>(port));
+    acceptor_.open(ep.protocol(), ec);
+    if (!ec) acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
+    if (!ec) acceptor_.bind(ep, ec);
+    if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) return absl::UnavailableError(absl::StrCat("--notebook-listen ", options_.listen, ": ", ec.message()));
+    port_ = acceptor_.local_endpoint().port();
+    StartAccept();
+    acceptor_thread_ = std::thread([this] { accept_io_.run(); });
+    return absl::OkStatus();
+  }
+
+  ~Impl() {
+    stopping_ = true;
+    // A blocked accept() is not woken by a close from another thread: the
+    // acceptor is asynchronous, and closed on its own thread.
+    asio::post(accept_io_, [this] {
+      boost::system::error_code ec;
+      acceptor_.close(ec);
+    });
+    if (acceptor_thread_.joinable()) acceptor_thread_.join();
+    std::unique_lock<std::mutex> lock(mu_);
+    for (Conn* c : conns_) c->Stop();
+    done_.wait(lock, [this] { return conns_.empty(); });
+  }
+
+  int port() const { return port_; }
+
+ private:
+  // One browser connection (see the header's thread model).
+  struct Conn {
+    asio::io_context io;
+    std::mutex mu;  // guards ctx (Stop may come from the destructor's thread)
+    grpc::ClientContext* ctx = nullptr;
+    bool stopped = false;
+    beast::tcp_stream* tcp = nullptr;  // io thread only
+    // Ends the connection: the tunnel is cancelled and the socket closed on
+    // the io thread, so that every coroutine and the tunnel's reader finish.
+    void Stop() {
+      std::lock_guard<std::mutex> lock(mu);
+      stopped = true;
+      if (ctx != nullptr) ctx->TryCancel();
+      asio::post(io, [this] {
+        if (tcp != nullptr) tcp->close();
+      });
+    }
+  };
+
+  // Accepts the next connection on the acceptor's thread (accept_io_).
+  void StartAccept() {
+    auto conn = std::make_shared<std::unique_ptr<Conn>>(std::make_unique<Conn>());
+    auto sock = std::make_shared<tcp::socket>((*conn)->io);
+    acceptor_.async_accept(*sock, [this, conn, sock](boost::system::error_code ec) {
+      if (stopping_ || ec == asio::error::operation_aborted) return;
+      if (ec) {
+        ATHANOR_LOG(WARNING) << "notebook proxy: accept: " << ec.message();
+        StartAccept();
+        return;
+      }
+      std::unique_lock<std::mutex> lock(mu_);
+      if (conns_.size() >= static_cast<size_t>(options_.max_connections)) {
+        lock.unlock();
+        ATHANOR_LOG(WARNING) << "notebook proxy: " << options_.max_connections
+                             << " connections open (the most); one refused";
+        boost::system::error_code ignored;  // closing a socket we give up on
+        sock->close(ignored);
+        StartAccept();
+        return;
+      }
+      Conn* c = conn->release();
+      conns_.insert(c);
+      lock.unlock();
+      std::thread([this, c, s = std::move(*sock)]() mutable {
+        Serve(c, std::move(s));
+        std::lock_guard<std::mutex> l(mu_);
+        conns_.erase(c);
+        delete c;
+        done_.notify_all();
+      }).detach();
+      StartAccept();
+    });
+  }
+
+  void Serve(Conn* c, tcp::socket sock) {
+    TlsStream stream(beast::tcp_stream(std::move(sock)), ssl_);
+    c->tcp = &beast::get_lowest_layer(stream);
+    asio::co_spawn(c->io, Handle(c, stream), [](std::exception_ptr e) {
+      if (!e) return;
+      try {
+        std::rethrow_exception(e);
+      } catch (const std::exception& ex) {
+        ATHANOR_LOG(DEBUG) << "notebook proxy: connection ended: " << ex.what();
+      }
+    });
+    c->io.run();
+  }
+
+  template <class Body>
+  static awaitable<void> Reply(TlsStream& stream, http::response<Body>& res) {
+    res.set(http::field::connection, "close");
+    res.set(http::field::cache_control, "no-store");
+    res.prepare_payload();
+    co_await http::async_write(stream, res, use_awaitable);
+    boost::system::error_code ec;
+    beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(5));
+    co_await stream.async_shutdown(asio::redirect_error(use_awaitable, ec));
+  }
+
+  static awaitable<void> Text(TlsStream& stream, int status, const std::string& body,
+                              const std::string& type = "text/plain; charset=utf-8") {
+    http::response<http::string_body> res{static_cast<http::status>(status), 11};
+    res.set(http::field::content_type, type);
+    res.body() = body + (absl::EndsWith(body, "\n") || absl::StartsWith(type, "text/html") ? "" : "\n");
+    co_await Reply(stream, res);
+  }
+
+  awaitable<void> Handle(Conn* c, TlsStream& stream) {
+    beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(kIdleHeadS));
+    co_await stream.async_handshake(ssl::stream_base::server, use_awaitable);
+    beast::flat_buffer buffer;
+    http::request_parser<http::empty_body> parser;
+    parser.header_limit(kMaxHeadBytes);
+    boost::system::error_code ec;
+    co_await http::async_read_header(stream, buffer, parser, asio::redirect_error(use_awaitable, ec));
+    if (ec) {
+      if (ec == http::error::header_limit) {
+        co_await Text(stream, 431, absl::StrCat("request head over ", kMaxHeadBytes, " bytes"));
+      } else if (ec != http::error::end_of_stream && ec != asio::error::eof) {
+        co_await Text(stream, 400, absl::StrCat("bad request: ", ec.message()));
+      }
+      co_return;
+    }
+    http::request<http::empty_body>& req = parser.get();
+    std::string target(req.target());
+    std::string path = target.substr(0, target.find('?'));
+    if (path == "/notebook-login") {
+      co_await Login(stream, buffer, parser);
+      co_return;
+    }
+    if (!absl::StartsWith(path, "/notebook/")) {
+      co_await Text(stream, 404, "not found: notebooks are under /notebook/<job>/ (log in at /notebook-login)");
+      co_return;
+    }
+    std::string job_id = path.substr(strlen("/notebook/"));
+    job_id = job_id.substr(0, job_id.find('/'));
+    std::string rest;
+    std::string sid = TakeCookie(std::string(req[http::field::cookie]), kCookie, &rest);
+    std::optional<HttpCaller> caller = sid.empty() ? std::nullopt : sessions_.Find(sid, NowUnix());
+    if (!caller) {
+      co_await Text(stream, 401, LoginPage(target.size() <= 2048 ? target : path,
+                                           sid.empty() ? "Log in with your athanor token to open this notebook."
+                                                       : "Your notebook session has expired: log in again."),
+                    "text/html; charset=utf-8");
+      co_return;
+    }
+    absl::StatusOr<LogTarget> where = Authorize(*caller, job_id);
+    if (!where.ok()) {
+      int status = absl::IsPermissionDenied(where.status()) ? 403
+                   : absl::IsFailedPrecondition(where.status()) ? 409
+                                                               : 404;
+      co_await Text(stream, status, std::string(where.status().message()));
+      co_return;
+    }
+    // What the notebook server gets: the head without our cookie or any
+    // credential of the browser's (the agent adds the server's token).
+    req.erase(http::field::authorization);
+    if (rest.empty()) {
+      req.erase(http::field::cookie);
+    } else {
+      req.set(http::field::cookie, rest);
+    }
+    bool upgrade = beast::websocket::is_upgrade(req);
+    if (!upgrade) req.set(http::field::connection, "close");
+    std::ostringstream head;
+    head << req.base();
+    std::string first = head.str();
+    first.append(static_cast<const char*>(buffer.data().data()), buffer.size());  // the body's start
+    buffer.consume(buffer.size());
+    beast::get_lowest_layer(stream).expires_never();
+    co_await Relay(c, stream, job_id, *where, std::move(first));
+  }
+
+  // Checks `caller` may open `job_id`'s notebook; where its rank 0 runs.
+  absl::StatusOr<LogTarget> Authorize(const HttpCaller& caller, const std::string& job_id) {
+    if (job_id.empty() || job_id.size() > 64) return absl::NotFoundError("no such notebook: give /notebook/<job>/");
+    CoreReads reads(options_.core);
+    absl::StatusOr<JobRecord> job = reads.GetJob(job_id);
+    if (!job.ok()) return absl::NotFoundError(absl::StrCat("job ", job_id, ": no such job"));
+    bool admin = caller.role == "admin";
+    if (!admin && job->spec.tenant != caller.tenant) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("job ", job_id, " is not tenant '", caller.tenant, "''s: its notebook is not yours to open"));
+    }
+    if (!job->spec.notebook) return absl::NotFoundError(absl::StrCat("job ", job_id, " runs no notebook"));
+    if (job->state != JobState::kRunning) {
+      return absl::FailedPreconditionError(absl::StrCat("job ", job_id, " is ", JobStateName(job->state),
+                                                        ", not running: its notebook is not open"));
+    }
+    absl::StatusOr<std::vector<LogTarget>> targets = reads.LogTargets(job_id, 0, 0);
+    if (!targets.ok() || targets->empty() || targets->front().agent_address.empty()) {
+      return absl::FailedPreconditionError(absl::StrCat("job ", job_id, ": its rank 0's node is not known"));
+    }
+    return targets->front();
+  }
+
+  std::shared_ptr<rpc::AgentInteractive::Stub> Stub(const LogTarget& t) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& stub = stubs_[t.node + "@" + t.agent_address];
+    if (!stub) {
+      grpc::ChannelArguments args;
+      args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+      args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+      args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+      std::shared_ptr<grpc::ChannelCredentials> creds =
+          options_.agent_tls == nullptr
+              ? grpc::InsecureChannelCredentials()
+              : security::ClientCredentials(*options_.agent_tls, security::AgentName(t.node), "", &args);
+      stub = rpc::AgentInteractive::NewStub(grpc::CreateCustomChannel(t.agent_address, creds, args));
+    }
+    return stub;
+  }
+
+  // The bytes from the agent waiting for the browser (tunnel reader -> io thread).
+  struct Outbox {
+    std::mutex mu;
+    std::condition_variable drained;
+    std::deque<std::string> chunks;
+    size_t bytes = 0;
+    bool done = false;   // no more will come (or none is wanted)
+    bool ended = false;  // the agent's stream ended
+  };
+
+  awaitable<void> Relay(Conn* c, TlsStream& stream, const std::string& job_id, const LogTarget& where,
+                        std::string first) {
+    grpc::ClientContext ctx;
+    ctx.set_wait_for_ready(false);
+    {
+      std::lock_guard<std::mutex> lock(c->mu);
+      if (c->stopped) co_return;
+      c->ctx = &ctx;
+    }
+    std::unique_ptr<grpc::ClientReaderWriter<rpc::TunnelData, rpc::TunnelData>> rw = Stub(where)->Tunnel(&ctx);
+    rpc::TunnelData open;
+    open.mutable_open()->set_job_id(job_id);
+    open.mutable_open()->set_attempt(where.attempt);
+    open.mutable_open()->set_rank(where.rank);
+    rpc::TunnelData head;
+    head.set_data(std::move(first));
+    auto outbox = std::make_shared<Outbox>();
+    // Shared with the reader's posted wake-ups, which may run after Relay ends.
+    auto wake = std::make_shared<asio::steady_timer>(c->io, asio::steady_timer::time_point::max());
+    bool sent = false;  // a byte of the notebook's answer reached the browser
+    if (rw->Write(open) && rw->Write(head)) {
+      std::thread reader([&rw, outbox, wake, io = &c->io] {
+        rpc::TunnelData d;
+        while (rw->Read(&d)) {
+          std::unique_lock<std::mutex> lock(outbox->mu);
+          if (!d.data().empty()) {
+            outbox->drained.wait(lock, [&] { return outbox->bytes < kMaxQueuedBytes || outbox->done; });
+            outbox->bytes += d.data().size();
+            outbox->chunks.push_back(std::move(*d.mutable_data()));
+          }
+          bool eof = d.eof();
+          lock.unlock();
+          asio::post(*io, [wake] { wake->cancel(); });
+          if (eof) break;
+        }
+        std::lock_guard<std::mutex> lock(outbox->mu);
+        outbox->done = true;
+        outbox->ended = true;
+        asio::post(*io, [wake] { wake->cancel(); });
+      });
+      bool writes_done = false;
+      bool client_done = false;
+      asio::steady_timer client_wait(c->io, asio::steady_timer::time_point::max());
+      // Browser -> agent, on its own coroutine; ends at the browser's close.
+      asio::co_spawn(
+          c->io,
+          [&]() -> awaitable<void> {
+            std::string buf(kMaxChunk, '\0');
+            for (;;) {
+              boost::system::error_code ec;
+              size_t n = co_await stream.async_read_some(asio::buffer(buf), asio::redirect_error(use_awaitable, ec));
+              if (n > 0) {
+                rpc::TunnelData d;
+                d.set_data(buf.data(), n);
+                if (!rw->Write(d)) break;
+              }
+              if (ec) break;
+            }
+            if (!writes_done) {
+              writes_done = true;
+              rw->WritesDone();
+            }
+            // Browsers do not half-close: the browser is gone, and what the
+            // notebook still sends has nowhere to go.
+            bool ended = false;
+            {
+              std::lock_guard<std::mutex> lock(outbox->mu);
+              ended = outbox->ended;
+            }
+            if (!ended) ctx.TryCancel();  // an ended call keeps the agent's status
+            client_done = true;
+            client_wait.cancel();
+          },
+          asio::detached);
+      // Agent -> browser, until the notebook server closes.
+      for (;;) {
+        std::string chunk;
+        bool done = false;
+        {
+          std::lock_guard<std::mutex> lock(outbox->mu);
+          if (!outbox->chunks.empty()) {
+            chunk = std::move(outbox->chunks.front());
+            outbox->chunks.pop_front();
+            outbox->bytes -= chunk.size();
+            outbox->drained.notify_all();
+          } else {
+            done = outbox->done;
+          }
+        }
+        if (!chunk.empty()) {
+          boost::system::error_code ec;
+          co_await asio::async_write(stream, asio::buffer(chunk), asio::redirect_error(use_awaitable, ec));
+          if (ec) break;
+          sent = true;
+          continue;
+        }
+        if (done) break;
+        boost::system::error_code ec;
+        wake->expires_at(asio::steady_timer::time_point::max());
+        co_await wake->async_wait(asio::redirect_error(use_awaitable, ec));
+      }
+      if (!writes_done) {
+        writes_done = true;
+        rw->WritesDone();
+      }
+      // The browser's side stops too; its coroutine uses this frame's locals.
+      boost::system::error_code cancel_ec;
+      beast::get_lowest_layer(stream).socket().cancel(cancel_ec);
+      while (!client_done) {
+        boost::system::error_code ec;
+        client_wait.expires_at(asio::steady_timer::time_point::max());
+        co_await client_wait.async_wait(asio::redirect_error(use_awaitable, ec));
+      }
+      bool ended = false;
+      {
+        std::lock_guard<std::mutex> lock(outbox->mu);
+        ended = outbox->ended;
+        outbox->done = true;
+        outbox->drained.notify_all();
+      }
+      if (!ended) ctx.TryCancel();  // the agent's side ends with ours
+      reader.join();
+    }
+    grpc::Status s = rw->Finish();
+    {
+      std::lock_guard<std::mutex> lock(c->mu);
+      c->ctx = nullptr;
+    }
+    if (!sent) {  // nothing answered: say why (the server may still be starting)
+      std::string why = s.ok() ? "the notebook server closed the connection without answering"
+                               : absl::StrCat("job ", job_id, ": ", s.error_message().substr(0, 1024));
+      http::response<http::string_body> res{s.error_code() == grpc::StatusCode::UNAVAILABLE ||
+                                                    s.error_code() == grpc::StatusCode::FAILED_PRECONDITION
+                                                ? http::status::service_unavailable
+                                                : http::status::bad_gateway,
+                                            11};
+      res.set(http::field::content_type, "text/plain; charset=utf-8");
+      res.set(http::field::retry_after, "1");
+      res.body() = why + "\n";
+      co_await Reply(stream, res);
+      co_return;
+    }
+    if (!s.ok() && s.error_code() != grpc::StatusCode::CANCELLED) {
+      ATHANOR_LOG(INFO) << "notebook proxy: job " << job_id << ": tunnel: " << s.error_message();
+    }
+    boost::system::error_code ec;
+    beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(5));
+    co_await stream.async_shutdown(asio::redirect_error(use_awaitable, ec));
+    beast::get_lowest_layer(stream).close();
+  }
+
+  awaitable<void> Login(TlsStream& stream, beast::flat_buffer& buffer, http::request_parser<http::empty_body>& head) {
+    std::string target(head.get().target());
+    if (head.get().method() == http::verb::get) {
+      std::string next = "/notebook/";
+      size_t q = target.find("?next=");
+      if (q != std::string::npos) next = ParseForm(target.substr(q + 1))["next"];
+      co_await Text(stream, 200, LoginPage(next, "Log in with your athanor token."), "text/html; charset=utf-8");
+      co_return;
+    }
+    if (head.get().method() != http::verb::post) {
+      co_await Text(stream, 405, "/notebook-login takes GET (the form) or POST (the token)");
+      co_return;
+    }
+    http::request_parser<http::string_body> parser(std::move(head));
+    parser.body_limit(kMaxLoginBodyBytes);
+    boost::system::error_code ec;
+    co_await http::async_read(stream, buffer, parser, asio::redirect_error(use_awaitable, ec));
+    if (ec) {
+      co_await Text(stream, 400, absl::StrCat("login: bad body (at most ", kMaxLoginBodyBytes, " bytes): ", ec.message()));
+      co_return;
+    }
+    const http::request<http::string_body>& req = parser.get();
+    std::map<std::string, std::string> form = ParseForm(req.body());
+    HttpRequest auth;
+    auth.method = "POST";
+    auth.path = "/notebook-login";
+    auth.authorization = std::string(req[http::field::authorization]);
+    if (auth.authorization.empty() && !form["token"].empty()) auth.authorization = "Bearer " + form["token"];
+    if (auth.authorization.empty()) {
+      co_await Text(stream, 401, "login: send your token as 'Authorization: Bearer <token>' or the form's token field");
+      co_return;
+    }
+    absl::StatusOr<HttpCaller> caller = options_.authenticator(auth);
+    if (!caller.ok()) {
+      co_await Text(stream, 401, absl::StrCat("login refused: ", caller.status().message()));
+      co_return;
+    }
+    absl::StatusOr<std::string> sid = sessions_.Create(*caller, NowUnix());
+    if (!sid.ok()) {
+      co_await Text(stream, 500, std::string(sid.status().message()));
+      co_return;
+    }
+    std::string next = form["next"];
+    // Only a notebook path of this server: no open redirect.
+    if (!absl::StartsWith(next, "/notebook/") || next.find("//") != std::string::npos ||
+        next.find_first_of("\r\n\\") != std::string::npos) {
+      next.clear();
+    }
+    http::response<http::string_body> res{next.empty() ? http::status::ok : http::status::see_other, 11};
+    res.set(http::field::set_cookie,
+            absl::StrCat(kCookie, "=", *sid, "; Path=/notebook/; Max-Age=", sessions_.ttl_s(),
+                         "; HttpOnly; Secure; SameSite=Strict"));
+    res.set(http::field::content_type, "text/plain; charset=utf-8");
+    if (!next.empty()) res.set(http::field::location, next);
+    res.body() = absl::StrCat("logged in as tenant '", caller->tenant, "' (", caller->role, ")\n");
+    ATHANOR_LOG(INFO) << "notebook proxy: login of tenant '" << caller->tenant << "' (" << caller->role << ")";
+    co_await Reply(stream, res);
+  }
+
+  static int64_t NowUnix() {
+    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  }
+
+  const NotebookProxyOptions options_;
+  NotebookSessions sessions_;
+  ssl::context ssl_;
+  asio::io_context accept_io_;
+  tcp::acceptor acceptor_{accept_io_};
+  std::thread acceptor_thread_;
+  std::atomic<bool> stopping_{false};
+  int port_ = 0;
+  std::mutex mu_;
+  std::condition_variable done_;
+  std::set<Conn*> conns_;  // guarded by mu_
+  std::map<std::string, std::shared_ptr<rpc::AgentInteractive::Stub>> stubs_;  // guarded by mu_
+};
+
+absl::StatusOr<std::unique_ptr<NotebookProxy>> NotebookProxy::Start(NotebookProxyOptions options) {
+  if (options.core == nullptr || !options.authenticator) {
+    return absl::InvalidArgumentError("notebook proxy: needs the core and an authenticator");
+  }
+  auto impl = std::make_unique<Impl>(std::move(options));
+  if (absl::Status s = impl->Listen(); !s.ok()) return s;
+  return std::unique_ptr<NotebookProxy>(new NotebookProxy(std::move(impl)));
+}
+
+NotebookProxy::NotebookProxy(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+NotebookProxy::~NotebookProxy() = default;
+int NotebookProxy::port() const { return impl_->port(); }
+
+}  // namespace athanor::coord
