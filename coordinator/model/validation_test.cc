@@ -42,6 +42,19 @@ TEST(ValidationTest, MountPaths) {
   EXPECT_EQ(ValidateMountPath("p", "/dev").message(), "p: '/dev' is inside /dev, which the sandbox makes itself");
 }
 
+// A notebook job's command is the coordinator's (core/notebook_command.h).
+TEST(ValidationTest, NotebookNeedsNoCommandButAnInstance) {
+  JobSpec s = Spec();
+  s.notebook = true;
+  s.command.clear();
+  EXPECT_EQ(ValidateJobSpec(s).message(),
+            "spec.notebook: a notebook is an interactive instance (athanor alloc --notebook)");
+  s.interactive = true;
+  EXPECT_TRUE(ValidateJobSpec(s).ok());
+  s.notebook = false;
+  EXPECT_EQ(ValidateJobSpec(s).message(), "spec.command: must not be empty");
+}
+
 TEST(ValidationTest, JobImageAndVolumes) {
   JobSpec s = Spec();
   s.image = "busybox";

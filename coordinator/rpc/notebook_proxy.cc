@@ -9,7 +9,6 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 #include <boost/beast/websocket/rfc6455.hpp>
-#include <condition_variable>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -17,12 +16,14 @@
 #include <sstream>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "absl/synchronization/mutex.h"
 #include "common/logging.h"
 #include "coordinator/core/core_reads.h"
 #include "coordinator/rpc/notebook_sessions.h"
@@ -162,25 +163,27 @@ class NotebookProxy::Impl {
       acceptor_.close(ec);
     });
     if (acceptor_thread_.joinable()) acceptor_thread_.join();
-    std::unique_lock<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     for (Conn* c : conns_) c->Stop();
-    done_.wait(lock, [this] { return conns_.empty(); });
+    mu_.Await(absl::Condition(this, &Impl::NoConnections));
   }
 
   int port() const { return port_; }
 
  private:
+  bool NoConnections() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return conns_.empty(); }
+
   // One browser connection (see the header's thread model).
   struct Conn {
     asio::io_context io;
-    std::mutex mu;  // guards ctx (Stop may come from the destructor's thread)
-    grpc::ClientContext* ctx = nullptr;
-    bool stopped = false;
+    absl::Mutex mu;  // Stop may come from the destructor's thread
+    grpc::ClientContext* ctx ABSL_GUARDED_BY(mu) = nullptr;
+    bool stopped ABSL_GUARDED_BY(mu) = false;
     beast::tcp_stream* tcp = nullptr;  // io thread only
     // Ends the connection: the tunnel is cancelled and the socket closed on
     // the io thread, so that every coroutine and the tunnel's reader finish.
     void Stop() {
-      std::lock_guard<std::mutex> lock(mu);
+      absl::MutexLock lock(&mu);
       stopped = true;
       if (ctx != nullptr) ctx->TryCancel();
       asio::post(io, [this] {
@@ -190,42 +193,49 @@ class NotebookProxy::Impl {
   };
 
   // Accepts the next connection on the acceptor's thread (accept_io_).
+  // A connection being accepted. Its socket belongs to the connection's
+  // io_context and must go first (members end in reverse order).
+  struct Pending {
+    std::unique_ptr<Conn> conn = std::make_unique<Conn>();
+    std::unique_ptr<tcp::socket> sock = std::make_unique<tcp::socket>(conn->io);
+  };
+
   void StartAccept() {
-    auto conn = std::make_shared<std::unique_ptr<Conn>>(std::make_unique<Conn>());
-    auto sock = std::make_shared<tcp::socket>((*conn)->io);
-    acceptor_.async_accept(*sock, [this, conn, sock](boost::system::error_code ec) {
+    auto p = std::make_shared<Pending>();
+    acceptor_.async_accept(*p->sock, [this, p](boost::system::error_code ec) {
       if (stopping_ || ec == asio::error::operation_aborted) return;
       if (ec) {
         ATHANOR_LOG(WARNING) << "notebook proxy: accept: " << ec.message();
         StartAccept();
         return;
       }
-      std::unique_lock<std::mutex> lock(mu_);
-      if (conns_.size() >= static_cast<size_t>(options_.max_connections)) {
-        lock.unlock();
+      Conn* c = p->conn.get();
+      bool full = false;
+      {
+        absl::MutexLock lock(&mu_);
+        full = conns_.size() >= static_cast<size_t>(options_.max_connections);
+        if (!full) conns_.insert(c);
+      }
+      if (full) {
         ATHANOR_LOG(WARNING) << "notebook proxy: " << options_.max_connections
                              << " connections open (the most); one refused";
-        boost::system::error_code ignored;  // closing a socket we give up on
-        sock->close(ignored);
         StartAccept();
-        return;
+        return;  // p's socket closes with it
       }
-      Conn* c = conn->release();
-      conns_.insert(c);
-      lock.unlock();
-      std::thread([this, c, s = std::move(*sock)]() mutable {
-        Serve(c, std::move(s));
-        std::lock_guard<std::mutex> l(mu_);
+      p->conn.release();  // the connection's thread owns both now
+      std::thread([this, c, sock = std::move(p->sock)]() mutable {
+        Serve(c, std::move(sock));
+        absl::MutexLock l(&mu_);
         conns_.erase(c);
         delete c;
-        done_.notify_all();
       }).detach();
       StartAccept();
     });
   }
 
-  void Serve(Conn* c, tcp::socket sock) {
-    TlsStream stream(beast::tcp_stream(std::move(sock)), ssl_);
+  // `sock` (of c->io) ends before the thread deletes c.
+  void Serve(Conn* c, std::unique_ptr<tcp::socket> sock) {
+    TlsStream stream(beast::tcp_stream(std::move(*sock)), ssl_);
     c->tcp = &beast::get_lowest_layer(stream);
     asio::co_spawn(c->io, Handle(c, stream), [](std::exception_ptr e) {
       if (!e) return;
@@ -347,7 +357,7 @@ class NotebookProxy::Impl {
   }
 
   std::shared_ptr<rpc::AgentInteractive::Stub> Stub(const LogTarget& t) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto& stub = stubs_[t.node + "@" + t.agent_address];
     if (!stub) {
       grpc::ChannelArguments args;
@@ -365,12 +375,12 @@ class NotebookProxy::Impl {
 
   // The bytes from the agent waiting for the browser (tunnel reader -> io thread).
   struct Outbox {
-    std::mutex mu;
-    std::condition_variable drained;
-    std::deque<std::string> chunks;
-    size_t bytes = 0;
-    bool done = false;   // no more will come (or none is wanted)
-    bool ended = false;  // the agent's stream ended
+    absl::Mutex mu;
+    std::deque<std::string> chunks ABSL_GUARDED_BY(mu);
+    size_t bytes ABSL_GUARDED_BY(mu) = 0;
+    bool done ABSL_GUARDED_BY(mu) = false;   // no more will come (or none is wanted)
+    bool ended ABSL_GUARDED_BY(mu) = false;  // the agent's stream ended
+    bool HasRoom() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return bytes < kMaxQueuedBytes || done; }
   };
 
   awaitable<void> Relay(Conn* c, TlsStream& stream, const std::string& job_id, const LogTarget& where,
@@ -378,7 +388,7 @@ class NotebookProxy::Impl {
     grpc::ClientContext ctx;
     ctx.set_wait_for_ready(false);
     {
-      std::lock_guard<std::mutex> lock(c->mu);
+      absl::MutexLock lock(&c->mu);
       if (c->stopped) co_return;
       c->ctx = &ctx;
     }
@@ -397,18 +407,17 @@ class NotebookProxy::Impl {
       std::thread reader([&rw, outbox, wake, io = &c->io] {
         rpc::TunnelData d;
         while (rw->Read(&d)) {
-          std::unique_lock<std::mutex> lock(outbox->mu);
+          const bool eof = d.eof();
           if (!d.data().empty()) {
-            outbox->drained.wait(lock, [&] { return outbox->bytes < kMaxQueuedBytes || outbox->done; });
+            absl::MutexLock lock(&outbox->mu);
+            outbox->mu.Await(absl::Condition(outbox.get(), &Outbox::HasRoom));
             outbox->bytes += d.data().size();
             outbox->chunks.push_back(std::move(*d.mutable_data()));
           }
-          bool eof = d.eof();
-          lock.unlock();
           asio::post(*io, [wake] { wake->cancel(); });
           if (eof) break;
         }
-        std::lock_guard<std::mutex> lock(outbox->mu);
+        absl::MutexLock lock(&outbox->mu);
         outbox->done = true;
         outbox->ended = true;
         asio::post(*io, [wake] { wake->cancel(); });
@@ -439,7 +448,7 @@ class NotebookProxy::Impl {
             // notebook still sends has nowhere to go.
             bool ended = false;
             {
-              std::lock_guard<std::mutex> lock(outbox->mu);
+              absl::MutexLock lock(&outbox->mu);
               ended = outbox->ended;
             }
             if (!ended) ctx.TryCancel();  // an ended call keeps the agent's status
@@ -452,12 +461,11 @@ class NotebookProxy::Impl {
         std::string chunk;
         bool done = false;
         {
-          std::lock_guard<std::mutex> lock(outbox->mu);
+          absl::MutexLock lock(&outbox->mu);
           if (!outbox->chunks.empty()) {
             chunk = std::move(outbox->chunks.front());
             outbox->chunks.pop_front();
             outbox->bytes -= chunk.size();
-            outbox->drained.notify_all();
           } else {
             done = outbox->done;
           }
@@ -488,17 +496,16 @@ class NotebookProxy::Impl {
       }
       bool ended = false;
       {
-        std::lock_guard<std::mutex> lock(outbox->mu);
+        absl::MutexLock lock(&outbox->mu);
         ended = outbox->ended;
         outbox->done = true;
-        outbox->drained.notify_all();
       }
       if (!ended) ctx.TryCancel();  // the agent's side ends with ours
       reader.join();
     }
     grpc::Status s = rw->Finish();
     {
-      std::lock_guard<std::mutex> lock(c->mu);
+      absl::MutexLock lock(&c->mu);
       c->ctx = nullptr;
     }
     if (!sent) {  // nothing answered: say why (the server may still be starting)
@@ -535,6 +542,14 @@ class NotebookProxy::Impl {
     }
     if (head.get().method() != http::verb::post) {
       co_await Text(stream, 405, "/notebook-login takes GET (the form) or POST (the token)");
+      co_return;
+    }
+    // The header was read with the proxy's general parser: the login's own
+    // cap is checked here, on the declared length, before any body is read.
+    boost::optional<uint64_t> length = head.content_length();
+    if (head.chunked() || (length && *length > kMaxLoginBodyBytes)) {
+      co_await Text(stream, 413, absl::StrCat("login: a body of at most ", kMaxLoginBodyBytes,
+                                              " bytes, with a Content-Length"));
       co_return;
     }
     http::request_parser<http::string_body> parser(std::move(head));
@@ -596,10 +611,9 @@ class NotebookProxy::Impl {
   std::thread acceptor_thread_;
   std::atomic<bool> stopping_{false};
   int port_ = 0;
-  std::mutex mu_;
-  std::condition_variable done_;
-  std::set<Conn*> conns_;  // guarded by mu_
-  std::map<std::string, std::shared_ptr<rpc::AgentInteractive::Stub>> stubs_;  // guarded by mu_
+  absl::Mutex mu_;
+  std::set<Conn*> conns_ ABSL_GUARDED_BY(mu_);  // owned by their threads
+  std::map<std::string, std::shared_ptr<rpc::AgentInteractive::Stub>> stubs_ ABSL_GUARDED_BY(mu_);
 };
 
 absl::StatusOr<std::unique_ptr<NotebookProxy>> NotebookProxy::Start(NotebookProxyOptions options) {

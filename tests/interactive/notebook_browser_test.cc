@@ -12,7 +12,9 @@
 //      refused a's notebook (403);
 //   3. another job's rank reaches neither the notebook's socket (its private
 //      /tmp) nor any TCP port of it;
-//   4. the file is in the rank's volume copy, exactly.
+//   4. the dashboard's instances table links to the notebook; the file is in
+//      the rank's volume copy, exactly; the agent's kernel
+//      probe made the kernel the instance's last use.
 // Root only (the sandbox); CI runs it as root with jupyter-notebook and
 // chromium installed (scripts/install-test-tools): missing ones fail it.
 #include <gtest/gtest.h>
@@ -69,6 +71,7 @@ class NotebookBrowserTest : public ::testing::Test {
       : port_(PickUnusedPort()), cluster_({"--notebook-listen", "127.0.0.1:" + std::to_string(port_)}) {}
   void SetUp() override {
     if (geteuid() != 0) GTEST_SKIP() << "notebooks run in the sandbox, which needs root; CI runs this as root";
+    cluster_.EnableHttp();
     cluster_.StartCoordinator();
     cluster_.StartAgent("node-1", 2, "127.0.0.1");
     ASSERT_TRUE(cluster_.WaitForNodesUp(1)) << cluster_.CoordinatorLog();
@@ -128,6 +131,27 @@ TEST_F(NotebookBrowserTest, TenantRunsACellThroughTheProxyOthersCannotReachIt) {
   EXPECT_GT(std::filesystem::file_size(shot), 10000u) << "the screenshot is nearly empty";
   std::cout << "notebook reachable " << r["reachable_after_s"] << " s after the first try; screenshot " << shot
             << "\n";
+
+  // The agent's kernel probe (every 5 s) saw the cell: the instance's last use is the kernel's.
+  ASSERT_TRUE(LocalCluster::WaitFor([&] { return cluster_.GetJob(job).last_activity().signal() == "kernel"; }))
+      << cluster_.GetJob(job).DebugString();
+
+  // The dashboard's instances table links to the notebook (Chromium runs its script).
+  const std::vector<std::string> chromium = {
+      "chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+      "--user-data-dir=" + cluster_.dir() + "/chromium-dash", "--window-size=1280,1000", "--virtual-time-budget=8000",
+      "--ignore-certificate-errors"};
+  const std::string dash = cluster_.http_base() + "/#token=" + a_;
+  std::vector<std::string> dump = chromium;
+  dump.insert(dump.end(), {"--dump-dom", dash});
+  std::string dom = RunTool(dump, cluster_.dir() + "/dash.err", &code);
+  ASSERT_EQ(code, 0) << ReadAll(cluster_.dir() + "/dash.err");
+  EXPECT_NE(dom.find("data-instance=\"" + job + "\""), std::string::npos) << dom;
+  EXPECT_NE(dom.find("/notebook-login?next=%2Fnotebook%2F" + job + "%2F"), std::string::npos) << dom;
+  std::vector<std::string> snap = chromium;
+  snap.insert(snap.end(), {"--screenshot=" + ArtifactDir() + "/dashboard_instances.png", dash});
+  RunTool(snap, cluster_.dir() + "/dash-shot.err", &code);
+  EXPECT_EQ(code, 0) << ReadAll(cluster_.dir() + "/dash-shot.err");
 
   // 3. Another job's rank: no socket to see, no TCP port to reach.
   LocalCluster::RearmWatchdog();

@@ -128,7 +128,7 @@ function renderInstances(answer) {
     const reclaim = Number(j.reclaim_at_unix) > 0 ? `${when(j.reclaim_at_unix)} (in ${Math.max(0, Math.round(Number(j.reclaim_at_unix) - now))} s)` : "";
     body.append(el("tr", {"data-instance": j.id},
       el("td", {}, el("a", {href: "/job?id=" + encodeURIComponent(j.id)}, j.id)), el("td", {}, j.spec.name),
-      el("td", {}, j.spec.tenant), el("td", {class: "state state-" + j.state}, j.state), el("td", {}, link),
+      el("td", {}, j.spec.tenant), el("td", {class: "state state-" + j.state.replace(/^JOB_/, "")}, j.state.replace(/^JOB_/, "")), el("td", {}, link),
       el("td", {}, last), el("td", {}, reclaim)));
     if ((j.reason || "").startsWith("idle since") || j.advice) {
       banners.append(el("div", {class: "banner", "data-banner": j.id},

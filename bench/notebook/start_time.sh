@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Notebook start time: from `athanor alloc --notebook` to the notebook
+# answering through the coordinator's proxy (GET /notebook/<job>/api/kernels
+# is 200 over HTTPS, after a login with the token), on one host: a coordinator
+# with --notebook-listen and one sandboxed agent. Each run's instance is
+# cancelled and gone before the next. Prints each run, then min, median and
+# max in seconds. Needs root (the sandbox) and jupyter-notebook.
+# Usage: bench/notebook/start_time.sh BIN_DIR [RUNS]
+set -u
+bin_dir=${1:?usage: start_time.sh BIN_DIR [RUNS]} runs=${2:-5}
+work=$(mktemp -d); chmod 1777 "$work"
+trap 'kill $coord_pid $agent_pid 2> /dev/null; wait 2> /dev/null; rm -rf "$work"' EXIT
+"$bin_dir/athanor" admin ca init --dir "$work/tls" > /dev/null
+"$bin_dir/athanor" admin ca agent --dir "$work/tls" --node nb-1 > /dev/null
+grpc=127.0.0.1:29641 nb_port=29642
+"$bin_dir/athanor-coordinator" --listen "$grpc" --state "$work/state.db" --tls-dir "$work/tls" \
+  --notebook-listen "127.0.0.1:$nb_port" > "$work/coord.log" 2>&1 &
+coord_pid=$!
+mkdir -p "$work/nb-1"
+"$bin_dir/athanor-agent" --coordinator "$grpc" --name nb-1 --gpus 1 --listen 127.0.0.1:29643 \
+  --work-dir "$work/nb-1" --tls-dir "$work/tls" --no-checkpoint-service > "$work/agent.log" 2>&1 &
+agent_pid=$!
+cli() { ATHANOR_TOKEN_FILE="$work/tls/admin.token" timeout 60 "$bin_dir/athanor" --coordinator "$grpc" --ca "$work/tls/ca.crt" "$@"; }
+https() { curl -s --cacert "$work/tls/ca.crt" --resolve "coordinator.athanor:$nb_port:127.0.0.1" "$@"; }
+until [ "$(cli nodes 2> /dev/null | grep -c ' UP ')" = 1 ]; do sleep 0.2; done
+base="https://coordinator.athanor:$nb_port"
+https -o /dev/null -c "$work/cookies" -X POST -H "Authorization: Bearer $(cat "$work/tls/admin.token")" "$base/notebook-login"
+times=()
+for i in $(seq 1 "$runs"); do
+  t0=$(date +%s.%N)
+  job=$(cli alloc --notebook --idle-timeout 10m 2> /dev/null | head -1)
+  until [ "$(https -o /dev/null -w '%{http_code}' -b "$work/cookies" "$base/notebook/$job/api/kernels")" = 200 ]; do
+    sleep 0.05
+  done
+  t1=$(date +%s.%N)
+  t=$(python3 -c "print(round($t1 - $t0, 3))")
+  times+=("$t")
+  echo "run $i: job $job reachable after $t s"
+  cli cancel "$job" > /dev/null
+  cli wait "$job" --timeout 60 > /dev/null 2>&1
+done
+python3 -c "import statistics,sys; t=sorted(map(float,sys.argv[1:])); print(f'notebook start: min {t[0]:.3f} s  median {statistics.median(t):.3f} s  max {t[-1]:.3f} s  ({len(t)} runs)')" "${times[@]}"
