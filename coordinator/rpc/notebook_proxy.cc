@@ -8,12 +8,10 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
-#include <boost/beast/websocket/rfc6455.hpp>
 #include <deque>
 #include <map>
 #include <mutex>
 #include <set>
-#include <sstream>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
@@ -26,6 +24,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/logging.h"
 #include "coordinator/core/core_reads.h"
+#include "coordinator/rpc/notebook_http.h"
 #include "coordinator/rpc/notebook_sessions.h"
 #include "proto/athanor_interactive.grpc.pb.h"
 #include "security/cluster_ca.h"
@@ -40,82 +39,14 @@ using tcp = asio::ip::tcp;
 using asio::awaitable;
 using asio::use_awaitable;
 using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+using notebook_http::kCookie;
+using notebook_http::LoginPage;
+using notebook_http::ParseForm;
 
 namespace {
 
-constexpr char kCookie[] = "athanor_nb";
 constexpr size_t kMaxChunk = 64 * 1024;
 constexpr size_t kMaxQueuedBytes = 16 << 20;  // from the agent, not yet sent to the browser
-
-std::string HtmlEscape(const std::string& text) {
-  std::string out;
-  for (char ch : text) {
-    switch (ch) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += ch;
-    }
-  }
-  return out;
-}
-
-std::string LoginPage(const std::string& next, const std::string& why) {
-  return absl::StrCat(
-      "<!doctype html><html><head><meta charset=utf-8><title>athanor notebook login</title></head><body>"
-      "<h1>athanor notebooks</h1><p>", HtmlEscape(why), "</p>"
-      "<form method=post action=\"/notebook-login\">"
-      "<label>Token <input type=password name=token autocomplete=off></label>"
-      "<input type=hidden name=next value=\"", HtmlEscape(next), "\">"
-      "<button type=submit>Log in</button></form></body></html>");
-}
-
-// application/x-www-form-urlencoded: name -> value (bounded by the body's cap).
-std::map<std::string, std::string> ParseForm(const std::string& body) {
-  std::map<std::string, std::string> out;
-  for (absl::string_view pair : absl::StrSplit(body, '&', absl::SkipEmpty())) {
-    std::pair<std::string, std::string> kv = absl::StrSplit(pair, absl::MaxSplits('=', 1));
-    auto decode = [](const std::string& s) {
-      std::string r;
-      for (size_t i = 0; i < s.size(); ++i) {
-        if (s[i] == '+') {
-          r += ' ';
-        } else if (s[i] == '%' && i + 2 < s.size()) {
-          int v = 0;
-          if (absl::SimpleHexAtoi(s.substr(i + 1, 2), &v)) {
-            r += static_cast<char>(v);
-            i += 2;
-          } else {
-            r += s[i];
-          }
-        } else {
-          r += s[i];
-        }
-      }
-      return r;
-    };
-    out.emplace(decode(kv.first), decode(kv.second));
-  }
-  return out;
-}
-
-// The value of cookie `name` in a Cookie header, and the header without it.
-std::string TakeCookie(const std::string& header, const std::string& name, std::string* rest) {
-  std::string found;
-  std::vector<std::string> kept;
-  for (absl::string_view part : absl::StrSplit(header, ';', absl::SkipWhitespace())) {
-    absl::string_view p = absl::StripAsciiWhitespace(part);
-    if (absl::StartsWith(p, name + "=")) {
-      found = std::string(p.substr(name.size() + 1));
-    } else {
-      kept.emplace_back(p);
-    }
-  }
-  *rest = absl::StrJoin(kept, "; ");
-  return found;
-}
 
 }  // namespace
 
@@ -285,19 +216,19 @@ class NotebookProxy::Impl {
     }
     http::request<http::empty_body>& req = parser.get();
     std::string target(req.target());
-    std::string path = target.substr(0, target.find('?'));
+    std::string path = notebook_http::TargetPath(target);
     if (path == "/notebook-login") {
       co_await Login(stream, buffer, parser);
       co_return;
     }
-    if (!absl::StartsWith(path, "/notebook/")) {
+    std::optional<std::string> notebook_job = notebook_http::NotebookJobId(path);
+    if (!notebook_job) {
       co_await Text(stream, 404, "not found: notebooks are under /notebook/<job>/ (log in at /notebook-login)");
       co_return;
     }
-    std::string job_id = path.substr(strlen("/notebook/"));
-    job_id = job_id.substr(0, job_id.find('/'));
+    const std::string job_id = std::move(*notebook_job);
     std::string rest;
-    std::string sid = TakeCookie(std::string(req[http::field::cookie]), kCookie, &rest);
+    std::string sid = notebook_http::TakeCookie(std::string(req[http::field::cookie]), kCookie, &rest);
     std::optional<HttpCaller> caller = sid.empty() ? std::nullopt : sessions_.Find(sid, NowUnix());
     if (!caller) {
       co_await Text(stream, 401, LoginPage(target.size() <= 2048 ? target : path,
@@ -316,17 +247,7 @@ class NotebookProxy::Impl {
     }
     // What the notebook server gets: the head without our cookie or any
     // credential of the browser's (the agent adds the server's token).
-    req.erase(http::field::authorization);
-    if (rest.empty()) {
-      req.erase(http::field::cookie);
-    } else {
-      req.set(http::field::cookie, rest);
-    }
-    bool upgrade = beast::websocket::is_upgrade(req);
-    if (!upgrade) req.set(http::field::connection, "close");
-    std::ostringstream head;
-    head << req.base();
-    std::string first = head.str();
+    std::string first = notebook_http::RelayedHead(req, rest);
     first.append(static_cast<const char*>(buffer.data().data()), buffer.size());  // the body's start
     buffer.consume(buffer.size());
     beast::get_lowest_layer(stream).expires_never();
@@ -335,7 +256,9 @@ class NotebookProxy::Impl {
 
   // Checks `caller` may open `job_id`'s notebook; where its rank 0 runs.
   absl::StatusOr<LogTarget> Authorize(const HttpCaller& caller, const std::string& job_id) {
-    if (job_id.empty() || job_id.size() > 64) return absl::NotFoundError("no such notebook: give /notebook/<job>/");
+    if (job_id.empty() || job_id.size() > notebook_http::kMaxJobIdBytes) {
+      return absl::NotFoundError("no such notebook: give /notebook/<job>/");
+    }
     CoreReads reads(options_.core);
     absl::StatusOr<JobRecord> job = reads.GetJob(job_id);
     if (!job.ok()) return absl::NotFoundError(absl::StrCat("job ", job_id, ": no such job"));
@@ -534,10 +457,7 @@ class NotebookProxy::Impl {
   awaitable<void> Login(TlsStream& stream, beast::flat_buffer& buffer, http::request_parser<http::empty_body>& head) {
     std::string target(head.get().target());
     if (head.get().method() == http::verb::get) {
-      std::string next = "/notebook/";
-      size_t q = target.find("?next=");
-      if (q != std::string::npos) next = ParseForm(target.substr(q + 1))["next"];
-      co_await Text(stream, 200, LoginPage(next, "Log in with your athanor token."), "text/html; charset=utf-8");
+      co_await Text(stream, 200, LoginPage(notebook_http::LoginNext(target), "Log in with your athanor token."), "text/html; charset=utf-8");
       co_return;
     }
     if (head.get().method() != http::verb::post) {
@@ -581,12 +501,8 @@ class NotebookProxy::Impl {
       co_await Text(stream, 500, std::string(sid.status().message()));
       co_return;
     }
-    std::string next = form["next"];
     // Only a notebook path of this server: no open redirect.
-    if (!absl::StartsWith(next, "/notebook/") || next.find("//") != std::string::npos ||
-        next.find_first_of("\r\n\\") != std::string::npos) {
-      next.clear();
-    }
+    std::string next = notebook_http::SafeNext(form["next"]);
     http::response<http::string_body> res{next.empty() ? http::status::ok : http::status::see_other, 11};
     res.set(http::field::set_cookie,
             absl::StrCat(kCookie, "=", *sid, "; Path=/notebook/; Max-Age=", sessions_.ttl_s(),

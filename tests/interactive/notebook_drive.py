@@ -31,6 +31,11 @@ p.add_argument("--code", default="print(6*7)")
 p.add_argument("--wait-s", type=float, default=90)
 p.add_argument("--screenshot", default="")
 p.add_argument("--chromium-dir", default="/tmp/athanor-notebook-chromium")
+p.add_argument("--leave-busy", action="store_true",
+               help="close the cell's WebSocket once the kernel is busy with it, without waiting for its end")
+p.add_argument("--dashboard", default="",
+               help="instead of a notebook: the dashboard's URL; wait for --banner-job's idle banner, screenshot")
+p.add_argument("--banner-job", default="")
 args = p.parse_args()
 
 ctx = ssl.create_default_context(cafile=args.ca)
@@ -53,6 +58,79 @@ def login(token):
     status, body, cookie = request("POST", "/notebook-login", {"Authorization": "Bearer " + token})
     return status, cookie.split(";")[0] if cookie else "", cookie
 
+
+
+
+def dashboard_banner(url, job, path):
+    """Chromium over the DevTools protocol on the dashboard's overview: waits
+    (the page polls every 2 s) for job's idle banner, screenshots the page."""
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    chrome = subprocess.Popen(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                               "--ignore-certificate-errors", "--window-size=1280,1000",
+                               f"--user-data-dir={args.chromium_dir}", f"--remote-debugging-port={port}",
+                               "about:blank"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        target = None
+        t = time.monotonic()
+        while target is None and time.monotonic() - t < 30:
+            try:
+                c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+                c.request("GET", "/json/list")
+                pages = [x for x in json.loads(c.getresponse().read()) if x.get("type") == "page"]
+                target = pages[0]["webSocketDebuggerUrl"] if pages else None
+            except OSError:
+                pass
+            if target is None:
+                time.sleep(0.2)  # sleep override: chromium is another process
+
+        async def drive():
+            ws = await websocket.websocket_connect(target)
+            n = [0]
+
+            async def call(method, **params):
+                n[0] += 1
+                await ws.write_message(json.dumps({"id": n[0], "method": method, "params": params}))
+                while True:
+                    m = json.loads(await ws.read_message())
+                    if m.get("id") == n[0]:
+                        return m
+
+            await call("Page.enable")
+            await call("Page.navigate", url=url)
+            found = {}
+            t1 = time.monotonic()
+            expr = (f"(() => {{ const b = document.querySelector('[data-banner=\"{job}\"]'); "
+                    "return b ? b.innerText : ''; })()")
+            while time.monotonic() - t1 < args.wait_s:
+                r = await call("Runtime.evaluate", expression=expr)
+                text = r["result"]["result"].get("value", "")
+                if text:
+                    found["banner_text"] = text
+                    found["banner_after_s"] = round(time.monotonic() - t1, 3)
+                    break
+                await ioloop.IOLoop.current().run_in_executor(None, time.sleep, 0.2)  # sleep override: page polls
+            shot = await call("Page.captureScreenshot", format="png")
+            with open(path, "wb") as f:
+                f.write(base64.b64decode(shot["result"]["data"]))
+            r = await call("Runtime.evaluate", expression="document.documentElement.outerHTML")
+            found["dom_has_banner"] = f'data-banner="{job}"' in r["result"]["result"].get("value", "")
+            ws.close()
+            return found
+
+        return ioloop.IOLoop.current().run_sync(drive)
+    finally:
+        chrome.kill()
+        chrome.wait()
+
+
+if args.dashboard:
+    out.update(dashboard_banner(args.dashboard, args.banner_job, args.screenshot))
+    print(json.dumps(out))
+    sys.exit(0 if "banner_text" in out else 1)
 
 # No session: 401 with the login form.
 status, body, _ = request("GET", base + "api/kernels")
@@ -111,6 +189,9 @@ async def run_cell():
         m = json.loads(m)
         if m.get("parent_header", {}).get("msg_id") != msg_id:
             continue
+        if args.leave_busy and m["msg_type"] == "status" and m["content"]["execution_state"] == "busy":
+            reply = "busy"  # the cell runs on; no browser stays attached
+            break
         if m["msg_type"] == "stream":
             stdout += m["content"]["text"]
         elif m["msg_type"] == "execute_reply":

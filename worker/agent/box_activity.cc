@@ -77,8 +77,14 @@ void DumpTcp(int family, TcpBytes* out) {
   for (bool done = false; !done;) {
     ssize_t n = recv(fd, buf, sizeof(buf), 0);
     if (n <= 0) break;
-    int left = static_cast<int>(n);
-    for (nlmsghdr* h = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
+    // Walked by hand rather than with NLMSG_OK/NLMSG_NEXT, whose int/unsigned
+    // mix the stricter compilers refuse: every length is checked against what
+    // is left before it is used.
+    const size_t got = static_cast<size_t>(n);
+    for (size_t off = 0; !done && off + sizeof(nlmsghdr) <= got;) {
+      const auto* h = reinterpret_cast<const nlmsghdr*>(buf + off);
+      if (h->nlmsg_len < sizeof(nlmsghdr) || h->nlmsg_len > got - off) break;
+      off += NLMSG_ALIGN(h->nlmsg_len);
       if (h->nlmsg_type == NLMSG_DONE || h->nlmsg_type == NLMSG_ERROR) {
         done = true;
         break;
@@ -86,8 +92,12 @@ void DumpTcp(int family, TcpBytes* out) {
       if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY || h->nlmsg_len < NLMSG_LENGTH(sizeof(inet_diag_msg))) continue;
       const auto* m = static_cast<const inet_diag_msg*>(NLMSG_DATA(h));
       if (m->idiag_inode == 0) continue;
-      int attrs = static_cast<int>(h->nlmsg_len - NLMSG_LENGTH(sizeof(inet_diag_msg)));
-      for (const rtattr* a = reinterpret_cast<const rtattr*>(m + 1); RTA_OK(a, attrs); a = RTA_NEXT(a, attrs)) {
+      const size_t attrs_len = h->nlmsg_len - NLMSG_LENGTH(sizeof(inet_diag_msg));
+      const char* attrs = reinterpret_cast<const char*>(m + 1);
+      for (size_t a_off = 0; a_off + sizeof(rtattr) <= attrs_len;) {
+        const auto* a = reinterpret_cast<const rtattr*>(attrs + a_off);
+        if (a->rta_len < sizeof(rtattr) || a->rta_len > attrs_len - a_off) break;
+        a_off += RTA_ALIGN(a->rta_len);
         if (a->rta_type != INET_DIAG_INFO) continue;
         // An older kernel's shorter tcp_info leaves the byte counts at 0.
         tcp_info info{};
