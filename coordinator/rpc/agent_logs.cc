@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "coordinator/model/validation.h"
-#include "security/cluster_ca.h"
+#include "coordinator/rpc/agent_channel.h"
 
 namespace athanor::coord {
 namespace {
@@ -71,16 +71,9 @@ std::shared_ptr<rpc::AgentControl::Stub> AgentLogReader::Stub(const std::string&
   absl::MutexLock lock(&mu_);
   auto& stub = stubs_[node + "@" + address];
   if (!stub) {
-    grpc::ChannelArguments args;  // a restarted agent is reachable again quickly
-    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
-    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+    grpc::ChannelArguments args;  // and a moved agent's name is looked up again soon
     args.SetInt(GRPC_ARG_DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS, 500);
-    std::shared_ptr<grpc::ChannelCredentials> creds =
-        agent_tls_ == nullptr
-            ? grpc::InsecureChannelCredentials()
-            : security::ClientCredentials(*agent_tls_, security::AgentName(node), "", &args);
-    stub = rpc::AgentControl::NewStub(grpc::CreateCustomChannel(address, creds, args));
+    stub = rpc::AgentControl::NewStub(MakeAgentChannel(node, address, agent_tls_, args));
   }
   return stub;
 }

@@ -4,29 +4,18 @@
 #include <string>
 
 #include "absl/cleanup/cleanup.h"
-#include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "common/status.h"
 #include "coordinator/core/core_volumes.h"
 #include "coordinator/model/validation.h"
+#include "coordinator/rpc/blob_intake.h"
 #include "coordinator/rpc/node_data_service.h"
 #include "coordinator/rpc/rpc_caller.h"
 #include "coordinator/wire/grpc_status.h"
-#include "storage/archive.h"
 
 namespace athanor::coord {
 namespace {
-
-absl::Status CheckDigest(const std::string& digest) {
-  bool ok = digest.size() == 71 && absl::StartsWith(digest, "sha256:");
-  for (size_t i = 7; ok && i < digest.size(); ++i) {
-    ok = absl::ascii_isdigit(digest[i]) || (digest[i] >= 'a' && digest[i] <= 'f');
-  }
-  if (!ok) return absl::InvalidArgumentError("digest: not \"sha256:\" and 64 lowercase hex digits");
-  return absl::OkStatus();
-}
 
 absl::Status CheckTarget(const std::string& job_id, const std::string& volume) {
   RETURN_IF_ERROR(ValidateName("job_id", job_id));
@@ -108,37 +97,13 @@ grpc::Status NodeDataService::StoreVolume(grpc::ServerContext* ctx,
   const std::string key = VolumeBlobKey(up->tenant, h.volume(), up->generation);
   absl::StatusOr<std::unique_ptr<WritableObject>> out = data_->OpenWrite(key, PutMode::kOverwrite);
   if (!out.ok()) return ToGrpc(out.status());
-  storage::Sha256Hasher hash;
-  int64_t got = 0;
-  rpc::StoreVolumeChunk chunk;
-  absl::Status status;
-  while (status.ok() && reader->Read(&chunk)) {
-    const std::string& data = chunk.data();
-    if (chunk.has_header() || static_cast<int64_t>(data.size()) > kDataChunkBytes ||
-        static_cast<int64_t>(data.size()) > h.size_bytes() - got) {
-      status = absl::InvalidArgumentError(absl::StrCat(
-          "StoreVolume: a piece after the header holds a header, more than ", kDataChunkBytes,
-          " bytes, or bytes past size_bytes (", h.size_bytes(), ")"));
-      break;
-    }
-    hash.Update(data.data(), data.size());
-    got += static_cast<int64_t>(data.size());
-    status = (*out)->Append(data);
+  absl::StatusOr<int64_t> received =
+      ReceiveBlob<rpc::StoreVolumeChunk>(reader, "StoreVolume", h.size_bytes(), h.digest(), out->get());
+  if (!received.ok()) {
+    ATHANOR_LOG(WARNING) << "NodeData.StoreVolume " << name << " from " << who->Describe() << ": " << received.status();
+    return ToGrpc(received.status());
   }
-  if (status.ok() && got != h.size_bytes()) {
-    status = absl::InvalidArgumentError(absl::StrCat("StoreVolume: ", got, " bytes sent of ", h.size_bytes()));
-  }
-  if (status.ok()) {
-    const std::string digest = hash.Finish();
-    if (digest != h.digest()) {
-      status = absl::InvalidArgumentError(absl::StrCat("StoreVolume: the bytes hash to ", digest, ", not ", h.digest()));
-    }
-  }
-  if (!status.ok()) {
-    (*out)->Abort();
-    ATHANOR_LOG(WARNING) << "NodeData.StoreVolume " << name << " from " << who->Describe() << ": " << status;
-    return ToGrpc(status);
-  }
+  const int64_t got = *received;
   if (absl::Status s = (*out)->Close(); !s.ok()) {
     ATHANOR_LOG(WARNING) << "NodeData.StoreVolume " << name << ": " << data_->Describe() << ": " << s;
     return ToGrpc(s);

@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
-#include "security/cluster_ca.h"
+#include "coordinator/rpc/agent_channel.h"
 
 namespace athanor::coord {
 namespace {
@@ -18,14 +18,7 @@ std::shared_ptr<rpc::AgentInteractive::Stub> AgentInteractiveChannels::Stub(cons
   absl::MutexLock lock(&mu_);
   auto& stub = stubs_[node + "@" + address];
   if (!stub) {
-    grpc::ChannelArguments args;  // a restarted agent is reachable again quickly
-    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
-    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-    std::shared_ptr<grpc::ChannelCredentials> creds =
-        agent_tls_ == nullptr ? grpc::InsecureChannelCredentials()
-                              : security::ClientCredentials(*agent_tls_, security::AgentName(node), "", &args);
-    stub = rpc::AgentInteractive::NewStub(grpc::CreateCustomChannel(address, creds, args));
+    stub = rpc::AgentInteractive::NewStub(MakeAgentChannel(node, address, agent_tls_));
   }
   return stub;
 }

@@ -1,11 +1,6 @@
 #include "worker/agent/workdir_snapshot.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <filesystem>
 
 #include <grpcpp/grpcpp.h>
@@ -14,8 +9,8 @@
 #include "common/logging.h"
 #include "common/status.h"
 #include "proto/athanor_interactive.grpc.pb.h"
-#include "security/cluster_ca.h"
 #include "storage/archive.h"
+#include "worker/agent/data_stream.h"
 
 namespace athanor::agent {
 namespace {
@@ -23,11 +18,6 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr auto kTransferDeadline = std::chrono::hours(2);  // a stalled stream ends with it
-constexpr size_t kMaxChunk = size_t{1} << 20;              // the proto's documented bound
-
-absl::Status FromGrpc(const grpc::Status& s, const char* what) {
-  return absl::Status(static_cast<absl::StatusCode>(s.error_code()), absl::StrCat(what, ": ", s.error_message()));
-}
 
 class CoordinatorWorkdirTransport : public WorkdirTransport {
  public:
@@ -36,12 +26,6 @@ class CoordinatorWorkdirTransport : public WorkdirTransport {
 
   absl::Status Store(const RankKey& rank, const std::string& key, const std::string& tar_path,
                      const std::string& digest, int64_t size_bytes) override {
-    int fd = open(tar_path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) return absl::InternalError(absl::StrCat("open ", tar_path, ": ", strerror(errno)));
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + kTransferDeadline);
-    rpc::StoreWorkdirResponse resp;
-    std::unique_ptr<grpc::ClientWriter<rpc::StoreWorkdirChunk>> writer = stub_->StoreWorkdir(&ctx, &resp);
     rpc::StoreWorkdirChunk head;
     rpc::StoreWorkdirHeader* h = head.mutable_header();
     h->set_job_id(rank.job_id);
@@ -50,25 +34,9 @@ class CoordinatorWorkdirTransport : public WorkdirTransport {
     h->set_key(key);
     h->set_size_bytes(size_bytes);
     h->set_digest(digest);
-    absl::Status status;
-    bool open_stream = writer->Write(head);
-    std::string buf(kMaxChunk, '\0');
-    while (open_stream && status.ok()) {
-      ssize_t n = read(fd, buf.data(), buf.size());
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) status = absl::InternalError(absl::StrCat("read ", tar_path, ": ", strerror(errno)));
-      if (n <= 0) break;
-      rpc::StoreWorkdirChunk piece;
-      piece.set_data(buf.data(), static_cast<size_t>(n));
-      open_stream = writer->Write(piece);  // false: the coordinator ended the call (Finish says why)
-    }
-    close(fd);
-    if (!status.ok()) ctx.TryCancel();
-    writer->WritesDone();
-    grpc::Status s = writer->Finish();
-    if (!status.ok()) return status;
-    if (!s.ok()) return FromGrpc(s, "the coordinator refused it");
-    return absl::OkStatus();
+    rpc::StoreWorkdirResponse resp;
+    return SendFile(tar_path, kTransferDeadline, head,
+                    [&](grpc::ClientContext* ctx) { return stub_->StoreWorkdir(ctx, &resp); });
   }
 
   absl::Status Fetch(const RankKey& rank, const std::string& key, const std::string& tar_path,
@@ -81,34 +49,21 @@ class CoordinatorWorkdirTransport : public WorkdirTransport {
     req.set_rank(rank.rank);
     req.set_key(key);
     std::unique_ptr<grpc::ClientReader<rpc::DataChunk>> reader = stub_->FetchWorkdir(&ctx, req);
-    int fd = open(tar_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    absl::Status status;
-    if (fd < 0) status = absl::InternalError(absl::StrCat("create ", tar_path, ": ", strerror(errno)));
-    rpc::DataChunk chunk;
-    int64_t total = 0;
-    while (status.ok() && reader->Read(&chunk)) {
-      const std::string& data = chunk.data();
-      total += static_cast<int64_t>(data.size());
-      if (data.size() > kMaxChunk || total > max_bytes) {
-        status = absl::ResourceExhaustedError(absl::StrCat("the work folder passes ", max_bytes, " bytes"));
-        break;
-      }
-      size_t done = 0;
-      while (status.ok() && done < data.size()) {
-        ssize_t n = write(fd, data.data() + done, data.size() - done);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) status = absl::InternalError(absl::StrCat("write ", tar_path, ": ", strerror(errno)));
-        if (n > 0) done += static_cast<size_t>(n);
-      }
+    absl::StatusOr<int> fd = CreateToReceive(tar_path);
+    absl::Status status = fd.status();
+    if (status.ok()) {
+      status = ReceivePieces(reader.get(), *fd, tar_path, [&](const rpc::DataChunk& chunk, int64_t total) {
+                 if (chunk.data().size() <= kMaxDataChunk && total <= max_bytes) return absl::OkStatus();
+                 return absl::ResourceExhaustedError(absl::StrCat("the work folder passes ", max_bytes, " bytes"));
+               }).status();
     }
     if (!status.ok()) ctx.TryCancel();
     grpc::Status s = reader->Finish();
-    if (fd >= 0 && close(fd) != 0 && status.ok()) {
-      status = absl::InternalError(absl::StrCat("close ", tar_path, ": ", strerror(errno)));
+    if (fd.ok()) {
+      absl::Status closed = CloseFile(*fd, tar_path);
+      if (status.ok()) status = closed;
     }
-    if (!status.ok()) return status;
-    if (!s.ok()) return FromGrpc(s, "the coordinator");
-    return absl::OkStatus();
+    return status.ok() && !s.ok() ? FromGrpc(s, "the coordinator") : status;  // ours first
   }
 
  private:
@@ -119,12 +74,7 @@ class CoordinatorWorkdirTransport : public WorkdirTransport {
 
 std::unique_ptr<WorkdirTransport> MakeCoordinatorWorkdirTransport(const std::string& coordinator,
                                                                   const std::optional<security::TlsMaterial>& tls) {
-  grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, 4 << 20);
-  std::shared_ptr<grpc::ChannelCredentials> creds =
-      tls ? security::ClientCredentials(*tls, security::kCoordinatorName, "", &args)
-          : grpc::InsecureChannelCredentials();
-  return std::make_unique<CoordinatorWorkdirTransport>(grpc::CreateCustomChannel(coordinator, creds, args));
+  return std::make_unique<CoordinatorWorkdirTransport>(CoordinatorDataChannel(coordinator, tls));
 }
 
 WorkdirSnapshots::WorkdirSnapshots(std::string work_dir, std::unique_ptr<WorkdirTransport> transport,
