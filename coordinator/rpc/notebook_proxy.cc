@@ -347,13 +347,17 @@ class NotebookProxy::Impl {
       });
       bool writes_done = false;
       bool client_done = false;
+      // Set before the browser's reads are cancelled: a coroutine that has
+      // not started its first read yet (the agent answered at once) must not
+      // start one, which nothing would cancel.
+      bool relay_over = false;
       asio::steady_timer client_wait(c->io, asio::steady_timer::time_point::max());
       // Browser -> agent, on its own coroutine; ends at the browser's close.
       asio::co_spawn(
           c->io,
           [&]() -> awaitable<void> {
             std::string buf(kMaxChunk, '\0');
-            for (;;) {
+            while (!relay_over) {
               boost::system::error_code ec;
               size_t n = co_await stream.async_read_some(asio::buffer(buf), asio::redirect_error(use_awaitable, ec));
               if (n > 0) {
@@ -411,6 +415,7 @@ class NotebookProxy::Impl {
       }
       // The browser's side stops too; its coroutine uses this frame's locals.
       boost::system::error_code cancel_ec;
+      relay_over = true;
       beast::get_lowest_layer(stream).socket().cancel(cancel_ec);
       while (!client_done) {
         boost::system::error_code ec;

@@ -6,7 +6,9 @@
 //   1. instance A: a cell started through the proxy keeps its kernel busy
 //      while sleeping (no CPU), and its WebSocket is closed (no browser
 //      attached): A is still RUNNING after 2 x (idle timeout + grace), and
-//      its last use is the kernel's;
+//      its last use is the kernel's (the cell starts once the notebook
+//      server has seen the kernel idle: its state comes from its own iopub
+//      subscription; a kernel it never sees is replaced, at most twice);
 //   2. instance B, left without a kernel, is warned: the dashboard's overview
 //      shows its idle banner (Chromium over the DevTools protocol reads the
 //      DOM and screenshots it into the artefacts folder), then B is reclaimed.
@@ -72,6 +74,19 @@ class NotebookIdleTest : public ::testing::Test {
     a_ = cluster_.CreateToken("tenant-a");
   }
 
+  // A failure leaves the daemons' logs with the artefacts.
+  void TearDown() override {
+    if (!HasFailure()) return;
+    for (const char* log : {"coordinator.log", "agent-node-1.log", "drive.err", "watch.err"}) {
+      std::error_code ec;
+      std::filesystem::copy_file(cluster_.dir() + "/" + log, ArtifactDir() + "/notebook_idle." + log,
+                                 std::filesystem::copy_options::overwrite_existing, ec);
+    }
+    for (const char* id : {"1", "2"}) {  // the ranks' output: the notebook servers' logs
+      std::ofstream(ArtifactDir() + "/notebook_idle.job-" + std::string(id) + ".log") << cluster_.CliAs(a_, {"logs", id}).out;
+    }
+  }
+
   // notebook_drive.py with `args` after the common ones (Debian's python3).
   std::vector<std::string> Drive(const std::string& job, std::vector<std::string> args) {
     std::vector<std::string> argv = {"/usr/bin/python3",
@@ -129,7 +144,8 @@ TEST_F(NotebookIdleTest, ABusyKernelKeepsItsInstanceAnIdleOneIsWarnedThenReclaim
   EXPECT_EQ(r["kernel_status"], 201);
   EXPECT_EQ(r["cell_status"], "busy");
   EXPECT_EQ(r["kernels_after"], nlohmann::json({"busy"}));
-  std::cout << "notebook A reachable " << r["reachable_after_s"] << " s after the first try\n";
+  std::cout << "notebook A reachable " << r["reachable_after_s"] << " s after the first try; kernels started: "
+            << r["kernel_tries"] << "\n";
 
   // No browser attached: A outlives 2 x (timeout + grace). Only the
   // coordinator's view can be watched, so it is read every second.
