@@ -2,6 +2,15 @@
 //
 //   athanor-coordinator --listen 0.0.0.0:7700 --state /var/lib/athanor/state.db
 //                       --tls-dir /etc/athanor/tls
+//   athanor-coordinator --listen 0.0.0.0:7700 --advertise c1.example:7700
+//                       --state etcd://e1:2379,e2:2379,e3:2379/athanor
+//                       --local-dir /var/lib/athanor --tls-dir /etc/athanor/tls
+//
+// With --state etcd://..., several coordinators share the state and one
+// leads (store/etcd/leader_election.h): a standby waits without listening;
+// the leader loads the state, builds the core and serves. A leader that can
+// no longer be sure it leads exits at once (status 3) for its supervisor to
+// start it again as a candidate.
 //
 // Secure by default (docs/security.md): TLS from --tls-dir, agents by their
 // certificates, users by bearer tokens. It refuses to start without TLS
@@ -14,16 +23,23 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <atomic>
+#include <thread>
 
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/match.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
 #include "absl/synchronization/mutex.h"
 #include "checkpoint/builtin_stores.h"
 #include "common/logging.h"
 #include "common/options.h"
+#include "common/status.h"
 #include "common/uri.h"
 #include "coordinator/auth/auth_setup.h"
 #include "coordinator/core/coordinator_core.h"
@@ -44,6 +60,9 @@
 #include "coordinator/rpc/node_data_service.h"
 #include "coordinator/rpc/workdir_data_service.h"
 #include "coordinator/rpc/volumes_service.h"
+#include "coordinator/store/etcd/etcd_client.h"
+#include "coordinator/store/etcd/etcd_store.h"
+#include "coordinator/store/etcd/leader_election.h"
 #include "coordinator/store/sqlite/sqlite_store.h"
 #include "security/tls.h"
 
@@ -51,6 +70,96 @@ namespace athanor::coord {
 namespace {
 
 constexpr int kMaxRpcThreads = 16;
+
+// Exit status of a leader that lost the lead or was fenced: its supervisor
+// starts it again, as a candidate.
+constexpr int kExitLostLead = 3;
+
+[[noreturn]] void ExitLostLead(const char* why) {
+  std::string line = absl::StrCat("athanor-coordinator: ", why, "; exiting (status 3) to stand again\n");
+  (void)!write(STDERR_FILENO, line.data(), line.size());
+  _exit(kExitLostLead);
+}
+
+// What the state lives on: a SQLite file, or etcd shared with standbys.
+struct StateFlags {
+  std::string local_dir;  // etcd: tokens, secrets and the default data store
+  etcd::EtcdTls tls;
+  int64_t lease_ttl_s = 5;
+  int max_txn_ops = 128;  // etcd's --max-txn-ops (its default)
+};
+
+// The etcd side of a leading coordinator: its client and its election, and
+// what StateStatus reports.
+struct EtcdLeadership {
+  std::unique_ptr<etcd::EtcdClient> client;
+  std::unique_ptr<etcd::LeaderElection> election;
+  std::string location;  // etcd://endpoints/prefix
+  std::string self;      // the advertised address
+  int64_t led_since_unix = 0;
+
+  absl::Status Report(rpc::StateStatusResponse* r) const {
+    r->set_backend("etcd");
+    r->set_location(location);
+    r->set_self(self);
+    r->set_leadership_changes(1);  // a process that loses the lead exits
+    r->set_led_since_unix(led_since_unix);
+    absl::StatusOr<std::pair<std::string, int64_t>> leader =
+        etcd::LeaderElection::Leader(client.get(), client->uri().prefix);
+    if (leader.ok()) {
+      r->set_leader(leader->first);
+      r->set_term(leader->second);
+    } else if (!absl::IsNotFound(leader.status())) {
+      return leader.status();
+    }
+    absl::StatusOr<std::vector<etcd::MemberStatus>> members = client->Members();
+    if (!members.ok()) return members.status();
+    int64_t leader_index = -1;  // etcd's Raft leader's
+    for (const etcd::MemberStatus& m : *members) {
+      if (m.reachable && m.is_leader) leader_index = m.raft_index;
+    }
+    for (const etcd::MemberStatus& m : *members) {
+      rpc::StateMember* out = r->add_members();
+      out->set_name(m.name);
+      for (const std::string& u : m.client_urls) out->add_client_urls(u);
+      out->set_reachable(m.reachable);
+      out->set_is_leader(m.is_leader);
+      out->set_raft_index(m.raft_index);
+      out->set_lag(m.reachable && leader_index >= 0 ? leader_index - m.raft_index : -1);
+      out->set_db_size_bytes(m.db_size);
+    }
+    return absl::OkStatus();
+  }
+};
+
+// Campaigns until this process leads (nullptr and OK when `stop` came first).
+absl::StatusOr<std::unique_ptr<EtcdLeadership>> Lead(const etcd::EtcdUri& uri, const StateFlags& flags,
+                                                     const std::string& self, absl::Notification* stop) {
+  auto lead = std::make_unique<EtcdLeadership>();
+  ASSIGN_OR_RETURN(lead->client, etcd::EtcdClient::Create(uri, flags.tls));
+  lead->location = absl::StrCat("etcd://", absl::StrJoin(uri.endpoints, ","), uri.prefix);
+  lead->self = self;
+  etcd::LeaderElection::Options options;
+  options.prefix = uri.prefix;
+  options.address = self;
+  options.ttl = std::chrono::seconds(flags.lease_ttl_s);
+  // A standby reads the leader key every 100 ms: one small read per standby,
+  // and a takeover starts within 0.1 s of the key going.
+  options.retry = std::chrono::milliseconds(100);
+  options.on_lost = [] { ExitLostLead("lost the lead (its etcd lease)"); };
+  options.on_waiting = [](const std::string& leader, int64_t term) {
+    ATHANOR_LOG(INFO) << "standby: " << leader << " leads (term " << term << "); waiting";
+  };
+  ATHANOR_LOG(INFO) << "campaigning on " << lead->location << " as " << self;
+  absl::StatusOr<std::unique_ptr<etcd::LeaderElection>> election =
+      etcd::LeaderElection::Campaign(lead->client.get(), std::move(options), stop);
+  if (absl::IsCancelled(election.status())) return nullptr;
+  if (!election.ok()) return election.status();
+  lead->election = std::move(*election);
+  lead->led_since_unix = absl::ToUnixSeconds(absl::Now());
+  ATHANOR_LOG(INFO) << "leading (term " << lead->election->term() << ")";
+  return lead;
+}
 
 int Run(int argc, char** argv) {
   std::string listen, state_path, advertise, port_range, log_level, job_network;
@@ -72,10 +181,24 @@ int Run(int argc, char** argv) {
   std::string data_store_uri;  // images' and volumes' content
   int64_t image_max_bytes = kDefaultImageMaxBytes;
   VolumeQuota volume_quota;  // per tenant, where its policy sets none
+  StateFlags state_flags;
   po::options_description desc("athanor-coordinator options");
   desc.add_options()
       ("listen", po::value(&listen)->default_value("127.0.0.1:7700"), "HOST:PORT to serve gRPC on")
-      ("state", po::value(&state_path)->required(), "SQLite database holding jobs and nodes")
+      ("state", po::value(&state_path)->required(),
+       "SQLite database holding jobs and nodes, or etcd://HOST:PORT,HOST:PORT.../PREFIX: the state on "
+       "etcd, shared with standby coordinators (one leads; docs/operations.md)")
+      ("local-dir", po::value(&state_flags.local_dir)->default_value(""),
+       "with etcd: this coordinator's own folder (tokens, tenants' credentials, the default --data-store)")
+      ("etcd-ca", po::value(&state_flags.tls.ca_file)->default_value(""),
+       "with etcd: CA (PEM) the members' certificates are checked against (empty: plaintext)")
+      ("etcd-cert", po::value(&state_flags.tls.cert_file)->default_value(""),
+       "with etcd: client certificate (PEM) to present")
+      ("etcd-key", po::value(&state_flags.tls.key_file)->default_value(""), "with etcd: its key")
+      ("etcd-lease-ttl-s", po::value(&state_flags.lease_ttl_s)->default_value(5),
+       "with etcd: the leader's lease; a standby takes over at most this long after a leader dies")
+      ("etcd-max-txn-ops", po::value(&state_flags.max_txn_ops)->default_value(128),
+       "with etcd: the members' --max-txn-ops (operations in one transaction)")
       ("data-store", po::value(&data_store_uri)->default_value(""),
        "object store (file:// or s3://) holding images' and volumes' content (default: file://<the "
        "folder of --state>/data)")
@@ -86,7 +209,8 @@ int Run(int argc, char** argv) {
       ("volume-quota-count", po::value(&volume_quota.max_count)->default_value(volume_quota.max_count),
        "how many volumes a tenant may hold, unless its policy sets another")
       ("advertise", po::value(&advertise)->default_value(""),
-       "HOST:PORT ranks see as ATHANOR_COORDINATOR (default: --listen)")
+       "HOST:PORT clients dial: ranks see it as ATHANOR_COORDINATOR, and with etcd the leader "
+       "names itself by it (default: --listen)")
       ("heartbeat-timeout-s", po::value(&heartbeat_timeout_s)->default_value(10),
        "a node without a heartbeat for this long is DOWN")
       ("heartbeat-interval-ms", po::value(&heartbeat_interval_ms)->default_value(1000),
@@ -228,6 +352,58 @@ int Run(int argc, char** argv) {
   options.coordinator_address = advertise.empty() ? listen : advertise;
   options.schedule_inline = false;  // passes from the core's loop, shared by a burst of changes
 
+  // The state: a SQLite file beside which tokens, secrets and blobs live, or
+  // etcd, with those in --local-dir.
+  const bool on_etcd = absl::StartsWith(state_path, "etcd://");
+  std::optional<etcd::EtcdUri> etcd_uri;
+  std::string local_db = state_path;  // tokens and tenants' credentials (SQLite)
+  std::string local_base;             // the default data store's parent folder
+  if (on_etcd) {
+    absl::StatusOr<etcd::EtcdUri> uri = etcd::ParseEtcdUri(state_path);
+    if (!uri.ok()) {
+      std::cerr << "athanor-coordinator: --state: " << uri.status().message() << "\n";
+      return 2;
+    }
+    etcd_uri = std::move(*uri);
+    if (state_flags.local_dir.empty()) {
+      std::cerr << "athanor-coordinator: --state etcd://... needs --local-dir (this coordinator's tokens, "
+                   "credentials and default data store)\n";
+      return 2;
+    }
+    if (state_flags.lease_ttl_s < 1 || state_flags.lease_ttl_s > 3600) {
+      std::cerr << "athanor-coordinator: --etcd-lease-ttl-s must be within 1..3600\n";
+      return 2;
+    }
+    if (state_flags.max_txn_ops < 2) {
+      std::cerr << "athanor-coordinator: --etcd-max-txn-ops must be at least 2\n";
+      return 2;
+    }
+    const std::string host = options.coordinator_address.substr(0, options.coordinator_address.rfind(':'));
+    if (host.empty() || host == "0.0.0.0" || host == "[::]" || host == "::") {
+      std::cerr << "athanor-coordinator: with etcd, --advertise HOST:PORT must name this coordinator as "
+                   "clients dial it (--listen " << listen << " is a wildcard)\n";
+      return 2;
+    }
+    std::error_code ec;
+    std::filesystem::create_directories(state_flags.local_dir, ec);
+    if (ec) {
+      std::cerr << "athanor-coordinator: --local-dir " << state_flags.local_dir << ": " << ec.message() << "\n";
+      return 2;
+    }
+    std::filesystem::permissions(state_flags.local_dir, std::filesystem::perms::owner_all,
+                                 std::filesystem::perm_options::replace, ec);
+    local_base = std::filesystem::absolute(state_flags.local_dir, ec).string();
+    local_db = local_base + "/local.db";
+  } else {
+    if (!state_flags.local_dir.empty() || !state_flags.tls.ca_file.empty() || !state_flags.tls.cert_file.empty() ||
+        !state_flags.tls.key_file.empty()) {
+      std::cerr << "athanor-coordinator: --local-dir and --etcd-* go with --state etcd://...\n";
+      return 2;
+    }
+    std::error_code ec;
+    local_base = std::filesystem::absolute(state_path, ec).parent_path().string();
+  }
+
   // Lock-order checking records a graph edge on every contended lock: a
   // debugging aid, not for the hot path of a production process.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
@@ -238,12 +414,18 @@ int Run(int argc, char** argv) {
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // SIGTERM/SIGINT end a standby's campaign as well as a leader's service.
+  // Static: the detached thread may outlive Run's frame on an early return.
+  static absl::Notification stop;
+  static std::atomic<int> stop_signal{0};
+  std::thread([signals] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    stop_signal = sig;
+    stop.Notify();
+  }).detach();
   RegisterBuiltinObjectStores();
-  if (data_store_uri.empty()) {
-    std::error_code ec;
-    const std::filesystem::path state_abs = std::filesystem::absolute(state_path, ec);
-    data_store_uri = "file://" + (state_abs.parent_path() / "data").string();
-  }
+  if (data_store_uri.empty()) data_store_uri = "file://" + (std::filesystem::path(local_base) / "data").string();
   if (volume_quota.max_bytes <= 0 || volume_quota.max_count <= 0) {
     std::cerr << "athanor-coordinator: --volume-quota-bytes and --volume-quota-count must be positive\n";
     return 2;
@@ -261,7 +443,7 @@ int Run(int argc, char** argv) {
   }
 
   absl::StatusOr<std::unique_ptr<CoordinatorSecurity>> security =
-      CoordinatorSecurity::Create(security_flags, listen, state_path, RealClock::Get());
+      CoordinatorSecurity::Create(security_flags, listen, local_db, RealClock::Get());
   if (!security.ok()) {
     std::cerr << "athanor-coordinator: " << security.status().message() << "\n";
     return 2;
@@ -281,13 +463,45 @@ int Run(int argc, char** argv) {
     telemetry = std::make_unique<TelemetryStore>();
     metrics = std::make_unique<CoordinatorMetrics>(telemetry.get());
   }
-  absl::StatusOr<std::unique_ptr<SqliteStore>> store = SqliteStore::Open(state_path);
-  if (!store.ok()) {
-    ATHANOR_LOG(ERROR) << "cannot open the state " << state_path << ": " << store.status();
-    return 1;
+  // On etcd, nothing below runs before this process leads: a standby has no
+  // core (no scheduler, timers or hang detection) and does not listen.
+  std::unique_ptr<EtcdLeadership> lead;
+  std::unique_ptr<Store> store;
+  CoordinatorService::StateStatusFn state_status;
+  if (on_etcd) {
+    absl::StatusOr<std::unique_ptr<EtcdLeadership>> led =
+        Lead(*etcd_uri, state_flags, options.coordinator_address, &stop);
+    if (!led.ok()) {
+      ATHANOR_LOG(ERROR) << "cannot campaign on " << state_path << ": " << led.status();
+      return 1;
+    }
+    if (*led == nullptr) {
+      ATHANOR_LOG(INFO) << "signal " << stop_signal.load() << ": stopped while standing by";
+      return 0;
+    }
+    lead = std::move(*led);
+    store = std::make_unique<etcd::EtcdStore>(
+        lead->client.get(), etcd::EtcdStore::Options{.prefix = etcd_uri->prefix,
+                                                     .fence = lead->election->Fence(),
+                                                     .max_txn_ops = state_flags.max_txn_ops,
+                                                     .on_fenced = [] { ExitLostLead("fenced: another coordinator leads"); }});
+    state_status = [l = lead.get()](rpc::StateStatusResponse* r) { return l->Report(r); };
+  } else {
+    absl::StatusOr<std::unique_ptr<SqliteStore>> sqlite = SqliteStore::Open(state_path);
+    if (!sqlite.ok()) {
+      ATHANOR_LOG(ERROR) << "cannot open the state " << state_path << ": " << sqlite.status();
+      return 1;
+    }
+    store = std::move(*sqlite);
+    state_status = [state_path, self = options.coordinator_address](rpc::StateStatusResponse* r) {
+      r->set_backend("sqlite");
+      r->set_location(state_path);
+      r->set_self(self);
+      return absl::OkStatus();
+    };
   }
   absl::StatusOr<std::unique_ptr<CoordinatorCore>> core =
-      CoordinatorCore::Create(options, std::move(*store), RealClock::Get(), Millis(200),
+      CoordinatorCore::Create(options, std::move(store), RealClock::Get(), Millis(200),
                               Seconds(checkpoint_poll_s), metrics.get());
   if (!core.ok()) {
     ATHANOR_LOG(ERROR) << "cannot start: " << core.status();
@@ -302,7 +516,7 @@ int Run(int argc, char** argv) {
       kill(getpid(), SIGKILL);
     });
   }
-  CoordinatorService coordinator_service(core->get(), (*security)->service_security());
+  CoordinatorService coordinator_service(core->get(), (*security)->service_security(), std::move(state_status));
   BillingService billing_service(core->get(), (*security)->authorizer());
   AgentService agent_service(core->get(), (*security)->authorizer(), (*security)->secrets(),
                              &pace, telemetry.get());
@@ -416,9 +630,8 @@ int Run(int argc, char** argv) {
     ATHANOR_LOG(INFO) << "serving notebooks on https://" << notebook_listen << " (port " << notebook_proxy->port()
                       << ")";
   }
-  int sig = 0;
-  sigwait(&signals, &sig);
-  ATHANOR_LOG(INFO) << "signal " << sig << ": shutting down";
+  stop.WaitForNotification();
+  ATHANOR_LOG(INFO) << "signal " << stop_signal.load() << ": shutting down";
   http.reset();
   notebook_proxy.reset();
   (*core)->Shutdown();

@@ -1,5 +1,5 @@
 // Admin subcommands of the `athanor` CLI: preempt, drain, undrain, usage,
-// quota and why. Each prints a human rendering, or the response as JSON
+// quota, why and `admin status`. Each prints a human rendering, or the response as JSON
 // with --json.
 #include <time.h>
 
@@ -256,6 +256,55 @@ int RunWhy(CliContext& ctx, const std::vector<std::string>& args) {
   grpc::Status s = ctx.stub->WhyPending(&c, req, &resp);
   if (!s.ok()) return RpcError("why", ctx, s);
   std::cout << (json ? ToJson(resp) : FormatWhy(resp));
+  return kExitOk;
+}
+
+std::string FormatStateStatus(const rpc::StateStatusResponse& st) {
+  std::vector<std::vector<std::string>> kv = {{"backend:", st.backend()}, {"location:", st.location()}};
+  if (st.backend() == "etcd") {
+    kv.push_back({"leader:", absl::StrCat(st.leader().empty() ? "(none)" : st.leader(), " (term ", st.term(), ")")});
+  }
+  kv.push_back({"answered by:", st.self()});
+  if (st.backend() == "etcd") {
+    kv.push_back({"leads since:", st.led_since_unix() > 0 ? FormatUnixTime(st.led_since_unix()) : "(not leading)"});
+    kv.push_back({"terms won:", absl::StrCat(st.leadership_changes(), " (by this process)")});
+  }
+  std::string out = FormatTable(kv);
+  if (st.members_size() == 0) return out;
+  std::vector<std::vector<std::string>> rows = {
+      {"MEMBER", "CLIENT URLS", "REACHABLE", "RAFT LEADER", "RAFT INDEX", "LAG", "DB BYTES"}};
+  for (const rpc::StateMember& m : st.members()) {
+    std::string urls;
+    for (const std::string& u : m.client_urls()) absl::StrAppend(&urls, urls.empty() ? "" : ",", u);
+    rows.push_back({m.name().empty() ? "(unnamed)" : m.name(), urls, m.reachable() ? "yes" : "NO",
+                    m.is_leader() ? "yes" : "", m.reachable() ? absl::StrCat(m.raft_index()) : "-",
+                    m.lag() < 0 ? "-" : absl::StrCat(m.lag()), m.reachable() ? absl::StrCat(m.db_size_bytes()) : "-"});
+  }
+  return absl::StrCat(out, "\n", FormatTable(rows));
+}
+
+int RunAdminStatus(CliContext& ctx, const std::vector<std::string>& args) {
+  bool json = false;
+  po::options_description desc("athanor admin status options");
+  desc.add_options()("json", po::bool_switch(&json), "print the StateStatusResponse as JSON");
+  ParsedCommandLine cmd;
+  if (int rc = ParseFlags(args, desc,
+                          "usage: athanor admin status [--json]\n"
+                          "Where the coordinator keeps its state (a SQLite file, or an etcd cluster) and, on\n"
+                          "etcd, which coordinator leads, its term (it grows with each new leader), when it\n"
+                          "took the lead, and each etcd member: reachable or not, which one leads etcd's\n"
+                          "Raft group, and how many log entries it lags behind that leader. Admins only.",
+                          &cmd);
+      rc >= 0) {
+    return rc;
+  }
+  rpc::StateStatusRequest req;
+  rpc::StateStatusResponse resp;
+  grpc::ClientContext c;
+  PrepareCall(ctx, &c);
+  grpc::Status s = ctx.stub->StateStatus(&c, req, &resp);
+  if (!s.ok()) return RpcError("admin status", ctx, s);
+  std::cout << (json ? ToJson(resp) : FormatStateStatus(resp));
   return kExitOk;
 }
 

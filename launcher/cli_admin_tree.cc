@@ -20,6 +20,7 @@ std::vector<const AdminGroup*> Groups() {
 std::string AdminHelp() {
   std::vector<Subcommand> list;
   for (const AdminGroup* g : Groups()) list.push_back(g->help);
+  list.push_back({"status", "[--json]", "where the state lives, which coordinator leads, etcd's members"});
   return absl::StrCat(
       "usage: athanor admin GROUP VERB [ARGS...]\n"
       "The cluster CA, bearer tokens, tenants' limits and store credentials, and billing:\n"
@@ -89,6 +90,11 @@ int RunAdmin(CliContext& ctx, const std::vector<std::string>& args) {
   if (IsHelpFlag(args[1])) {
     std::cout << AdminHelp();
     return kExitOk;
+  }
+  if (args[1] == "status") {  // a verb of its own, no group (cli_admin.cc)
+    std::vector<std::string> rest(args.begin() + 1, args.end());
+    rest[0] = "admin status";
+    return RunAdminStatus(ctx, rest);
   }
   for (const AdminGroup* g : Groups()) {
     if (g->help.name == args[1]) {

@@ -45,6 +45,9 @@ int RunUndrain(CliContext& ctx, const std::vector<std::string>& args);
 int RunUsage(CliContext& ctx, const std::vector<std::string>& args);
 int RunQuota(CliContext& ctx, const std::vector<std::string>& args);
 int RunWhy(CliContext& ctx, const std::vector<std::string>& args);
+// `athanor admin status`: where the state lives and who leads (cli_admin.cc).
+int RunAdminStatus(CliContext& ctx, const std::vector<std::string>& args);
+std::string FormatStateStatus(const rpc::StateStatusResponse& st);
 // Interactive allocations (cli_alloc.cc).
 int RunAlloc(CliContext& ctx, const std::vector<std::string>& args);
 int RunSnapshots(CliContext& ctx, const std::vector<std::string>& args);  // cli_snapshots.cc

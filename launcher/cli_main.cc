@@ -67,9 +67,11 @@ const std::vector<Entry>& Commands() {
 void Usage(std::ostream& out) {
   std::vector<Subcommand> user, admin;
   for (const Entry& e : Commands()) (e.admin ? admin : user).push_back(e.help);
-  out << "usage: athanor [--coordinator HOST:PORT] [--ca FILE] [--token-file FILE] COMMAND [ARGS...]\n\n"
+  out << "usage: athanor [--coordinator HOST:PORT[,HOST:PORT...]] [--ca FILE] [--token-file FILE] COMMAND "
+         "[ARGS...]\n\n"
          "The coordinator is --coordinator, else $ATHANOR_COORDINATOR, else "
-      << kDefaultCoordinator << ".\n\n"
+      << kDefaultCoordinator << ".\n"
+         "A list names coordinators sharing their state on etcd: calls go to the one that leads.\n\n"
       << FormatSubcommands(user) << "\n"
       << FormatSubcommands(admin, "admin commands") << "\n"
       << "Calls go over TLS verified against the cluster CA (--ca, else $ATHANOR_CA, else\n"

@@ -58,14 +58,19 @@ absl::StatusOr<BenchRunResult> RunBench(const BenchRunOptions& o) {
   BenchRunResult r;
   r.agents = o.agents;
   r.tls = o.tls;
+  r.etcd = !o.etcd_state.empty();
   absl::StatusOr<int> port = PickFreePort();
   if (!port.ok()) return port.status();
   CoordinatorProcessOptions co;
   co.binary = o.coordinator_binary;
-  co.state_path = o.work_dir + "/state.db";
+  co.state_path = r.etcd ? o.etcd_state : o.work_dir + "/state.db";
   co.log_path = o.work_dir + "/coordinator.log";
   co.port = *port;
   co.extra_flags = {"--heartbeat-interval-ms", std::to_string(o.heartbeat_interval_ms)};
+  // The bench's etcd members run with --max-txn-ops 4096 (testing/etcd).
+  if (r.etcd) {
+    co.extra_flags.insert(co.extra_flags.end(), {"--local-dir", o.work_dir + "/local", "--etcd-max-txn-ops", "4096"});
+  }
   co.extra_flags.insert(co.extra_flags.end(), o.coordinator_flags.begin(),
                         o.coordinator_flags.end());
   if (o.tls) {

@@ -28,6 +28,9 @@ struct BenchRunOptions {
   // Secure, as in production: a CA in work_dir/tls, mutual TLS for the fleet
   // (one certificate per agent), TLS + the admin token for the clients.
   bool tls = false;
+  // Where the coordinator keeps its state: empty, SQLite in work_dir; else
+  // an etcd URI (etcd://members/PREFIX), with --local-dir work_dir/local.
+  std::string etcd_state;
 };
 
 struct BenchRunResult {
@@ -58,6 +61,7 @@ struct BenchRunResult {
   int nodes_up = 0;                        // UP at the end of the window
   double window_s = 0;
   bool tls = false;
+  bool etcd = false;  // the state on etcd (BenchRunOptions::etcd_state)
 };
 
 // Runs one measurement. Errors: the coordinator did not start, or exited.

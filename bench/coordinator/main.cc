@@ -10,11 +10,14 @@
 // waits --warmup-s, then runs M clients submitting one-node jobs for
 // --duration-s while the scheduler keeps placing them. It reports the
 // coordinator's threads, CPU, RSS, heartbeat round trip, heartbeats/s, accepted
-// submissions/s and submit latency.
+// submissions/s and submit latency. With --state-backend etcd (or both) it
+// also starts a local etcd cluster and runs the coordinator on it (each run
+// under a prefix of its own), beside the SQLite run for the same size.
 #include <stdlib.h>
 #include <sys/resource.h>
 
 #include <filesystem>
+#include <memory>
 #include <fstream>
 #include <iostream>
 
@@ -25,6 +28,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "bench/coordinator/bench_run.h"
+#include "testing/etcd/etcd_cluster.h"
 #include "testing/coordinator/coordinator_process.h"
 #include "common/options.h"
 
@@ -63,7 +67,8 @@ nlohmann::json ToJson(const BenchRunResult& r) {
           {"jobs_succeeded", r.jobs_succeeded},
           {"jobs_total", r.jobs_total},
           {"nodes_up", r.nodes_up},
-          {"tls", r.tls}};
+          {"tls", r.tls},
+          {"state", r.etcd ? "etcd" : "sqlite"}};
 }
 
 void PrintTable(const std::vector<BenchRunResult>& rows) {
@@ -74,6 +79,7 @@ void PrintTable(const std::vector<BenchRunResult>& rows) {
       "up");
   for (const BenchRunResult& r : rows) {
     if (r.tls) std::cout << "(tls) ";
+    if (r.etcd) std::cout << "(etcd) ";
     int64_t submit_errors = 0;
     for (const auto& [code, n] : r.submit_errors) submit_errors += n;
     std::cout << absl::StrFormat(
@@ -92,7 +98,20 @@ void PrintTable(const std::vector<BenchRunResult>& rows) {
                "rtt0: heartbeats sent with max_wait_ms 0 (exit reports); flr: the baseline, a GetJob\n"
                "rejected at the service's edge (no lock, no commit) during the same window;\n"
                "s_err: failed submissions; done: jobs SUCCEEDED;\n"
-               "up: nodes UP at the end of the window; (tls): mutual TLS and tokens (--security).\n";
+               "up: nodes UP at the end of the window; (tls): mutual TLS and tokens (--security);\n"
+               "(etcd): the state on a local etcd cluster (--state-backend).\n";
+  // --state-backend both: each etcd run against the SQLite run before it.
+  for (size_t i = 1; i < rows.size(); ++i) {
+    const BenchRunResult& sqlite = rows[i - 1];
+    const BenchRunResult& etcd = rows[i];
+    if (sqlite.etcd || !etcd.etcd || sqlite.agents != etcd.agents || sqlite.tls != etcd.tls) continue;
+    auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
+    std::cout << absl::StrFormat("etcd/sqlite at %d agents: submit/s %.2fx, sub_p50 %.2fx, sub_p99 %.2fx, rtt_p99 %.2fx\n",
+                                 etcd.agents, ratio(etcd.submits_per_s, sqlite.submits_per_s),
+                                 ratio(etcd.submit_p50_ms, sqlite.submit_p50_ms),
+                                 ratio(etcd.submit_p99_ms, sqlite.submit_p99_ms),
+                                 ratio(etcd.heartbeat_rtt_p99_ms, sqlite.heartbeat_rtt_p99_ms));
+  }
   // --security both: each TLS run against the plain run before it.
   for (size_t i = 1; i < rows.size(); ++i) {
     const BenchRunResult& plain = rows[i - 1];
@@ -123,6 +142,8 @@ int Run(int argc, char** argv) {
   // included) would charge them CPU the coordinator then lacks.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   std::string agents_list, coordinator, work_dir, coordinator_flags, json_file, security = "plain";
+  std::string state_backend = "sqlite";
+  int etcd_members = 3;
   int clients = 16, connections = 0, interval_ms = 1000, register_concurrency = 64;
   double duration_s = 15, warmup_s = 3, run_time_ms = 2000, register_timeout_s = 180;
   uint32_t seed = 1;
@@ -154,6 +175,10 @@ int Run(int argc, char** argv) {
       ("seed", po::value(&seed)->default_value(1), "seed of the job shapes")
       ("security", po::value(&security)->default_value("plain"),
        "plain (--insecure), tls (a CA, mutual TLS, tokens) or both (plain then tls per size)")
+      ("state-backend", po::value(&state_backend)->default_value("sqlite"),
+       "where the coordinator keeps its state: sqlite, etcd (a local etcd cluster, Debian's "
+       "/usr/bin/etcd, started by the bench) or both (sqlite then etcd per size)")
+      ("etcd-members", po::value(&etcd_members)->default_value(3), "members of that etcd cluster (1..7)")
       ("json", po::bool_switch(&json), "print JSON instead of the table")
       ("json-file", po::value(&json_file)->default_value(""), "also write the JSON to this file");
   ParsedCommandLine cmd;
@@ -165,6 +190,12 @@ int Run(int argc, char** argv) {
   if (cmd.help) return 0;
   if (security != "plain" && security != "tls" && security != "both") {
     std::cerr << "athanor-bench-coordinator: --security: expected plain, tls or both, got '" << security << "'\n";
+    return 2;
+  }
+  if ((state_backend != "sqlite" && state_backend != "etcd" && state_backend != "both") || etcd_members < 1 ||
+      etcd_members > 7) {
+    std::cerr << "athanor-bench-coordinator: --state-backend: expected sqlite, etcd or both (got '" << state_backend
+              << "'); --etcd-members 1..7\n";
     return 2;
   }
   std::vector<int> sizes;
@@ -192,8 +223,19 @@ int Run(int argc, char** argv) {
     }
     work_dir = tmpl;
   }
+  std::unique_ptr<testing_etcd::EtcdCluster> etcd;
+  if (state_backend != "sqlite") {
+    absl::StatusOr<std::unique_ptr<testing_etcd::EtcdCluster>> started =
+        testing_etcd::EtcdCluster::Start(etcd_members, work_dir + "/etcd");
+    if (!started.ok()) {
+      std::cerr << "athanor-bench-coordinator: etcd: " << started.status() << "\n";
+      return 1;
+    }
+    etcd = std::move(*started);
+  }
   std::vector<BenchRunResult> rows;
   bool failed = false;
+  int run_index = 0;
   for (int n : sizes) {
     // One descriptor per connection here and in the coordinator (which
     // inherits the limit), plus the clients and slack.
@@ -206,10 +248,14 @@ int Run(int argc, char** argv) {
     }
     for (bool tls : {false, true}) {
     if ((tls && security == "plain") || (!tls && security == "tls")) continue;
+    for (bool on_etcd : {false, true}) {
+    if ((on_etcd && state_backend == "sqlite") || (!on_etcd && state_backend == "etcd")) continue;
     BenchRunOptions o;
     o.tls = tls;
+    // Each run its own prefix: a fresh, empty state.
+    if (on_etcd) o.etcd_state = etcd->uri(absl::StrCat("bench-", run_index++));
     o.coordinator_binary = coordinator;
-    o.work_dir = absl::StrCat(work_dir, "/agents-", n, tls ? "-tls" : "");
+    o.work_dir = absl::StrCat(work_dir, "/agents-", n, tls ? "-tls" : "", on_etcd ? "-etcd" : "");
     std::filesystem::create_directories(o.work_dir);
     o.coordinator_flags = absl::StrSplit(coordinator_flags, ' ', absl::SkipEmpty());
     o.agents = n;
@@ -238,6 +284,7 @@ int Run(int argc, char** argv) {
                 << " agents: first failed agent RPC: " << r->first_fleet_error << "\n";
     }
     rows.push_back(*r);
+    }
     }
   }
   nlohmann::json out;

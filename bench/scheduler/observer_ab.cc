@@ -40,7 +40,7 @@ bool RunObserverAb(int nodes, int pending, int passes) {
     n.host = n.name;
     n.agent_address = "127.0.0.1:1";
     n.inventory.gpus = 8;
-    if (!state.RegisterNode(n, {}).ok()) return false;
+    if (!state.agents().Register(n, {}).ok()) return false;
   }
   auto submit = [&](int gpus, const std::string& tenant) {
     coord::JobSpec s;

@@ -27,6 +27,7 @@ constexpr AuthRule kRules[] = {
     {"Coordinator.DrainNode",          false, true,  false, Owner::kNone},
     {"Coordinator.UndrainNode",        false, true,  false, Owner::kNone},
     {"Coordinator.SetQuota",           false, true,  false, Owner::kNone},
+    {"Coordinator.StateStatus",        false, true,  false, Owner::kNone},
     {"Security.CreateToken",           false, true,  false, Owner::kNone},
     {"Security.ListTokens",            false, true,  false, Owner::kNone},
     {"Security.RevokeToken",           false, true,  false, Owner::kNone},

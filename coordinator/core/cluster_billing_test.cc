@@ -33,7 +33,7 @@ class ClusterBillingTest : public ::testing::Test {
       n.host = name;
       n.inventory.gpus = 2;
       n.inventory.gpu_model = "H200";
-      ASSERT_TRUE(state_->RegisterNode(n, {}).ok());
+      ASSERT_TRUE(state_->agents().Register(n, {}).ok());
     }
   }
   void PriceAndPlan(int64_t credit, bool free_faults = false) {
@@ -60,7 +60,7 @@ class ClusterBillingTest : public ::testing::Test {
   void Report(const std::string& job, RankPhase phase) {
     for (const char* node : {"n1", "n2"}) {
       std::vector<RankReport> reports;
-      for (const DesiredRank& d : state_->DesiredFor(node)) {
+      for (const DesiredRank& d : ClusterAgents::DesiredFor(*state_, node)) {
         if (d.job_id != job) {
           reports.push_back(ReportOf(d));
         } else if (phase == RankPhase::kExited) {  // stopped by its agent
@@ -70,7 +70,7 @@ class ClusterBillingTest : public ::testing::Test {
           reports.push_back(ReportOf(d, phase));
         }
       }
-      ASSERT_TRUE(state_->Heartbeat(node, state_->log().generation(), reports));
+      ASSERT_TRUE(state_->agents().Heartbeat(node, state_->log().generation(), reports));
     }
   }
   void Step(double seconds) {
@@ -79,7 +79,7 @@ class ClusterBillingTest : public ::testing::Test {
   }
   int64_t Balance() { return ClusterBilling::Balances(*state_, "t").at(0).balance_micros(); }
   std::string NoticeOn(const std::string& node) {
-    for (const DesiredRank& d : state_->DesiredFor(node)) return d.notice;
+    for (const DesiredRank& d : ClusterAgents::DesiredFor(*state_, node)) return d.notice;
     return "(no rank)";
   }
   const JobRecord& Job(const std::string& id) { return *state_->jobs().Find(id); }
@@ -177,7 +177,7 @@ TEST_F(ClusterBillingTest, ALostNodeIsRefundedWhenThePlanSaysSo) {
   // Only the other node keeps beating: the job's node goes DOWN.
   for (int i = 0; i < 4; ++i) {
     clock_.Advance(Seconds(10));
-    ASSERT_TRUE(state_->Heartbeat(other, state_->log().generation(), {}));
+    ASSERT_TRUE(state_->agents().Heartbeat(other, state_->log().generation(), {}));
     state_->Tick();
   }
   EXPECT_NE(Job(j).attempt_spans.at(0).end, 0);

@@ -52,7 +52,7 @@ class ClusterImagesTest : public ::testing::Test {
     n.name = "n1";
     n.host = "n1";
     n.inventory.gpus = 2;
-    EXPECT_TRUE(state_.RegisterNode(n, {}).ok());
+    EXPECT_TRUE(state_.agents().Register(n, {}).ok());
   }
   FakeClock clock_;
   ClusterState state_;
@@ -69,7 +69,7 @@ TEST_F(ClusterImagesTest, SubmitResolvesTheOwnImageElseAPublicOneAndPinsItsDiges
   EXPECT_EQ(state_.jobs().Find(pub->job_id)->image_digest, Digest('e'));
   // Both placed on n1 (2 GPUs): each desired rank carries its job's digest.
   std::map<std::string, std::string> digests;
-  for (const DesiredRank& d : state_.DesiredFor("n1")) digests[d.job_id] = d.image_digest;
+  for (const DesiredRank& d : ClusterAgents::DesiredFor(state_, "n1")) digests[d.job_id] = d.image_digest;
   EXPECT_EQ(digests, (std::map<std::string, std::string>{{own->job_id, Digest('a')},
                                                           {pub->job_id, Digest('e')}}));
   // Replacing the name later changes nothing for the job already submitted.
@@ -102,7 +102,7 @@ TEST_F(ClusterImagesTest, RemoveIsRefusedWhileAJobRunsTheImageAndFreesTheBlobAft
   ASSERT_TRUE(state_.CancelJob(job->job_id).ok());
   // Cancelled: its ranks are told to stop; they exit and the job ends.
   std::vector<RankReport> exited;
-  for (const DesiredRank& d : state_.DesiredFor("n1")) {
+  for (const DesiredRank& d : ClusterAgents::DesiredFor(state_, "n1")) {
     RankReport r;
     r.job_id = d.job_id;
     r.attempt = d.attempt;
@@ -112,7 +112,7 @@ TEST_F(ClusterImagesTest, RemoveIsRefusedWhileAJobRunsTheImageAndFreesTheBlobAft
     r.signal_from_agent = true;
     exited.push_back(r);
   }
-  ASSERT_TRUE(state_.Heartbeat("n1", state_.log().generation(), exited));
+  ASSERT_TRUE(state_.agents().Heartbeat("n1", state_.log().generation(), exited));
   ASSERT_TRUE(IsTerminal(state_.jobs().Find(job->job_id)->state));
   absl::StatusOr<ClusterImages::Removed> x = state_.images().Remove("alice", "x");
   ASSERT_TRUE(x.ok()) << x.status();
@@ -132,7 +132,7 @@ TEST_F(ClusterImagesTest, AJobGoesToAnEqualNodeThatHasItsImageCached) {
   n2.name = "n2";
   n2.host = "n2";
   n2.inventory.gpus = 2;
-  ASSERT_TRUE(state_.RegisterNode(n2, {}).ok());
+  ASSERT_TRUE(state_.agents().Register(n2, {}).ok());
   ASSERT_TRUE(state_.images().Record(MakeImage("alice", "x", 'a'), false).ok());
   state_.images().SetCached("n2", {Digest('a')});
   absl::StatusOr<SubmitResult> with = state_.SubmitJob(Spec("alice", "x"));

@@ -29,7 +29,7 @@ class ClusterSnapshotsTest : public ::testing::Test {
       n.name = name;
       n.host = name;
       n.inventory.gpus = 1;
-      ASSERT_TRUE(state_->RegisterNode(n, {}).ok());
+      ASSERT_TRUE(state_->agents().Register(n, {}).ok());
     }
     ASSERT_TRUE(state_->volumes().Create("a", "data", int64_t{1} << 30, VolumeQuota{}).ok());
   }
@@ -63,7 +63,7 @@ TEST_F(ClusterSnapshotsTest, AReclaimedJobsWorkDirsAndVolumeMakeACompleteSnapsho
   EXPECT_EQ(s->id(), id);
   EXPECT_EQ(s->spec().idle_timeout_s(), 60);
   state_->jobs().BeginStop(rec, JobState::kCancelled, "reclaimed: idle for 61 s");
-  std::vector<DesiredRank> desired = state_->DesiredFor(node);
+  std::vector<DesiredRank> desired = ClusterAgents::DesiredFor(*state_, node);
   ASSERT_EQ(desired.size(), 1u);
   EXPECT_EQ(desired[0].snapshot_key, key);
   EXPECT_TRUE(desired[0].terminate);

@@ -4,7 +4,6 @@
 #include "common/logging.h"
 #include "common/status.h"
 #include "coordinator/health/heartbeat_pace.h"
-#include "coordinator/health/report_placement.h"
 
 namespace athanor::coord {
 namespace {
@@ -64,75 +63,6 @@ absl::StatusOr<JobRecord> ClusterState::CancelJob(const std::string& id) {
   ASSIGN_OR_RETURN(JobRecord job, jobs_.Cancel(id));
   ScheduleInline();
   return jobs_.Find(id) != nullptr ? *jobs_.Find(id) : job;
-}
-
-absl::StatusOr<JobRecord> ClusterState::NoteActivity(const std::string& id,
-                                                     const std::string& signal,
-                                                     const std::string& detail) {
-  JobRecord* job = jobs_.Mutable(id);
-  if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", id));
-  if (!job->spec.interactive || job->state != JobState::kRunning || job->stopping) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("job ", id, " is not a running interactive instance"));
-  }
-  accounts_.MarkActive(job, clock_.UnixNow(), signal, detail);
-  log_.MarkJob(job->seq);
-  return *job;
-}
-
-absl::Status ClusterState::RegisterNode(const NodeRecord& node,
-                                        const std::vector<RankReport>& reported) {
-  const std::vector<RankReport> ranks = PlacedOn(node.name, reported);
-  RETURN_IF_ERROR(nodes_.Register(node, ranks));
-  jobs_.ApplyReports(ranks);
-  // Ranks that ran here but that the agent no longer knows are lost.
-  for (int64_t seq : std::set<int64_t>(jobs_.active())) {
-    JobRecord* job = jobs_.Mutable(std::to_string(seq));
-    if (job == nullptr || job->stopping) continue;
-    for (const RankPlacement& p : job->allocation) {
-      const RankStatus& st = job->ranks[p.rank];
-      if (p.node != node.name || !st.started || st.exited) continue;
-      if (!nodes_.Runs(node.name, {job->id, job->attempt, p.rank})) {
-        jobs_.FailAttempt(job, absl::StrCat("rank ", p.rank, " on node ", node.name,
-                                            " was lost (its agent restarted)"));
-        break;
-      }
-    }
-  }
-  volumes().NodeLost(node.name, "its agent registered again");  // a restarted agent's copies are gone
-  ScheduleInline();
-  return absl::OkStatus();
-}
-
-bool ClusterState::Heartbeat(const std::string& node, uint64_t known_generation,
-                             const std::vector<RankReport>& reported, bool health_ok,
-                             const std::string& health_message) {
-  const uint64_t marks = log_.mark_count();
-  const std::vector<RankReport> ranks = PlacedOn(node, reported);
-  NodeTable::Beat beat = nodes_.Heartbeat(node, known_generation, ranks, health_ok);
-  if (beat == NodeTable::Beat::kUnregistered) return false;
-  if (beat == NodeTable::Beat::kHealthFailed) {
-    std::string msg = health_message.size() > 512 ? health_message.substr(0, 512) : health_message;
-    ATHANOR_LOG(WARNING) << "node " << node << " failed its health check: " << msg;
-    // The node exists (it just heartbeated): draining it cannot fail.
-    if (absl::Status s =
-            admin().DrainNode(node, Duration::zero(), absl::StrCat("health check failed: ", msg)).status();
-        !s.ok()) {
-      ATHANOR_LOG(ERROR) << s;
-    }
-  }
-  jobs_.ApplyReports(ranks);
-  ObserveProgress(node, ranks);
-  jobs_.SettleAll();
-  // A heartbeat that changed nothing cannot let a job start: deferred
-  // scheduling skips it (at 10,000 nodes most heartbeats are such).
-  if (options_.schedule_inline || log_.mark_count() != marks) ScheduleInline();
-  return true;
-}
-
-std::vector<RankReport> ClusterState::PlacedOn(const std::string& node,
-                                               const std::vector<RankReport>& reports) const {
-  return PlacedReports(node, reports, [this](const std::string& id) { return jobs_.Find(id); });
 }
 
 void ClusterState::Tick() {
@@ -208,18 +138,6 @@ absl::StatusOr<WhyResult> ClusterState::Why(const std::string& id) const {
     if (!job->reason.empty()) out.reasons.push_back(job->reason);
   } else {
     out.reasons.push_back(job->reason.empty() ? JobStateName(job->state) : job->reason);
-  }
-  return out;
-}
-
-std::vector<DesiredRank> ClusterState::DesiredFor(const std::string& node) const {
-  std::vector<DesiredRank> out;
-  for (const std::string& id : nodes_.JobsOn(node)) {
-    const JobRecord* job = jobs_.Find(id);
-    if (job == nullptr || !job->allocated) continue;
-    const size_t first = out.size();
-    launcher_.AppendDesired(*job, node, &out);
-    for (size_t i = first; i < out.size(); ++i) ClusterSnapshots::Annotate(*this, *job, &out[i]);
   }
   return out;
 }

@@ -11,7 +11,9 @@
 //   UploadHolds      requeued jobs waiting for a checkpoint upload (upload_holds.h)
 //   OwedStores       requeued jobs' volume stores still owed (owed_stores.h)
 //   sched::Scheduler placement and policy (scheduler/)
-// and runs the operations that span several of them. Each operation changes
+// and runs the operations that span several of them; groups of those are
+// facets in files of their own (agents(), checkpoints(), admin(), billing(),
+// volumes(), snapshots(), images()), friends of this class. Each operation changes
 // records in memory and marks them; the owner (CoordinatorCore) takes them
 // with TakeChanges(), makes them durable, and only then lets agents see the
 // desired sets of the nodes whose generation moved. Time comes from the
@@ -31,7 +33,9 @@
 #include "coordinator/checkpoints/upload_holds.h"
 #include "coordinator/core/attempt_launcher.h"
 #include "coordinator/core/cluster_admin.h"
+#include "coordinator/core/cluster_agents.h"
 #include "coordinator/core/cluster_billing.h"
+#include "coordinator/core/cluster_checkpoints.h"
 #include "coordinator/core/cluster_snapshots.h"
 #include "coordinator/core/cluster_volumes.h"
 #include "coordinator/core/cluster_images.h"
@@ -66,43 +70,24 @@ class ClusterState {
   absl::StatusOr<SubmitResult> SubmitJob(const JobSpec& spec, const std::string& key = "",
                                          int32_t max_pending = 0);
   absl::StatusOr<JobRecord> CancelJob(const std::string& id);
-  // Use of a running interactive instance seen outside agents' reports (a
-  // shell's input, `athanor alloc --keep`): its idle clock starts over, and
-  // the job is written so the signal is durable. NotFound for an unknown
-  // job, FailedPrecondition for one that is not a running interactive one.
-  absl::StatusOr<JobRecord> NoteActivity(const std::string& id, const std::string& signal,
-                                         const std::string& detail);
-  // An agent (re)registers, reporting every rank it runs or saw exit. Ranks
-  // placed there that the agent no longer knows are lost. Here and in
-  // Heartbeat, only reports of ranks placed on `node` in their job's current
-  // attempt count; others are logged and ignored (report_placement.h).
-  absl::Status RegisterNode(const NodeRecord& node, const std::vector<RankReport>& ranks);
-  // False when the node must register first. A failed health check drains
-  // the node with `health_message` as reason.
-  bool Heartbeat(const std::string& node, uint64_t known_generation,
-                 const std::vector<RankReport>& ranks, bool health_ok = true,
-                 const std::string& health_message = "");
+  // (Use of an interactive instance seen outside agents' reports, a shell's
+  // input or `athanor alloc --keep`, is jobs().NoteActivity.)
+
   // Heartbeat timeouts, stop completion, idle reclaim, and a scheduling pass.
   void Tick();
   // One scheduling pass; its decisions are applied (attempts start, victims
   // are preempted). Returns how many decisions it made.
   size_t Schedule();
 
-  // ---- checkpoints (cluster_state_uploads.cc)
-  // The newest committed step (jobs().ReportCheckpoint); a job waiting for
-  // that step to upload may start now.
-  absl::Status ReportCheckpoint(const std::string& id, int64_t step, int64_t commit_unix);
-  // A node checkpoint service took over (`failed` false) or failed to upload
-  // (`failed` true) rank `rank`'s shard of `step`. While a step newer than
-  // the committed one is in flight, the job's next attempt waits for it
-  // (checkpoint_uploads.h). NotFound for an unknown job.
-  absl::Status ReportShardUpload(const std::string& id, int32_t attempt, int64_t step,
-                                 int32_t rank, int32_t world_size, bool failed, const std::string& error);
-
   // Deferred scheduling (StateOptions::schedule_inline off): whether an
   // operation since the last call may have let a job start.
   bool TakePassWanted() { return std::exchange(pass_wanted_, false); }
 
+  // ---- agents: registration, heartbeats (cluster_agents.h); the ranks a
+  // node should run is ClusterAgents::DesiredFor over a const state.
+  ClusterAgents agents() { return ClusterAgents(*this); }
+  // ---- checkpoints: committed steps, shard uploads (cluster_checkpoints.h).
+  ClusterCheckpoints checkpoints() { return ClusterCheckpoints(*this); }
   // ---- admin: draining, quotas (cluster_admin.h); preempting a job by hand
   // is jobs().Preempt.
   ClusterAdmin admin() { return ClusterAdmin(*this); }
@@ -118,10 +103,12 @@ class ClusterState {
   // ---- images: records, resolution at submit (cluster_images.h); its reads
   // are ClusterImages' static functions over a const state.
   ClusterImages images() { return ClusterImages(*this); }
+
+  // Why a job is where it is: a pending job's reasons and queue position, a
+  // stopping one's reason (and SIGKILL time when preempted), a placed one's
+  // nodes. NotFound for an unknown id.
   absl::StatusOr<WhyResult> Why(const std::string& id) const;
 
-  // The ranks `node` should run now. Empty for unknown nodes.
-  std::vector<DesiredRank> DesiredFor(const std::string& node) const;
   // The generations of the nodes' desired sets (ChangeLog::NodeGeneration,
   // ChangeLog::generation).
   const ChangeLog& log() const { return log_; }
@@ -136,6 +123,8 @@ class ClusterState {
 
  private:
   friend class ClusterAdmin;  // facets of this class's interface
+  friend class ClusterAgents;
+  friend class ClusterCheckpoints;
   friend class ClusterBilling;
   friend class ClusterVolumes;
   friend class ClusterSnapshots;
@@ -146,9 +135,6 @@ class ClusterState {
   // drains repeat suspects and refreshes straggler flags.
   void ObserveProgress(const std::string& node, const std::vector<RankReport>& ranks);
   void CheckHangs();
-  // The reports of `reports` that `node` may make (report_placement.h).
-  std::vector<RankReport> PlacedOn(const std::string& node,
-                                   const std::vector<RankReport>& reports) const;
   // A job with move_off_stragglers leaves the node of a newly flagged rank:
   // stopped as a preemption, requeued avoiding that node (when enough others
   // could host it).

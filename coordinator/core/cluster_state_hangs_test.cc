@@ -26,7 +26,7 @@ class ClusterHangTest : public ::testing::Test {
       n.name = name;
       n.host = name;
       n.inventory.gpus = 1;
-      ASSERT_TRUE(state_->RegisterNode(n, {}).ok());
+      ASSERT_TRUE(state_->agents().Register(n, {}).ok());
     }
   }
   // One heartbeat per node with each desired rank's page; the rank placed on
@@ -34,14 +34,14 @@ class ClusterHangTest : public ::testing::Test {
   void Beat(int64_t step, const std::string& stuck_node, int64_t stuck_step) {
     for (const char* node : {"node-a", "node-b"}) {
       std::vector<RankReport> reports;
-      for (const DesiredRank& d : state_->DesiredFor(node)) {
+      for (const DesiredRank& d : ClusterAgents::DesiredFor(*state_, node)) {
         bool stuck = node == stuck_node;
         RankReport r = ProgressReport(d.job_id, d.attempt, d.rank, stuck ? stuck_step : step,
                               stuck ? stuck_step : step, stuck ? 0 : step, stuck && stop_stuck_);
         if (d.terminate) r.phase = RankPhase::kExited;
         reports.push_back(r);
       }
-      ASSERT_TRUE(state_->Heartbeat(node, state_->log().generation(), reports));
+      ASSERT_TRUE(state_->agents().Heartbeat(node, state_->log().generation(), reports));
     }
     state_->Tick();
   }
@@ -82,7 +82,7 @@ TEST_F(ClusterHangTest, HungAttemptIsRequeuedWithStacksAndRepeatSuspectDrained) 
   EXPECT_EQ(job->hang.rank, 1);
   EXPECT_DOUBLE_EQ(job->hang.stalled_s, 30);
   EXPECT_EQ(job->hang.node, stuck);
-  for (const DesiredRank& d : state_->DesiredFor(stuck)) {
+  for (const DesiredRank& d : ClusterAgents::DesiredFor(*state_, stuck)) {
     EXPECT_TRUE(d.terminate);
     EXPECT_TRUE(d.capture_stacks);
     EXPECT_EQ(d.kill_after_ms, 15000);
@@ -94,7 +94,7 @@ TEST_F(ClusterHangTest, HungAttemptIsRequeuedWithStacksAndRepeatSuspectDrained) 
   EXPECT_EQ(job->attempt, 2);
   EXPECT_EQ(job->restarts, 1);
   EXPECT_EQ(job->hang.attempt, 1);  // kept for `athanor job` after the restart
-  for (const DesiredRank& d : state_->DesiredFor(job->allocation[0].node)) {
+  for (const DesiredRank& d : ClusterAgents::DesiredFor(*state_, job->allocation[0].node)) {
     EXPECT_FALSE(d.capture_stacks);
   }
   EXPECT_FALSE(state_->nodes().Get(stuck)->drain);
@@ -162,7 +162,7 @@ class StragglerMoveTest : public ::testing::Test {
       n.name = name;
       n.host = name;
       n.inventory.gpus = 1;
-      ASSERT_TRUE(state_->RegisterNode(n, {}).ok());
+      ASSERT_TRUE(state_->agents().Register(n, {}).ok());
     }
     JobSpec spec;
     spec.nodes = 2;
@@ -179,13 +179,13 @@ class StragglerMoveTest : public ::testing::Test {
     clock_.Advance(Seconds(1));
     for (const std::string& node : nodes_) {
       std::vector<RankReport> reports;
-      for (const DesiredRank& d : state_->DesiredFor(node)) {
+      for (const DesiredRank& d : ClusterAgents::DesiredFor(*state_, node)) {
         RankReport r = ProgressReport(d.job_id, d.attempt, d.rank, step, step);
         r.progress.step_compute_ms = node == slow_node ? 200 : 100;
         if (d.terminate) r.phase = RankPhase::kExited;
         reports.push_back(r);
       }
-      ASSERT_TRUE(state_->Heartbeat(node, state_->log().generation(), reports));
+      ASSERT_TRUE(state_->agents().Heartbeat(node, state_->log().generation(), reports));
     }
     state_->Tick();
   }

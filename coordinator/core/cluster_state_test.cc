@@ -14,7 +14,7 @@ class ClusterStateTest : public ::testing::Test {
       n.host = std::string("host-") + name;
       n.agent_address = "127.0.0.1:1";
       n.inventory.gpus = 2;
-      EXPECT_TRUE(state_.RegisterNode(n, {}).ok());
+      EXPECT_TRUE(state_.agents().Register(n, {}).ok());
     }
   }
   static StateOptions Options() {
@@ -46,7 +46,7 @@ class ClusterStateTest : public ::testing::Test {
   }
   // Every rank of the job's attempt on `node`, as its agent would report it.
   void HeartbeatAll(const std::string& node, std::vector<RankReport> reports) {
-    EXPECT_TRUE(state_.Heartbeat(node, state_.log().generation(), reports));
+    EXPECT_TRUE(state_.agents().Heartbeat(node, state_.log().generation(), reports));
   }
 
   FakeClock clock_;
@@ -62,7 +62,7 @@ TEST_F(ClusterStateTest, PlacesGangAndBuildsEnvContract) {
   EXPECT_EQ(job->attempt, 1);
   EXPECT_EQ(job->master_addr, "host-n1");
   EXPECT_EQ(job->master_port, 30000);
-  std::vector<DesiredRank> n2 = state_.DesiredFor("n2");
+  std::vector<DesiredRank> n2 = ClusterAgents::DesiredFor(state_, "n2");
   ASSERT_EQ(n2.size(), 2u);
   EXPECT_EQ(n2[1].rank, 3);
   EXPECT_EQ(n2[1].env.at("RANK"), "3");
@@ -144,7 +144,7 @@ TEST_F(ClusterStateTest, AllExitZeroSucceeds) {
   const JobRecord* job = state_.jobs().Find("1");
   EXPECT_EQ(job->state, JobState::kSucceeded);
   EXPECT_FALSE(job->allocated);
-  EXPECT_TRUE(state_.DesiredFor("n1").empty());
+  EXPECT_TRUE(ClusterAgents::DesiredFor(state_, "n1").empty());
   EXPECT_EQ(job->ranks[3].exited, true);
   EXPECT_EQ(job->ranks[3].exit_code, 0);
 }
@@ -155,7 +155,7 @@ TEST_F(ClusterStateTest, NonZeroExitTerminatesOthersThenFails) {
   const JobRecord* job = state_.jobs().Find("1");
   EXPECT_TRUE(job->stopping);
   EXPECT_EQ(job->state, JobState::kStarting);
-  std::vector<DesiredRank> d = state_.DesiredFor("n2");
+  std::vector<DesiredRank> d = ClusterAgents::DesiredFor(state_, "n2");
   ASSERT_EQ(d.size(), 2u);
   EXPECT_TRUE(d[0].terminate);
   EXPECT_EQ(d[0].kill_after_ms, 1234);
@@ -170,7 +170,7 @@ TEST_F(ClusterStateTest, NonZeroExitTerminatesOthersThenFails) {
   EXPECT_EQ(job->ranks[1].exit_code, 3);
   EXPECT_EQ(job->ranks[0].exit_code, 143);
   EXPECT_FALSE(job->allocated);
-  EXPECT_TRUE(state_.DesiredFor("n1").empty());
+  EXPECT_TRUE(ClusterAgents::DesiredFor(state_, "n1").empty());
 }
 
 // Rank 1 is SIGKILLed; rank 0 exits on its dead peer, and its node reports
@@ -222,7 +222,7 @@ TEST_F(ClusterStateTest, RequeuesWhileRestartsRemain) {
   EXPECT_EQ(job->attempt, 2);
   EXPECT_EQ(job->restarts, 1);
   EXPECT_EQ(job->master_port, 30001);  // a new port per attempt
-  std::vector<DesiredRank> d = state_.DesiredFor(job->allocation[0].node);
+  std::vector<DesiredRank> d = ClusterAgents::DesiredFor(state_, job->allocation[0].node);
   ASSERT_EQ(d.size(), 2u);
   EXPECT_EQ(d[0].attempt, 2);
   EXPECT_EQ(d[0].env.at("ATHANOR_ATTEMPT"), "2");
@@ -286,7 +286,7 @@ TEST_F(ClusterStateTest, RefusesJobsThatCanNeverFitAndBadSpecs) {
 TEST_F(ClusterStateTest, CancelStopsRunningJob) {
   ASSERT_TRUE(state_.SubmitJob(Spec(1, 1)).ok());
   ASSERT_TRUE(state_.CancelJob("1").ok());
-  EXPECT_TRUE(state_.DesiredFor("n1")[0].terminate);
+  EXPECT_TRUE(ClusterAgents::DesiredFor(state_, "n1")[0].terminate);
   HeartbeatAll("n1", {Report("1", 1, 0, RankPhase::kExited, 143)});
   EXPECT_EQ(state_.jobs().Find("1")->state, JobState::kCancelled);
   EXPECT_EQ(state_.CancelJob("99").status().code(), absl::StatusCode::kNotFound);
@@ -302,13 +302,14 @@ TEST_F(ClusterStateTest, RestoreKeepsRunningAttemptAndReconcilesOnRegister) {
   ClusterState restarted(Options(), &clock_);
   restarted.Restore(jobs, nodes);
   EXPECT_EQ(restarted.nodes().Get("n1")->state, NodeState::kUnknown);
-  EXPECT_FALSE(restarted.Heartbeat("n1", 0, {}));  // must re-register first
+  EXPECT_FALSE(restarted.agents().Heartbeat("n1", 0, {}));  // must re-register first
   NodeRecord n1 = *restarted.nodes().Get("n1");
-  ASSERT_TRUE(restarted.RegisterNode(n1, {Report("1", 1, 0, RankPhase::kRunning),
+  ASSERT_TRUE(restarted.agents().Register(n1, {Report("1", 1, 0, RankPhase::kRunning),
                                           Report("1", 1, 1, RankPhase::kExited, 0)}).ok());
   EXPECT_EQ(restarted.jobs().Find("1")->state, JobState::kRunning);
   EXPECT_FALSE(restarted.jobs().Find("1")->stopping);
-  EXPECT_TRUE(restarted.Heartbeat("n1", restarted.log().generation(), {Report("1", 1, 0, RankPhase::kExited, 0)}));
+  EXPECT_TRUE(restarted.agents().Heartbeat("n1", restarted.log().generation(),
+                                           {Report("1", 1, 0, RankPhase::kExited, 0)}));
   EXPECT_EQ(restarted.jobs().Find("1")->state, JobState::kSucceeded);
   EXPECT_EQ(restarted.jobs().Find("1")->attempt, 1);
 }
@@ -331,7 +332,7 @@ TEST_F(ClusterStateTest, RestoredAttemptKeepsItsExactStartForTheMinimumRunTime) 
   restarted.Restore(jobs, nodes);
   for (const NodeRecord& n : nodes) {
     const int first = n.name == "n1" ? 0 : 2;
-    ASSERT_TRUE(restarted.RegisterNode(n, {Report("1", 1, first, RankPhase::kRunning),
+    ASSERT_TRUE(restarted.agents().Register(n, {Report("1", 1, first, RankPhase::kRunning),
                                            Report("1", 1, first + 1, RankPhase::kRunning)}).ok());
   }
   JobSpec high = Spec(1, 2);
@@ -348,7 +349,7 @@ TEST_F(ClusterStateTest, RestartedAgentLosesRanks) {
   ASSERT_TRUE(state_.SubmitJob(Spec(1, 1)).ok());
   HeartbeatAll("n1", {Report("1", 1, 0, RankPhase::kRunning)});
   NodeRecord n1 = *state_.nodes().Get("n1");
-  ASSERT_TRUE(state_.RegisterNode(n1, {}).ok());  // the agent came back empty-handed
+  ASSERT_TRUE(state_.agents().Register(n1, {}).ok());  // the agent came back empty-handed
   HeartbeatAll("n1", {});
   const JobRecord* job = state_.jobs().Find("1");
   EXPECT_EQ(job->state, JobState::kFailed);

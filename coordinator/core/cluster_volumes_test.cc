@@ -35,7 +35,7 @@ class ClusterVolumesTest : public ::testing::Test {
       n.name = name;
       n.host = name;
       n.inventory.gpus = 1;
-      ASSERT_TRUE(state_->RegisterNode(n, {}).ok());
+      ASSERT_TRUE(state_->agents().Register(n, {}).ok());
     }
     ASSERT_TRUE(state_->volumes().Create("a", "data", kGiB, VolumeQuota{}).ok());
   }
@@ -90,7 +90,7 @@ TEST_F(ClusterVolumesTest, SubmitChecksTenantNodesAndOneWriter) {
   ASSERT_TRUE(state_->CancelJob(w->job_id).ok());
   ASSERT_TRUE(state_->CancelJob(r->job_id).ok());
   // Cancelled: stopping until its ranks are settled, then no longer a user.
-  for (const char* node : {"n1", "n2"}) ASSERT_TRUE(state_->Heartbeat(node, state_->log().generation(), {}));
+  for (const char* node : {"n1", "n2"}) ASSERT_TRUE(state_->agents().Heartbeat(node, state_->log().generation(), {}));
   EXPECT_EQ(Job(w->job_id).state, JobState::kCancelled);
   absl::StatusOr<rpc::Volume> gone = state_->volumes().Remove("a", "data");
   ASSERT_TRUE(gone.ok()) << gone.status();
@@ -103,7 +103,7 @@ TEST_F(ClusterVolumesTest, AgentsFetchAndStoreOnlyForTheirPlacedMounts) {
   const std::string job = w->job_id;
   const std::string node = Job(job).allocation.at(0).node;
   const std::string other = node == "n1" ? "n2" : "n1";
-  std::vector<DesiredRank> desired = state_->DesiredFor(node);
+  std::vector<DesiredRank> desired = ClusterAgents::DesiredFor(*state_, node);
   ASSERT_EQ(desired.size(), 1u);
   EXPECT_EQ(desired[0].volumes, (std::vector<VolumeMount>{{"data", "/data", false}}));
 
@@ -167,17 +167,17 @@ class OwedStoreTest : public ClusterVolumesTest {
     absl::StatusOr<SubmitResult> w = Submit("a", 1, {{"data", "/data", false}});
     EXPECT_TRUE(w.ok()) << w.status();
     *node = Job(w->job_id).allocation.at(0).node;
-    const DesiredRank d = state_->DesiredFor(*node).at(0);
-    EXPECT_TRUE(state_->Heartbeat(*node, state_->log().generation(), {ReportOf(d)}));
+    const DesiredRank d = ClusterAgents::DesiredFor(*state_, *node).at(0);
+    EXPECT_TRUE(state_->agents().Heartbeat(*node, state_->log().generation(), {ReportOf(d)}));
     EXPECT_TRUE(state_->jobs().Preempt(w->job_id, Seconds(10)).ok());
-    EXPECT_TRUE(state_->Heartbeat(*node, state_->log().generation(), {ReportOf(d, RankPhase::kExited)}));
+    EXPECT_TRUE(state_->agents().Heartbeat(*node, state_->log().generation(), {ReportOf(d, RankPhase::kExited)}));
     return w->job_id;
   }
   // Lets `seconds` pass with `nodes` heartbeating, then ticks.
   void Pass(int seconds, std::vector<std::string> nodes = {"n1", "n2"}) {
     for (int s = 0; s < seconds; ++s) {
       clock_.Advance(Seconds(1));
-      for (const std::string& n : nodes) ASSERT_TRUE(state_->Heartbeat(n, state_->log().generation(), {}));
+      for (const std::string& n : nodes) ASSERT_TRUE(state_->agents().Heartbeat(n, state_->log().generation(), {}));
     }
     state_->Tick();
   }
@@ -213,12 +213,12 @@ TEST_F(OwedStoreTest, AStoreThatEndedBeforeTheRanksWereSeenToEndCounts) {
   absl::StatusOr<SubmitResult> w = Submit("a", 1, {{"data", "/data", false}});
   ASSERT_TRUE(w.ok()) << w.status();
   const std::string node = Job(w->job_id).allocation.at(0).node;
-  const DesiredRank d = state_->DesiredFor(node).at(0);
-  ASSERT_TRUE(state_->Heartbeat(node, state_->log().generation(), {ReportOf(d)}));
+  const DesiredRank d = ClusterAgents::DesiredFor(*state_, node).at(0);
+  ASSERT_TRUE(state_->agents().Heartbeat(node, state_->log().generation(), {ReportOf(d)}));
   ASSERT_TRUE(state_->jobs().Preempt(w->job_id, Seconds(10)).ok());
   // The agent stores as the rank ends, before its heartbeat says so.
   ASSERT_TRUE(state_->volumes().EndStore(node, w->job_id, 1, "data").ok());
-  ASSERT_TRUE(state_->Heartbeat(node, state_->log().generation(), {ReportOf(d, RankPhase::kExited)}));
+  ASSERT_TRUE(state_->agents().Heartbeat(node, state_->log().generation(), {ReportOf(d, RankPhase::kExited)}));
   EXPECT_EQ(Job(w->job_id).state, JobState::kStarting);
   EXPECT_EQ(Job(w->job_id).attempt, 2);
 }

@@ -143,7 +143,7 @@ void CoordinatorCore::SubmitJob(const JobSpec& spec, const std::string& key, Sub
 HeartbeatResult CoordinatorCore::ReplyLocked(const LongPolls::Poll& poll) {
   HeartbeatResult r;
   r.generation = state_.log().NodeGeneration(poll.node);
-  r.desired = state_.DesiredFor(poll.node);
+  r.desired = ClusterAgents::DesiredFor(state_, poll.node);
   r.held = absl::ToChronoNanoseconds(absl::Now() - poll.received);
   return r;
 }
@@ -157,8 +157,8 @@ void CoordinatorCore::Heartbeat(LongPolls::Id id, HeartbeatRequest req,
     absl::MutexLock lock(&mu_);
     if (shutdown_) {
       now.status = absl::UnavailableError("the coordinator is shutting down");
-    } else if (!state_.Heartbeat(req.node, req.known_generation, req.ranks, req.health_ok,
-                                 req.health_message)) {
+    } else if (!state_.agents().Heartbeat(req.node, req.known_generation, req.ranks, req.health_ok,
+                                          req.health_message)) {
       now.reregister = true;
     } else {
       state_.images().SetCached(req.node, std::move(req.cached_images));
@@ -244,20 +244,23 @@ void CoordinatorCore::ApplyAsync(const std::function<absl::Status(ClusterState&)
 
 void CoordinatorCore::RegisterNode(const NodeRecord& node, const std::vector<RankReport>& ranks,
                                    Done done) {
-  ApplyAsync([&](ClusterState& s) { return s.RegisterNode(node, ranks); }, std::move(done));
+  ApplyAsync([&](ClusterState& s) { return s.agents().Register(node, ranks); }, std::move(done));
 }
 
 void CoordinatorCore::ReportCheckpoint(const std::string& id, int64_t step, int64_t commit_unix,
                                        Done done) {
-  ApplyAsync([&](ClusterState& s) { return s.ReportCheckpoint(id, step, commit_unix); },
-             std::move(done));
+  ApplyAsync(
+      [&](ClusterState& s) { return s.checkpoints().ReportCheckpoint(id, step, commit_unix); },
+      std::move(done));
 }
 
 void CoordinatorCore::ReportShardUpload(const std::string& id, int32_t attempt, int64_t step,
                                         int32_t rank, int32_t world_size, bool failed,
                                         const std::string& error, Done done) {
   ApplyAsync(
-      [&](ClusterState& s) { return s.ReportShardUpload(id, attempt, step, rank, world_size, failed, error); },
+      [&](ClusterState& s) {
+        return s.checkpoints().ReportShardUpload(id, attempt, step, rank, world_size, failed, error);
+      },
       std::move(done));
 }
 

@@ -91,7 +91,7 @@ class CoordinatorCore {
   void RegisterNode(const NodeRecord& node, const std::vector<RankReport>& ranks, Done done);
   void ReportCheckpoint(const std::string& id, int64_t step, int64_t commit_unix, Done done);
   // A node checkpoint service took over, or failed to upload, a rank's shard
-  // (ClusterState::ReportShardUpload).
+  // (ClusterCheckpoints::ReportShardUpload).
   void ReportShardUpload(const std::string& id, int32_t attempt, int64_t step, int32_t rank,
                          int32_t world_size, bool failed, const std::string& error, Done done);
 

@@ -25,7 +25,7 @@ absl::StatusOr<JobRecord> CoreCommands::CancelJob(const std::string& id) {
 
 absl::StatusOr<JobRecord> CoreCommands::NoteActivity(const std::string& id, const std::string& signal,
                                                     const std::string& detail) {
-  return Run<JobRecord>(core_, [&](ClusterState& s) { return s.NoteActivity(id, signal, detail); });
+  return Run<JobRecord>(core_, [&](ClusterState& s) { return s.jobs().NoteActivity(id, signal, detail); });
 }
 
 absl::StatusOr<JobRecord> CoreCommands::PreemptJob(const std::string& id, Duration grace) {

@@ -23,7 +23,7 @@ class CoreCommands {
 
   // ClusterState::CancelJob.
   absl::StatusOr<JobRecord> CancelJob(const std::string& id);
-  // ClusterState::NoteActivity ("shell", "keep", ...).
+  // JobLifecycle::NoteActivity ("shell", "keep", ...).
   absl::StatusOr<JobRecord> NoteActivity(const std::string& id, const std::string& signal,
                                          const std::string& detail);
   // JobLifecycle::Preempt: by hand, with `grace` (0: the job's own).

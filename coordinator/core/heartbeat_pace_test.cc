@@ -41,7 +41,7 @@ TEST(HeartbeatPaceTest, SilentNodeGoesDownAfterTheStretchedTimeoutOnly) {
     n.name = name;
     n.host = name;
     n.inventory.gpus = 1;
-    ASSERT_TRUE(state.RegisterNode(n, {}).ok());
+    ASSERT_TRUE(state.agents().Register(n, {}).ok());
   }
   state.Tick();
   EXPECT_EQ(pace.nodes(), 3);
@@ -49,12 +49,12 @@ TEST(HeartbeatPaceTest, SilentNodeGoesDownAfterTheStretchedTimeoutOnly) {
   EXPECT_EQ(pace.Timeout(), Seconds(30));
   for (int s = 0; s < 29; ++s) {
     clock.Advance(Seconds(1));
-    ASSERT_TRUE(state.Heartbeat("n1", state.log().generation(), {}));
+    ASSERT_TRUE(state.agents().Heartbeat("n1", state.log().generation(), {}));
     state.Tick();
   }
   EXPECT_EQ(state.nodes().Get("n2")->state, NodeState::kUp);  // silent 29 s
   clock.Advance(Seconds(2));
-  ASSERT_TRUE(state.Heartbeat("n1", state.log().generation(), {}));
+  ASSERT_TRUE(state.agents().Heartbeat("n1", state.log().generation(), {}));
   state.Tick();
   EXPECT_EQ(state.nodes().Get("n2")->state, NodeState::kDown);  // silent 31 s
   EXPECT_EQ(state.nodes().Get("n3")->state, NodeState::kDown);

@@ -30,7 +30,7 @@ class IdleSignalsTest : public ::testing::Test {
       n.name = name;
       n.host = name;
       n.inventory.gpus = 2;
-      ASSERT_TRUE(state_->RegisterNode(n, {}).ok());
+      ASSERT_TRUE(state_->agents().Register(n, {}).ok());
     }
   }
   std::string Submit(Fill fill) {
@@ -50,12 +50,12 @@ class IdleSignalsTest : public ::testing::Test {
     const double t = t_;
     for (const char* node : {"n1", "n2"}) {
       std::vector<RankReport> reports;
-      for (const DesiredRank& d : state_->DesiredFor(node)) {
+      for (const DesiredRank& d : ClusterAgents::DesiredFor(*state_, node)) {
         reports.push_back(ReportOf(d));
         auto it = fills_.find(d.job_id);
         if (it != fills_.end()) it->second(t, &reports.back());
       }
-      ASSERT_TRUE(state_->Heartbeat(node, state_->log().generation(), reports));
+      ASSERT_TRUE(state_->agents().Heartbeat(node, state_->log().generation(), reports));
     }
     state_->Tick();
   }
@@ -150,7 +150,7 @@ TEST_F(IdleSignalsTest, KeepClearsTheWarningAndGivesOneMoreIdlePeriod) {
   for (int s = 0; s < 10; ++s) Step(1);
   ASSERT_TRUE(Job(id).idle_warned);
   Step(1);
-  absl::StatusOr<JobRecord> kept = state_->NoteActivity(id, "keep", "athanor alloc --keep");
+  absl::StatusOr<JobRecord> kept = state_->jobs().NoteActivity(id, "keep", "athanor alloc --keep");
   ASSERT_TRUE(kept.ok()) << kept.status();
   EXPECT_FALSE(kept->idle_warned);
   EXPECT_EQ(kept->reason, "");

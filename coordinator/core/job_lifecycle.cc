@@ -154,6 +154,19 @@ absl::StatusOr<JobRecord> JobLifecycle::Preempt(const std::string& id, Duration 
   return *job;
 }
 
+absl::StatusOr<JobRecord> JobLifecycle::NoteActivity(const std::string& id, const std::string& signal,
+                                                     const std::string& detail) {
+  JobRecord* job = Mutable(id);
+  if (job == nullptr) return absl::NotFoundError(absl::StrCat("no job ", id));
+  if (!job->spec.interactive || job->state != JobState::kRunning || job->stopping) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", id, " is not a running interactive instance"));
+  }
+  p_.accounts->MarkActive(job, p_.clock->UnixNow(), signal, detail);
+  Mark(*job);
+  return *job;
+}
+
 absl::Status JobLifecycle::ReportCheckpoint(const std::string& id, int64_t step,
                                             int64_t commit_unix) {
   JobRecord* job = Mutable(id);

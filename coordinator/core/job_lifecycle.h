@@ -85,6 +85,13 @@ class JobLifecycle {
   absl::StatusOr<JobRecord> Cancel(const std::string& id);
   // By an admin; FailedPrecondition unless the job is running.
   absl::StatusOr<JobRecord> Preempt(const std::string& id, Duration grace);
+  // Use of a running interactive instance seen outside agents' reports (a
+  // shell's input, `athanor alloc --keep`): its idle clock starts over
+  // (TenantAccounts::MarkActive), and the job is marked so the signal is
+  // durable. NotFound for an unknown job, FailedPrecondition for one that is
+  // not a running interactive one.
+  absl::StatusOr<JobRecord> NoteActivity(const std::string& id, const std::string& signal,
+                                         const std::string& detail);
   // The newest committed checkpoint step; older steps are ignored.
   absl::Status ReportCheckpoint(const std::string& id, int64_t step, int64_t commit_unix);
 

@@ -58,7 +58,7 @@ class JobNetworkStateTest : public ::testing::Test {
       n.name = name;
       n.host = absl::StrCat("192.0.2.", name[1] - '0');
       n.inventory.gpus = 1;
-      ASSERT_TRUE(state_->RegisterNode(n, {}).ok());
+      ASSERT_TRUE(state_->agents().Register(n, {}).ok());
     }
   }
   std::string Submit(int32_t nodes) {
@@ -83,7 +83,7 @@ TEST_F(JobNetworkStateTest, EachAttemptGetsItsOwnSlash24AndItsRanksSeeEveryPeer)
   EXPECT_EQ(jb.network_subnet, "10.64.1.0");
   EXPECT_EQ(ja.master_addr, "10.64.0.1");
   const std::string node1 = ja.allocation[1].node;
-  std::vector<DesiredRank> desired = state_->DesiredFor(node1);
+  std::vector<DesiredRank> desired = ClusterAgents::DesiredFor(*state_, node1);
   ASSERT_EQ(desired.size(), 1u);
   const DesiredRank& d = desired[0];
   EXPECT_EQ(d.env.at("MASTER_ADDR"), "10.64.0.1");
@@ -107,7 +107,7 @@ TEST_F(JobNetworkStateTest, EachAttemptGetsItsOwnSlash24AndItsRanksSeeEveryPeer)
     r.exit_code = 143;
     r.signal = 15;
     r.signal_from_agent = true;
-    ASSERT_TRUE(state_->Heartbeat(p.node, state_->log().generation(), {r}));
+    ASSERT_TRUE(state_->agents().Heartbeat(p.node, state_->log().generation(), {r}));
   }
   ASSERT_EQ(state_->jobs().Find(a)->state, JobState::kCancelled);
   const std::string c = Submit(2);
@@ -121,7 +121,7 @@ TEST_F(JobNetworkStateTest, ARestartedCoordinatorHoldsTheLiveAttemptsSlash24sAga
   for (const NodeView& v : state_->nodes().Views()) nodes.push_back(v.record);
   ClusterState restarted(Options(), &clock_);
   restarted.Restore(jobs, nodes);
-  for (const NodeRecord& n : nodes) ASSERT_TRUE(restarted.RegisterNode(n, {}).ok());
+  for (const NodeRecord& n : nodes) ASSERT_TRUE(restarted.agents().Register(n, {}).ok());
   JobSpec s;
   s.nodes = 2;
   s.gpus_per_node = 1;
@@ -137,7 +137,7 @@ TEST_F(JobNetworkStateTest, AnAttemptPlacedWithEverySlash24HeldIsToldThereIsNone
   const std::string c = Submit(2);  // both /24s are held
   const JobRecord& jc = *state_->jobs().Find(c);
   EXPECT_EQ(jc.network_subnet, "none");
-  std::vector<DesiredRank> desired = state_->DesiredFor(jc.allocation[0].node);
+  std::vector<DesiredRank> desired = ClusterAgents::DesiredFor(*state_, jc.allocation[0].node);
   const DesiredRank* d = nullptr;
   for (const DesiredRank& r : desired) d = r.job_id == c ? &r : d;
   ASSERT_NE(d, nullptr);
@@ -152,7 +152,7 @@ TEST_F(JobNetworkStateTest, AttemptsPlacedWithoutANetworkRunOnWithoutOne) {
   n.name = "n1";
   n.host = "192.0.2.1";
   n.inventory.gpus = 1;
-  ASSERT_TRUE(plain.RegisterNode(n, {}).ok());
+  ASSERT_TRUE(plain.agents().Register(n, {}).ok());
   JobSpec s;
   s.nodes = 1;
   s.gpus_per_node = 1;
@@ -161,8 +161,8 @@ TEST_F(JobNetworkStateTest, AttemptsPlacedWithoutANetworkRunOnWithoutOne) {
   std::vector<JobRecord> jobs = {*plain.jobs().Find(id)};
   ClusterState restarted(Options(), &clock_);  // now with --job-network
   restarted.Restore(jobs, {n});
-  ASSERT_TRUE(restarted.RegisterNode(n, {}).ok());
-  std::vector<DesiredRank> desired = restarted.DesiredFor("n1");
+  ASSERT_TRUE(restarted.agents().Register(n, {}).ok());
+  std::vector<DesiredRank> desired = ClusterAgents::DesiredFor(restarted, "n1");
   ASSERT_EQ(desired.size(), 1u);
   EXPECT_FALSE(desired[0].network.has_value());
   EXPECT_EQ(desired[0].env.at("MASTER_ADDR"), "192.0.2.1");

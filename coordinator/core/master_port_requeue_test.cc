@@ -25,7 +25,7 @@ class MasterPortRequeueTest : public ::testing::Test {
       n.name = name;
       n.host = absl::StrCat("host-", name);
       n.inventory.gpus = 1;
-      ASSERT_TRUE(state_->RegisterNode(n, {}).ok());
+      ASSERT_TRUE(state_->agents().Register(n, {}).ok());
     }
     JobSpec s;
     s.nodes = 2;
@@ -42,7 +42,7 @@ class MasterPortRequeueTest : public ::testing::Test {
     return absl::StrCat("cannot serve the attempt's rendezvous: master port ", port, " is in use on this node");
   }
   void Beat(const std::string& node, std::vector<RankReport> reports) {
-    ASSERT_TRUE(state_->Heartbeat(node, state_->log().generation(), reports));
+    ASSERT_TRUE(state_->agents().Heartbeat(node, state_->log().generation(), reports));
   }
   RankReport Report(int rank, RankPhase phase) {
     RankReport r;
@@ -90,7 +90,7 @@ TEST_F(MasterPortRequeueTest, RequeuedWithoutARestartOnANewPortWithRankZeroElsew
       "where it can be, using no restart (1 of 3): rank 0 on node n1 exited with code 127: ", Taken(30000));
   EXPECT_EQ(Job().state, JobState::kPreempting);
   EXPECT_EQ(Job().stop_reason, why1);
-  std::vector<DesiredRank> n2 = state_->DesiredFor("n2");
+  std::vector<DesiredRank> n2 = ClusterAgents::DesiredFor(*state_, "n2");
   ASSERT_EQ(n2.size(), 1u);
   EXPECT_TRUE(n2[0].terminate);
   EXPECT_EQ(n2[0].kill_after_ms, 1000);

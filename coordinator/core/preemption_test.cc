@@ -24,7 +24,7 @@ class PreemptionTest : public ::testing::Test {
       n.name = name;
       n.host = name;
       n.inventory.gpus = 2;
-      ASSERT_TRUE(state_->RegisterNode(n, {}).ok());
+      ASSERT_TRUE(state_->agents().Register(n, {}).ok());
     }
   }
   static JobSpec Spec(int nodes, int gpus, const std::string& tenant = "t") {
@@ -39,16 +39,16 @@ class PreemptionTest : public ::testing::Test {
   void ReportAll(const std::string& job, RankPhase phase, double cpu = -1) {
     for (const char* node : {"n1", "n2"}) {
       std::vector<RankReport> reports;
-      for (const DesiredRank& d : state_->DesiredFor(node)) {
+      for (const DesiredRank& d : ClusterAgents::DesiredFor(*state_, node)) {
         if (d.job_id != job) continue;
         reports.push_back(ReportOf(d, phase));
         reports.back().cpu_seconds = cpu;
       }
       // Other jobs' ranks keep running.
-      for (const DesiredRank& d : state_->DesiredFor(node)) {
+      for (const DesiredRank& d : ClusterAgents::DesiredFor(*state_, node)) {
         if (d.job_id != job) reports.push_back(ReportOf(d));
       }
-      ASSERT_TRUE(state_->Heartbeat(node, state_->log().generation(), reports));
+      ASSERT_TRUE(state_->agents().Heartbeat(node, state_->log().generation(), reports));
     }
   }
   const JobRecord& Job(const std::string& id) { return *state_->jobs().Find(id); }
@@ -79,7 +79,7 @@ TEST_F(PreemptionTest, VictimGetsGraceAsKillDelayAndRequeuesWithoutRestart) {
   EXPECT_EQ(Job(l).state, JobState::kPreempting);
   EXPECT_EQ(Job(h).state, JobState::kPending);
   for (const char* node : {"n1", "n2"}) {
-    std::vector<DesiredRank> d = state_->DesiredFor(node);
+    std::vector<DesiredRank> d = ClusterAgents::DesiredFor(*state_, node);
     ASSERT_EQ(d.size(), 2u);
     for (const DesiredRank& r : d) {
       EXPECT_TRUE(r.terminate);
@@ -96,10 +96,10 @@ TEST_F(PreemptionTest, VictimGetsGraceAsKillDelayAndRequeuesWithoutRestart) {
   clock_.Advance(Seconds(30));
   for (const char* node : {"n1", "n2"}) {
     std::vector<RankReport> reports;
-    for (const DesiredRank& d : state_->DesiredFor(node)) {
+    for (const DesiredRank& d : ClusterAgents::DesiredFor(*state_, node)) {
       reports.push_back(ReportOf(d, RankPhase::kExited, 137, 9));
     }
-    ASSERT_TRUE(state_->Heartbeat(node, state_->log().generation(), reports));
+    ASSERT_TRUE(state_->agents().Heartbeat(node, state_->log().generation(), reports));
   }
   EXPECT_EQ(Job(l).state, JobState::kPending);
   EXPECT_EQ(Job(l).restarts, 0);
@@ -142,10 +142,10 @@ class UploadWaitTest : public PreemptionTest {
   std::string PreemptAfterHandOff() {
     std::string a = state_->SubmitJob(Spec(2, 2))->job_id;
     ReportAll(a, RankPhase::kRunning);
-    EXPECT_TRUE(state_->ReportCheckpoint(a, 10, 0).ok());
+    EXPECT_TRUE(state_->checkpoints().ReportCheckpoint(a, 10, 0).ok());
     EXPECT_TRUE(state_->jobs().Preempt(a, Seconds(10)).ok());
     for (int rank = 0; rank < 2; ++rank) {
-      EXPECT_TRUE(state_->ReportShardUpload(a, 1, 20, rank, 2, false, "").ok());
+      EXPECT_TRUE(state_->checkpoints().ReportShardUpload(a, 1, 20, rank, 2, false, "").ok());
     }
     ReportAll(a, RankPhase::kExited);
     return a;
@@ -155,7 +155,7 @@ class UploadWaitTest : public PreemptionTest {
     for (int s = 0; s < seconds; ++s) {
       clock_.Advance(Seconds(1));
       for (const char* node : {"n1", "n2"}) {
-        ASSERT_TRUE(state_->Heartbeat(node, state_->log().generation(), {}));
+        ASSERT_TRUE(state_->agents().Heartbeat(node, state_->log().generation(), {}));
       }
     }
     state_->Tick();
@@ -174,7 +174,7 @@ TEST_F(UploadWaitTest, TheRestartWaitsForTheNewerStepToCommit) {
   EXPECT_EQ(Job(a).state, JobState::kPending);
   EXPECT_TRUE(absl::EndsWith(state_->Why(a)->reasons[0], "; gives up in 595 s"))
       << state_->Why(a)->reasons[0];
-  ASSERT_TRUE(state_->ReportCheckpoint(a, 20, 0).ok());
+  ASSERT_TRUE(state_->checkpoints().ReportCheckpoint(a, 20, 0).ok());
   EXPECT_EQ(Job(a).state, JobState::kStarting);
   EXPECT_EQ(Job(a).attempt, 2);
   EXPECT_EQ(Job(a).committed_step, 20);
@@ -184,7 +184,7 @@ TEST_F(UploadWaitTest, AFailedUploadEndsTheWait) {
   Init(StateOptions());
   std::string a = PreemptAfterHandOff();
   EXPECT_EQ(Job(a).state, JobState::kPending);
-  ASSERT_TRUE(state_->ReportShardUpload(a, 1, 20, 1, 2, true, "store unreachable").ok());
+  ASSERT_TRUE(state_->checkpoints().ReportShardUpload(a, 1, 20, 1, 2, true, "store unreachable").ok());
   EXPECT_EQ(Job(a).state, JobState::kStarting);
   EXPECT_EQ(Job(a).committed_step, 10);  // resumes from the older step
 }
@@ -198,7 +198,7 @@ TEST_F(UploadWaitTest, ALostServiceHoldsTheJobNoLongerThanTheBound) {
   EXPECT_EQ(Job(a).state, JobState::kPending);
   Pass(1);
   EXPECT_EQ(Job(a).state, JobState::kStarting);
-  EXPECT_TRUE(absl::IsNotFound(state_->ReportShardUpload("nope", 1, 1, 0, 1, false, "")));
+  EXPECT_TRUE(absl::IsNotFound(state_->checkpoints().ReportShardUpload("nope", 1, 1, 0, 1, false, "")));
 }
 
 TEST_F(PreemptionTest, QuotaStaysExactThroughPreemptRequeueAndReadmit) {
@@ -261,7 +261,7 @@ TEST_F(PreemptionTest, IdleAllocationIsWarnedThenReclaimedBusyOneIsNot) {
                            "unless used (athanor alloc --keep " + i + ")");
   bool noticed = false;
   for (const char* node : {"n1", "n2"}) {
-    for (const DesiredRank& d : state_->DesiredFor(node)) {
+    for (const DesiredRank& d : ClusterAgents::DesiredFor(*state_, node)) {
       if (d.job_id == i) noticed = d.notice == Job(i).reason && d.archive_workdir;
     }
   }
@@ -293,7 +293,7 @@ TEST_F(PreemptionTest, GpuUtilisationDecidesIdlenessWhereMeasured) {
   auto report = [&](const std::string& job, double cpu_s, double gpu) {
     for (const char* node : {"n1", "n2"}) {
       std::vector<RankReport> reports;
-      for (const DesiredRank& d : state_->DesiredFor(node)) {
+      for (const DesiredRank& d : ClusterAgents::DesiredFor(*state_, node)) {
         RankReport r = ReportOf(d);
         if (d.job_id == job) {
           r.cpu_seconds = cpu_s;
@@ -301,7 +301,7 @@ TEST_F(PreemptionTest, GpuUtilisationDecidesIdlenessWhereMeasured) {
         }
         reports.push_back(r);
       }
-      ASSERT_TRUE(state_->Heartbeat(node, state_->log().generation(), reports));
+      ASSERT_TRUE(state_->agents().Heartbeat(node, state_->log().generation(), reports));
     }
   };
   for (int s = 0; s < 8; ++s) {

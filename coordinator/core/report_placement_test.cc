@@ -70,7 +70,7 @@ TEST(ReportPlacementTest, AnotherNodesRankReportedExitedIsNotApplied) {
     n.name = name;
     n.host = name;
     n.inventory.gpus = 1;
-    ASSERT_TRUE(state.RegisterNode(n, {}).ok());
+    ASSERT_TRUE(state.agents().Register(n, {}).ok());
   }
   JobSpec a;
   a.tenant = "alpha";
@@ -83,10 +83,10 @@ TEST(ReportPlacementTest, AnotherNodesRankReportedExitedIsNotApplied) {
   const std::string other = victim_node == "node-a" ? "node-b" : "node-a";
   RankReport running = Exited(victim, 1, 0);
   running.phase = RankPhase::kRunning;
-  ASSERT_TRUE(state.Heartbeat(victim_node, 0, {running}));
+  ASSERT_TRUE(state.agents().Heartbeat(victim_node, 0, {running}));
   ASSERT_EQ(state.jobs().Find(victim)->state, JobState::kRunning);
 
-  ASSERT_TRUE(state.Heartbeat(other, 0, {Exited(victim, 1, 0)}));
+  ASSERT_TRUE(state.agents().Heartbeat(other, 0, {Exited(victim, 1, 0)}));
   EXPECT_EQ(state.jobs().Find(victim)->state, JobState::kRunning);
   EXPECT_FALSE(state.jobs().Find(victim)->ranks[0].exited);
   EXPECT_EQ(state.jobs().Find(own)->state, JobState::kStarting);
@@ -95,10 +95,10 @@ TEST(ReportPlacementTest, AnotherNodesRankReportedExitedIsNotApplied) {
   again.name = other;
   again.host = other;
   again.inventory.gpus = 1;
-  ASSERT_TRUE(state.RegisterNode(again, {Exited(victim, 1, 0)}).ok());
+  ASSERT_TRUE(state.agents().Register(again, {Exited(victim, 1, 0)}).ok());
   EXPECT_EQ(state.jobs().Find(victim)->state, JobState::kRunning);
 
-  ASSERT_TRUE(state.Heartbeat(victim_node, 0, {Exited(victim, 1, 0)}));
+  ASSERT_TRUE(state.agents().Heartbeat(victim_node, 0, {Exited(victim, 1, 0)}));
   EXPECT_EQ(state.jobs().Find(victim)->state, JobState::kSucceeded);
 }
 

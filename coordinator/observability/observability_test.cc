@@ -65,7 +65,7 @@ absl::Status AddNode(ClusterState& state, const std::string& name) {
   n.agent_address = "127.0.0.1:1";
   n.inventory.gpus = 2;
   n.inventory.gpu_model = "H200";
-  return state.RegisterNode(n, {});
+  return state.agents().Register(n, {});
 }
 
 absl::Status Submit(ClusterState& state, const std::string& tenant, int32_t nodes, int32_t gpus_per_node) {

@@ -29,7 +29,7 @@ class CheckpointCommitService final : public rpc::CheckpointCommit::CallbackServ
                                                const rpc::ShardDurableRequest* req,
                                                rpc::ShardDurableResponse* resp) override;
   // A shard handed off to, or failed by, the service: recorded so that a
-  // requeued job waits for that step (ClusterState::ReportShardUpload).
+  // requeued job waits for that step (ClusterCheckpoints::ReportShardUpload).
   grpc::ServerUnaryReactor* ReportShardUpload(grpc::CallbackServerContext* ctx,
                                               const rpc::ShardUploadRequest* req,
                                               rpc::ShardUploadResponse* resp) override;

@@ -291,4 +291,13 @@ grpc::Status CoordinatorService::ListQuotas(grpc::ServerContext* ctx, const rpc:
   return grpc::Status::OK;
 }
 
+grpc::Status CoordinatorService::StateStatus(grpc::ServerContext* ctx, const rpc::StateStatusRequest*,
+                                             rpc::StateStatusResponse* resp) {
+  if (absl::StatusOr<Identity> who = Authorize(*ctx, "Coordinator.StateStatus"); !who.ok()) {
+    return ToGrpc(who.status());
+  }
+  if (!state_status_) return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "this coordinator reports no state status");
+  return ToGrpc(state_status_(resp));
+}
+
 }  // namespace athanor::coord

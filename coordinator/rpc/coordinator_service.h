@@ -10,6 +10,7 @@
 // ServiceSecurity are not owned and outlive the service.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "coordinator/auth/auth_policy.h"
@@ -28,8 +29,13 @@ namespace athanor::coord {
 class CoordinatorService final
     : public rpc::Coordinator::WithCallbackMethod_SubmitJob<rpc::Coordinator::Service> {
  public:
-  CoordinatorService(CoordinatorCore* core, ServiceSecurity security)
-      : core_(core), security_(security), logs_(security.agent_tls) {}
+  // What StateStatus answers: the backend, and on etcd the election and the
+  // cluster (main fills it; the core knows nothing of etcd). Called on a
+  // gRPC thread; may block on etcd for its calls' deadlines.
+  using StateStatusFn = std::function<absl::Status(rpc::StateStatusResponse*)>;
+
+  CoordinatorService(CoordinatorCore* core, ServiceSecurity security, StateStatusFn state_status = nullptr)
+      : core_(core), security_(security), logs_(security.agent_tls), state_status_(std::move(state_status)) {}
 
   grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* ctx,
                                       const rpc::SubmitJobRequest* req,
@@ -57,6 +63,9 @@ class CoordinatorService final
                         rpc::ListQuotasResponse* resp) override;
   grpc::Status ListQuotas(grpc::ServerContext*, const rpc::ListQuotasRequest* req,
                           rpc::ListQuotasResponse* resp) override;
+  // Admins only: where the state lives and who leads.
+  grpc::Status StateStatus(grpc::ServerContext*, const rpc::StateStatusRequest* req,
+                           rpc::StateStatusResponse* resp) override;
 
  private:
   // Authorizer::Check, and for a job, CheckOwner against its tenant.
@@ -67,6 +76,7 @@ class CoordinatorService final
   CoordinatorCore* const core_;
   const ServiceSecurity security_;
   AgentLogReader logs_;
+  const StateStatusFn state_status_;
 };
 
 }  // namespace athanor::coord

@@ -59,7 +59,7 @@ class ImagesServiceTest : public ::testing::Test {
       n.name = "n1";
       n.host = "n1";
       n.inventory.gpus = 2;
-      return s.RegisterNode(n, {});
+      return s.agents().Register(n, {});
     }).ok());
   }
   void TearDown() override { server_->Shutdown(); }
@@ -200,7 +200,7 @@ TEST_F(ImagesServiceTest, ServesAnImageToNodesOnlyWhileAJobRunsItAndRemovesItAft
   // The job was placed: it ends once its ranks are gone (none ever ran here).
   ASSERT_TRUE(core_->Write([&](ClusterState& st) -> absl::Status {
     std::vector<RankReport> exited;
-    for (const DesiredRank& d : st.DesiredFor("n1")) {
+    for (const DesiredRank& d : ClusterAgents::DesiredFor(st, "n1")) {
       RankReport r;
       r.job_id = d.job_id;
       r.attempt = d.attempt;
@@ -210,7 +210,7 @@ TEST_F(ImagesServiceTest, ServesAnImageToNodesOnlyWhileAJobRunsItAndRemovesItAft
       r.signal_from_agent = true;
       exited.push_back(r);
     }
-    st.Heartbeat("n1", st.log().generation(), exited);
+    st.agents().Heartbeat("n1", st.log().generation(), exited);
     return absl::OkStatus();
   }).ok());
   grpc::ClientContext rm2;

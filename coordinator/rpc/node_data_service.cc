@@ -22,7 +22,7 @@ bool NodeRunsImage(const ClusterState& state, const std::string& node, const std
     }
     return false;
   }
-  for (const DesiredRank& r : state.DesiredFor(node)) {
+  for (const DesiredRank& r : ClusterAgents::DesiredFor(state, node)) {
     if (r.image_digest == digest) return true;
   }
   return false;

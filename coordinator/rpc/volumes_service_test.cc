@@ -66,7 +66,7 @@ class VolumesServiceTest : public ::testing::Test {
       n.name = "n1";
       n.host = "n1";
       n.inventory.gpus = 2;
-      return s.RegisterNode(n, {});
+      return s.agents().Register(n, {});
     }).ok());
   }
   void As(grpc::ClientContext* c, const std::string& tenant) { c->AddMetadata("x-athanor-user", tenant); }

@@ -1,5 +1,6 @@
 #include "coordinator/store/group_commit.h"
 
+#include <algorithm>
 #include <map>
 #include <vector>
 
@@ -9,9 +10,17 @@
 
 namespace athanor::coord {
 
+size_t RecordCount(const Changes& c) {
+  return c.jobs.size() + c.nodes.size() + c.quotas.size() + c.prices.size() + c.plans.size() + c.ledger.size() +
+         c.images.size() + c.volumes.size() + c.snapshots.size();
+}
+
 GroupCommitter::GroupCommitter(std::unique_ptr<Store> store, OnDurable on_durable,
-                               OnWrite on_write)
-    : store_(std::move(store)), on_durable_(std::move(on_durable)), on_write_(std::move(on_write)) {
+                               OnWrite on_write, size_t max_round_records)
+    : store_(std::move(store)),
+      on_durable_(std::move(on_durable)),
+      on_write_(std::move(on_write)),
+      max_round_records_(std::min(max_round_records, store_->max_commit_records())) {
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -86,7 +95,17 @@ void GroupCommitter::Loop() {
         mu_.Await(absl::Condition(&ready));
       }
       if (queue_.empty() && stop_ && !retry_pending) return;
-      round.swap(queue_);
+      // Merging never adds records (a later snapshot replaces one), so the
+      // sum of the batches' counts bounds the merged round's.
+      size_t held = RecordCount(carry);
+      while (!queue_.empty()) {
+        const size_t n = RecordCount(queue_.front().changes);
+        const bool first = round.empty() && held == 0;
+        if (!first && held + n > max_round_records_) break;
+        held += n;
+        round.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
       stats_.batches += round.size();
       if (!round.empty() || retry_pending) ++stats_.rounds;
     }

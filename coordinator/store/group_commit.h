@@ -12,10 +12,18 @@
 // backoff); its callers are told Unavailable meanwhile. Idempotent clients
 // (submissions with a key) simply retry.
 //
+// `max_round_records` (and the store's own max_commit_records(), whichever is
+// smaller) caps a round (RecordCount of the merged batches) for a store that
+// takes only so many records in one transaction (etcd): queued
+// batches join a round only while it stays within the cap, the rest wait for
+// the next one. A batch is never split (it is one operation's atomic change):
+// one over the cap alone still makes a round of its own.
+//
 // Thread-safe. `on_durable` and the `done` callbacks run on the committer
 // thread with no lock of this class held. The store is owned.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -32,6 +40,11 @@
 
 namespace athanor::coord {
 
+// How many records a batch holds: the unit of a round's cap and of a store's
+// limit on one Commit (each job, node, quota, price, plan, ledger entry,
+// image, volume and snapshot change counts one).
+size_t RecordCount(const Changes& changes);
+
 class GroupCommitter {
  public:
   using Done = std::function<void(absl::Status)>;
@@ -42,7 +55,9 @@ class GroupCommitter {
   // Called on the committer thread with how long each store write took and
   // the store's log after it.
   using OnWrite = std::function<void(Duration, const StoreLog&)>;
-  GroupCommitter(std::unique_ptr<Store> store, OnDurable on_durable, OnWrite on_write = nullptr);
+  static constexpr size_t kNoLimit = SIZE_MAX;
+  GroupCommitter(std::unique_ptr<Store> store, OnDurable on_durable, OnWrite on_write = nullptr,
+                 size_t max_round_records = kNoLimit);
   ~GroupCommitter();  // commits what is queued, then stops
 
   // Queues a batch (possibly empty: the caller then waits for everything
@@ -70,6 +85,7 @@ class GroupCommitter {
   const std::unique_ptr<Store> store_;  // used by the committer thread only
   const OnDurable on_durable_;
   const OnWrite on_write_;
+  const size_t max_round_records_;
   mutable absl::Mutex mu_;
   std::deque<Batch> queue_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;

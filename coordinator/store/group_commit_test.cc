@@ -102,6 +102,64 @@ TEST(GroupCommitTest, BatchesQueuedDuringAWriteShareTheNextRound) {
   EXPECT_EQ(stats.rounds, 2u);  // one fsync for the seven that queued meanwhile
 }
 
+// Jobs seq first..first+n-1, one batch.
+Changes Jobs(int64_t first, int n) {
+  Changes c;
+  for (int i = 0; i < n; ++i) c.jobs.push_back(OneJob(first + i, "j").jobs[0]);
+  return c;
+}
+
+// Forwards to a FakeStore and notes how many records each Commit held.
+class CountingStore final : public Store {
+ public:
+  explicit CountingStore(std::vector<size_t>* sizes) : sizes_(sizes) {}
+  absl::Status Commit(const Changes& changes) override {
+    sizes_->push_back(RecordCount(changes));
+    return inner_.Commit(changes);
+  }
+  absl::StatusOr<Contents> LoadAll() override { return inner_.LoadAll(); }
+  StoreLog log() const override { return {}; }
+
+ private:
+  std::vector<size_t>* const sizes_;  // written on the committer thread only
+  FakeStore inner_;
+};
+
+TEST(GroupCommitTest, ARoundHoldsAtMostTheCapAndABiggerBatchGoesAlone) {
+  std::vector<size_t> sizes;
+  absl::Notification first_written, queued, all_done;
+  int rounds_seen = 0;
+  constexpr size_t kCap = 5;
+  GroupCommitter committer(
+      std::make_unique<CountingStore>(&sizes),
+      [&](const std::set<std::string>&, uint64_t) {
+        if (++rounds_seen == 1) {
+          first_written.Notify();
+          queued.WaitForNotification();  // hold the committer while the rest queue
+        }
+      },
+      nullptr, kCap);
+  // Batches of 1, then 2, 2, 2, 7, 1, 3 records queued behind it.
+  const std::vector<int> batch_sizes = {1, 2, 2, 2, 7, 1, 3};
+  int answered = 0;
+  int64_t seq = 1;
+  for (size_t i = 0; i < batch_sizes.size(); ++i) {
+    committer.Commit(Jobs(seq, batch_sizes[i]), {}, 1, [&](absl::Status s) {
+      EXPECT_TRUE(s.ok()) << s;
+      if (++answered == static_cast<int>(batch_sizes.size())) all_done.Notify();
+    });
+    seq += batch_sizes[i];
+    if (i == 0) first_written.WaitForNotification();
+  }
+  queued.Notify();
+  all_done.WaitForNotification();
+  // 2+2 (a third 2 would make 6), 2 (7 would make 9), 7 alone, 1+3.
+  EXPECT_EQ(sizes, (std::vector<size_t>{1, 4, 2, 7, 4}));
+  GroupCommitter::Stats stats = committer.stats();
+  EXPECT_EQ(stats.batches, 7u);
+  EXPECT_EQ(stats.rounds, 5u);
+}
+
 TEST(GroupCommitTest, BillingRecordsAreDurable) {
   auto data = std::make_shared<FakeStore::Data>();
   {

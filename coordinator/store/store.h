@@ -8,6 +8,7 @@
 // or returned what it cannot read), with the backend's own message.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -56,6 +57,11 @@ class Store {
 
   // The log as the newest Commit() left it; cheap, no I/O.
   virtual StoreLog log() const = 0;
+
+  // How many records (RecordCount, group_commit.h) one Commit takes at
+  // most: the group committer keeps its rounds within it. No limit unless a
+  // backend has one (etcd's --max-txn-ops).
+  virtual size_t max_commit_records() const { return SIZE_MAX; }
 };
 
 }  // namespace athanor::coord

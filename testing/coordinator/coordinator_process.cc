@@ -33,6 +33,11 @@ std::string CoordinatorProcess::address() const {
 }
 
 absl::Status CoordinatorProcess::Start(std::chrono::milliseconds ready_timeout) {
+  if (absl::Status launched = Launch(); !launched.ok()) return launched;
+  return WaitReady(ready_timeout);
+}
+
+absl::Status CoordinatorProcess::Launch() {
   if (child_) return absl::FailedPreconditionError("the coordinator is already running");
   SubprocessOptions o;
   o.argv = {options_.binary, "--listen", address(), "--state", options_.state_path};
@@ -48,6 +53,21 @@ absl::Status CoordinatorProcess::Start(std::chrono::milliseconds ready_timeout) 
   if (!p.ok()) return p.status();
   child_ = std::move(*p);
   pid_ = child_->pid();
+  return absl::OkStatus();
+}
+
+bool CoordinatorProcess::Running() {
+  if (!child_) return false;
+  if (child_->Poll().has_value()) {
+    child_.reset();
+    pid_ = 0;
+    return false;
+  }
+  return true;
+}
+
+absl::Status CoordinatorProcess::WaitReady(std::chrono::milliseconds timeout, bool kill_on_timeout) {
+  if (!child_) return absl::FailedPreconditionError("the coordinator is not running");
   // Ready once it answers. A fresh channel each time: the first attempts are
   // refused, and wait_for_ready makes each one last until the port opens or
   // its short deadline passes, so this loop does not spin.
@@ -58,7 +78,7 @@ absl::Status CoordinatorProcess::Start(std::chrono::milliseconds ready_timeout) 
   std::shared_ptr<grpc::ChannelCredentials> creds = ChannelCredentials(&args);
   std::unique_ptr<rpc::Coordinator::Stub> stub =
       rpc::Coordinator::NewStub(grpc::CreateCustomChannel(address(), creds, args));
-  auto deadline = std::chrono::steady_clock::now() + ready_timeout;
+  auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {
     if (std::optional<ExitInfo> e = child_->Poll()) {
       child_.reset();
@@ -72,9 +92,9 @@ absl::Status CoordinatorProcess::Start(std::chrono::milliseconds ready_timeout) 
     rpc::ListNodesResponse resp;
     if (stub->ListNodes(&ctx, rpc::ListNodesRequest(), &resp).ok()) return absl::OkStatus();
   }
-  Kill();
+  if (kill_on_timeout) Kill();
   return absl::UnavailableError(absl::StrCat("athanor-coordinator did not answer within ",
-                                             ready_timeout.count(), " ms:\n", LogTail()));
+                                             timeout.count(), " ms:\n", LogTail()));
 }
 
 std::shared_ptr<grpc::ChannelCredentials> CoordinatorProcess::ChannelCredentials(

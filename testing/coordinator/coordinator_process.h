@@ -45,6 +45,16 @@ class CoordinatorProcess {
   // ListNodes. FailedPrecondition when already running; Unavailable, with the
   // log's tail, when it exits or does not answer in time.
   absl::Status Start(std::chrono::milliseconds ready_timeout = std::chrono::seconds(20));
+  // Starts the child without waiting for it to answer: a standby of a
+  // coordinator on etcd listens only once it leads. FailedPrecondition when
+  // already running.
+  absl::Status Launch();
+  // Waits (up to `timeout`) until the child launched answers ListNodes;
+  // Unavailable, with the log's tail, when it exits or does not answer in time
+  // (the child is then killed only when `kill_on_timeout`).
+  absl::Status WaitReady(std::chrono::milliseconds timeout, bool kill_on_timeout = true);
+  // Whether the child launched is still running (reaps it when it exited).
+  bool Running();
   // SIGKILL and reap. OK when not running.
   void Kill();
   // SIGTERM and reap.

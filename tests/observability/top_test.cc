@@ -56,7 +56,13 @@ TEST(ObservabilityTopTest, ShowsRunningJobInTmuxAndQuitsOnQ) {
         return std::regex_search(screen, job_row);
       },
       std::chrono::seconds(45));
-  ASSERT_TRUE(shown) << "top never showed job " << running << " running with figures:\n" << screen;
+  ASSERT_TRUE(shown) << "top never showed job " << running << " running with figures:\n"
+                     << screen << "\nathanor job " << running << ":\n"
+                     << cluster.Cli({"job", running}).out << "\nrank 0's log tail:\n"
+                     << [&] {
+                          const std::string log = cluster.Cli({"logs", running, "--rank", "0"}).out;
+                          return log.size() > 2000 ? log.substr(log.size() - 2000) : log;
+                        }();
   std::ofstream(ArtifactDir() + "/top.txt") << screen;
   std::vector<std::string> lines = absl::StrSplit(screen, '\n');
   while (!lines.empty() && lines.back().empty()) lines.pop_back();

@@ -14,6 +14,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "common/coordinator_targets.h"
 #include "common/escape.h"
 #include "common/logging.h"
 #include "common/truncate.h"
@@ -80,7 +81,16 @@ Agent::Agent(AgentOptions options, RankSupervisor* supervisor, TelemetryHub* tel
   std::shared_ptr<grpc::ChannelCredentials> creds =
       options_.tls ? security::ClientCredentials(*options_.tls, security::kCoordinatorName, "", &args)
                    : grpc::InsecureChannelCredentials();
-  stub_ = rpc::NodeAgent::NewStub(grpc::CreateCustomChannel(options_.coordinator, creds, args));
+  // A list of coordinators: the channel follows the one that leads
+  // (common/coordinator_targets.h); main checked the list.
+  std::string target = options_.coordinator;
+  if (absl::StatusOr<CoordinatorTarget> t = CoordinatorTargetFor(options_.coordinator); t.ok()) {
+    target = t->target;
+    if (!t->authority.empty()) args.SetString(GRPC_ARG_DEFAULT_AUTHORITY, t->authority);
+  } else {
+    ATHANOR_LOG(ERROR) << "--coordinator: " << t.status();
+  }
+  stub_ = rpc::NodeAgent::NewStub(grpc::CreateCustomChannel(target, creds, args));
   reaper_ = std::thread([this] { ReaperLoop(); });
   if (!options_.health_check.empty()) health_ = std::thread([this] { HealthLoop(); });
 }

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/coordinator_targets.h"
 #include "security/cluster_ca.h"
 
 namespace athanor::agent {
@@ -18,7 +19,12 @@ std::shared_ptr<grpc::Channel> CoordinatorDataChannel(const std::string& coordin
   std::shared_ptr<grpc::ChannelCredentials> creds =
       tls ? security::ClientCredentials(*tls, security::kCoordinatorName, "", &args)
           : grpc::InsecureChannelCredentials();
-  return grpc::CreateCustomChannel(coordinator, creds, args);
+  std::string target = coordinator;  // a list: the one that leads (common/coordinator_targets.h)
+  if (absl::StatusOr<CoordinatorTarget> t = CoordinatorTargetFor(coordinator); t.ok()) {
+    target = t->target;
+    if (!t->authority.empty()) args.SetString(GRPC_ARG_DEFAULT_AUTHORITY, t->authority);
+  }
+  return grpc::CreateCustomChannel(target, creds, args);
 }
 
 absl::Status FromGrpc(const grpc::Status& s, absl::string_view what) {

@@ -30,6 +30,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "checkpoint/builtin_stores.h"
+#include "common/coordinator_targets.h"
 #include "common/logging.h"
 #include "common/options.h"
 #include "worker/agent/agent.h"
@@ -71,7 +72,8 @@ int Run(int argc, char** argv) {
   CheckpointServiceOptions ckpt_service;
   po::options_description desc("athanor-agent options");
   desc.add_options()
-      ("coordinator", po::value(&coordinator)->required(), "coordinator HOST:PORT")
+      ("coordinator", po::value(&coordinator)->required(),
+       "coordinator HOST:PORT, or HOST:PORT,HOST:PORT... for coordinators on etcd (the leader answers)")
       ("name", po::value(&name)->required(), "this node's name (unique in the cluster)")
       ("gpus", po::value(&gpus_text)->default_value("auto"),
        "GPU slots to offer: a number, or 'auto' to count CUDA devices (0 when none)")
@@ -156,6 +158,10 @@ int Run(int argc, char** argv) {
   int32_t gpus = -1;
   if (gpus_text != "auto" && (!absl::SimpleAtoi(gpus_text, &gpus) || gpus < 0)) {
     return Fail("--gpus: expected a non-negative number or 'auto', got '" + gpus_text + "'");
+  }
+  // A list (HOST:PORT,HOST:PORT...) names coordinators on etcd; channels follow the leader.
+  if (absl::StatusOr<CoordinatorTarget> t = CoordinatorTargetFor(coordinator); !t.ok()) {
+    return Fail("--coordinator: " + std::string(t.status().message()));
   }
   AgentOptions options;
   options.coordinator = coordinator;

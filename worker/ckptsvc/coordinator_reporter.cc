@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "common/coordinator_targets.h"
 #include "common/logging.h"
 
 namespace athanor::ckptsvc {
@@ -37,13 +38,26 @@ absl::Status ToStatus(const grpc::Status& s, const char* rpc) {
                       absl::StrCat(rpc, ": ", s.error_message()));
 }
 
+// A list of coordinators: the channel follows the one that leads
+// (common/coordinator_targets.h); the agent's main checked the list.
+std::shared_ptr<grpc::Channel> CoordinatorChannel(const std::string& coordinator,
+                                                  std::shared_ptr<grpc::ChannelCredentials> credentials,
+                                                  grpc::ChannelArguments args) {
+  std::string target = coordinator;
+  if (absl::StatusOr<CoordinatorTarget> t = CoordinatorTargetFor(coordinator); t.ok()) {
+    target = t->target;
+    if (!t->authority.empty()) args.SetString(GRPC_ARG_DEFAULT_AUTHORITY, t->authority);
+  }
+  return grpc::CreateCustomChannel(target, credentials, args);
+}
+
 }  // namespace
 
 CoordinatorReporter::CoordinatorReporter(const std::string& coordinator, std::string node,
                                          std::shared_ptr<grpc::ChannelCredentials> credentials,
                                          const grpc::ChannelArguments& args)
     : node_(std::move(node)),
-      stub_(rpc::CheckpointCommit::NewStub(grpc::CreateCustomChannel(coordinator, credentials, args))) {}
+      stub_(rpc::CheckpointCommit::NewStub(CoordinatorChannel(coordinator, std::move(credentials), args))) {}
 
 absl::Status CoordinatorReporter::ShardDurable(const DurableShard& shard) {
   rpc::ShardDurableRequest req;

@@ -11,6 +11,7 @@
 //   P/ledger/<id, 20 digits>
 //   P/images/<tenant>/<name>, P/volumes/<tenant>/<name>, P/snapshots/<id>
 //   P/leader                     the leader's address (leader_election.h)
+// A '/' or '%' in a name is written %2F or %25, so that keys stay apart.
 //
 // Commit: one etcd transaction per batch, guarded by the leader's fence: the
 // batch is durable on a majority of members when it returns OK, and a
@@ -19,7 +20,13 @@
 // operations than etcd takes in one transaction (`max_txn_ops`, etcd's
 // --max-txn-ops) is refused InvalidArgument before it is sent: the group
 // committer caps its batches below it (max_batch_records()).
-// LoadAll: ranges over P/ in pages of `page` keys at one revision.
+// Ledger keys are only ever created (each compared version 0); one that
+// already holds the very row being written counts as written (a retried
+// batch whose first answer was lost), one holding another entry fails the
+// batch Internal, as SQLite's primary key does.
+// LoadAll: ranges over P/ in pages of `page` keys at one revision: every
+// page must see the revision the first one saw, else (a write in between)
+// the load starts over, at most 5 times, then fails Unavailable.
 //
 // Not thread-safe: the owner (the GroupCommitter's thread) serialises calls.
 #pragma once
@@ -52,6 +59,9 @@ class EtcdStore final : public Store {
 
   // How many records one Commit may hold (one put per record).
   int max_batch_records() const { return options_.max_txn_ops - 1; }
+  size_t max_commit_records() const override {
+    return max_batch_records() > 0 ? static_cast<size_t>(max_batch_records()) : 1;
+  }
 
  private:
   EtcdClient* const client_;

@@ -21,14 +21,18 @@
 // lease expired and whose key a new leader created fails that comparison, so
 // its in-flight writes are refused by etcd itself, whatever it believes.
 //
-// Thread model: Campaign blocks its caller; the renewal thread calls
-// `on_lost` (at most once, never under a lock of this class). Thread-safe.
+// Thread model: Campaign blocks its caller. Two threads per leader: one
+// renews the lease; the other (the guard) watches the deadline the renewals
+// set, so that a renewal stuck in a slow call cannot delay `on_lost`. Either
+// calls `on_lost` (at most once, never under a lock of this class).
+// Thread-safe.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -47,6 +51,9 @@ class LeaderElection {
     std::chrono::seconds ttl{5};
     std::chrono::milliseconds retry{250};
     std::function<void()> on_lost;  // required
+    // Optional: called from Campaign, on its caller's thread, each time it
+    // sees another leader (address, term) while it waits.
+    std::function<void(const std::string& leader, int64_t term)> on_waiting;
   };
 
   // Blocks until this candidate leads (OK), `stop` is notified (Cancelled),
@@ -68,6 +75,11 @@ class LeaderElection {
  private:
   LeaderElection(EtcdClient* client, Options options, std::string key, Lease lease, int64_t term);
   void RenewLoop();
+  void GuardLoop();
+  // Calls on_lost unless it was called already or the destructor runs.
+  void Lost(const std::string& why);
+  // Until when the lease surely stands (its deadline less a margin).
+  std::chrono::steady_clock::time_point SureUntil() const;
 
   EtcdClient* const client_;
   const Options options_;
@@ -75,7 +87,13 @@ class LeaderElection {
   const Lease lease_;
   const int64_t term_;
   absl::Notification stopping_;
+  std::atomic<bool> lost_{false};
+  mutable absl::Mutex mu_;
+  // The lease's expiry as etcd granted or last renewed it, counted from
+  // when that request was sent.
+  std::chrono::steady_clock::time_point lease_deadline_ ABSL_GUARDED_BY(mu_);
   std::thread renewer_;
+  std::thread guard_;
 };
 
 }  // namespace athanor::coord::etcd
