@@ -1,6 +1,6 @@
-// Failover of coordinators on etcd: a real 3-member etcd cluster on loopback,
-// three athanor-coordinator processes on it (one leads and listens, two wait
-// as standbys), a fleet of simulated agents and a submission storm whose
+// Coordinators on etcd, under failures. Failover: a real 3-member etcd
+// cluster on loopback, three athanor-coordinator processes on it (one leads
+// and listens, two wait as standbys), a fleet of simulated agents and a submission storm whose
 // clients dial all three addresses and retry with idempotency keys. The
 // leader is killed with SIGKILL ten times (each time restarted as a
 // standby). Afterwards:
@@ -11,6 +11,9 @@
 //   - each failover's unavailability window for submissions (from the kill to
 //     the first submission acknowledged by the next leader) is printed, with
 //     its p50 and p99 (docs/benchmarks.md keeps the figures; no timed assert).
+// Member loss: one coordinator on the same kind of cluster while etcd's Raft
+// leader is killed and restarted under the storm: nothing acknowledged is
+// lost and submissions go on.
 //
 // A watchdog (SIGALRM) fails the binary if anything hangs; every child
 // process dies with the test's thread (PR_SET_PDEATHSIG).
@@ -42,6 +45,7 @@
 #include "testing/coordinator/retrying_client.h"
 #include "testing/coordinator/sim_fleet.h"
 #include "testing/coordinator/watchdog.h"
+#include "coordinator/store/etcd/etcd_client.h"
 #include "testing/etcd/etcd_cluster.h"
 
 namespace athanor {
@@ -190,6 +194,73 @@ int FindLeader(const std::vector<std::unique_ptr<bench::CoordinatorProcess>>& cs
   return -1;
 }
 
+// Every acknowledged key is exactly one job, under the id it was
+// acknowledged with, and nothing else is listed but `others` jobs.
+void ExpectOneJobPerKey(rpc::Coordinator::Stub* admin, Answers& answers, int others) {
+  rpc::ListJobsRequest list;
+  list.set_all(true);
+  rpc::ListJobsResponse jobs;
+  grpc::Status s = bench::CallUntilAnswered([&](grpc::ClientContext* ctx) { return admin->ListJobs(ctx, list, &jobs); });
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  std::map<std::string, std::vector<std::string>> ids_by_name;
+  for (const rpc::Job& j : jobs.jobs()) ids_by_name[j.spec().name()].push_back(j.id());
+  std::vector<std::string> wrong;
+  const std::map<std::string, std::string> acknowledged = answers.ids();
+  for (const auto& [key, id] : acknowledged) {
+    const std::vector<std::string>& listed = ids_by_name[key];
+    if (listed.size() != 1 || listed[0] != id) {
+      wrong.push_back(absl::StrCat(key, ": acknowledged as ", id, ", listed ", absl::StrJoin(listed, ",")));
+    }
+  }
+  EXPECT_TRUE(wrong.empty()) << wrong.size() << " keys do not map to exactly one job:\n"
+                             << absl::StrJoin(wrong.begin(), wrong.begin() + std::min<size_t>(10, wrong.size()), "\n");
+  EXPECT_EQ(jobs.jobs_size(), static_cast<int>(acknowledged.size()) + others) << "jobs listed besides one per key";
+}
+
+// Submission clients: each submits one-node jobs under keys of its own
+// (ha-<client>-<i>) until stopped, retrying each until answered, and records
+// who acknowledged what.
+class Storm {
+ public:
+  Storm(const std::string& target, const std::string& tls_dir, int clients, Answers* answers) {
+    for (int c = 0; c < clients; ++c) {
+      threads_.emplace_back([this, target, tls_dir, c, answers] {
+        std::unique_ptr<rpc::Coordinator::Stub> stub = rpc::Coordinator::NewStub(FollowingChannel(target, tls_dir, c));
+        for (int i = 0; !stop_.load(); ++i) {
+          const std::string key = absl::StrCat("ha-", c, "-", i);
+          rpc::SubmitJobRequest req = Request(key);
+          rpc::SubmitJobResponse resp;
+          std::string peer;
+          grpc::Status s = bench::CallUntilAnswered(
+              [&](grpc::ClientContext* ctx) {
+                grpc::Status answer = stub->SubmitJob(ctx, req, &resp);
+                peer = ctx->peer();
+                return answer;
+              },
+              nullptr, {.max_attempts = 400, .per_attempt = std::chrono::milliseconds(2000)});
+          if (s.ok()) {
+            answers->Record(key, resp.job_id(), peer);
+          } else {
+            answers->AddFailure(absl::StrCat(key, ": code ", s.error_code(), ": ", s.error_message()));
+            return;
+          }
+        }
+      });
+    }
+  }
+  ~Storm() { Stop(); }
+  void Stop() {
+    stop_.store(true);
+    for (std::thread& t : threads_) {
+      if (t.joinable()) t.join();
+    }
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> threads_;
+};
+
 double Percentile(std::vector<double> v, double p) {
   std::sort(v.begin(), v.end());
   size_t i = static_cast<size_t>(std::ceil(p * v.size())) - 1;
@@ -275,32 +346,7 @@ TEST(CoordinatorFailoverTest, KillingTheLeaderTenTimesLosesNothingAndRestartsNoR
   ASSERT_EQ(job_state(long_job).state(), rpc::JOB_RUNNING) << logs();
 
   Answers answers;
-  std::atomic<bool> stop{false};
-  std::vector<std::thread> clients;
-  for (int c = 0; c < kClients; ++c) {
-    clients.emplace_back([&, c] {
-      std::unique_ptr<rpc::Coordinator::Stub> stub = rpc::Coordinator::NewStub(FollowingChannel(target, base->tls_dir, c));
-      for (int i = 0; !stop.load(); ++i) {
-        const std::string key = absl::StrCat("ha-", c, "-", i);
-        rpc::SubmitJobRequest req = Request(key);
-        rpc::SubmitJobResponse resp;
-        std::string peer;
-        grpc::Status s = bench::CallUntilAnswered(
-            [&](grpc::ClientContext* ctx) {
-              grpc::Status answer = stub->SubmitJob(ctx, req, &resp);
-              peer = ctx->peer();
-              return answer;
-            },
-            nullptr, {.max_attempts = 400, .per_attempt = std::chrono::milliseconds(2000)});
-        if (s.ok()) {
-          answers.Record(key, resp.job_id(), peer);
-        } else {
-          answers.AddFailure(absl::StrCat(key, ": code ", s.error_code(), ": ", s.error_message()));
-          return;
-        }
-      }
-    });
-  }
+  Storm storm(target, base->tls_dir, kClients, &answers);
 
   std::vector<double> windows_s;
   for (int k = 0; k < kFailovers; ++k) {
@@ -324,8 +370,7 @@ TEST(CoordinatorFailoverTest, KillingTheLeaderTenTimesLosesNothingAndRestartsNoR
     leader = FindLeader(coordinators, base->tls_dir, std::chrono::seconds(30));
     ASSERT_GE(leader, 0) << "failover " << k << ": no single coordinator leads\n" << logs();
   }
-  stop.store(true);
-  for (std::thread& t : clients) t.join();
+  storm.Stop();
   EXPECT_TRUE(answers.failures().empty()) << absl::StrJoin(answers.failures(), "\n");
 
   std::vector<std::string> shown;
@@ -348,24 +393,7 @@ TEST(CoordinatorFailoverTest, KillingTheLeaderTenTimesLosesNothingAndRestartsNoR
   EXPECT_TRUE(not_duplicate.empty()) << "retries not marked duplicate: " << absl::StrJoin(not_duplicate, " ");
 
   // The leader's view: one job per key, under the acknowledged id.
-  rpc::ListJobsRequest list;
-  list.set_all(true);
-  rpc::ListJobsResponse jobs;
-  grpc::Status s = bench::CallUntilAnswered([&](grpc::ClientContext* ctx) { return admin->ListJobs(ctx, list, &jobs); });
-  ASSERT_TRUE(s.ok()) << s.error_message();
-  std::map<std::string, std::vector<std::string>> ids_by_name;
-  for (const rpc::Job& j : jobs.jobs()) ids_by_name[j.spec().name()].push_back(j.id());
-  std::vector<std::string> wrong;
-  const std::map<std::string, std::string> acknowledged = answers.ids();
-  for (const auto& [key, id] : acknowledged) {
-    const std::vector<std::string>& listed = ids_by_name[key];
-    if (listed.size() != 1 || listed[0] != id) {
-      wrong.push_back(absl::StrCat(key, ": acknowledged as ", id, ", listed ", absl::StrJoin(listed, ",")));
-    }
-  }
-  EXPECT_TRUE(wrong.empty()) << wrong.size() << " keys do not map to exactly one job:\n"
-                             << absl::StrJoin(wrong.begin(), wrong.begin() + std::min<size_t>(10, wrong.size()), "\n");
-  EXPECT_EQ(jobs.jobs_size(), static_cast<int>(acknowledged.size()) + 1) << "jobs listed besides one per key";
+  ExpectOneJobPerKey(admin.get(), answers, /*others=*/1);
 
   // The long job was never restarted by ten failovers.
   rpc::Job long_now = job_state(long_job);
@@ -377,6 +405,82 @@ TEST(CoordinatorFailoverTest, KillingTheLeaderTenTimesLosesNothingAndRestartsNoR
   bench::DisarmWatchdog();
   fleet.Stop();
   for (auto& c : coordinators) c->Stop();
+  if (!HasFailure()) std::filesystem::remove_all(dir);
+}
+
+// Loss of one etcd member under load: the storm goes on against one
+// coordinator while etcd's Raft leader is killed with SIGKILL, then started
+// again. The coordinator keeps its lead (its client moves to the other
+// members), no acknowledged submission is lost, and submissions go on; the
+// stall (kill to the next acknowledgement) is printed.
+TEST(CoordinatorFailoverTest, LosingAnEtcdMemberUnderLoadLosesNothing) {
+  bench::ArmWatchdog(kWatchdogSeconds, "\netcd member loss watchdog: the test hung\n");
+  std::string dir;
+  absl::StatusOr<bench::CoordinatorProcessOptions> base =
+      bench::ScratchCoordinatorOptions("athanor_ha_member_test", &dir);
+  ASSERT_TRUE(base.ok()) << base.status();
+  absl::StatusOr<std::unique_ptr<testing_etcd::EtcdCluster>> etcd =
+      testing_etcd::EtcdCluster::Start(3, dir + "/etcd");
+  ASSERT_TRUE(etcd.ok()) << etcd.status();
+
+  bench::CoordinatorProcessOptions o = *base;
+  o.state_path = (*etcd)->uri("athanor-ha-member");
+  o.log_path = dir + "/coordinator.log";
+  o.extra_flags = {"--local-dir", dir + "/local", "--etcd-max-txn-ops", "4096"};
+  bench::CoordinatorProcess coordinator(o);
+  ASSERT_TRUE(coordinator.Start().ok());  // alone, it leads at once
+  const std::string target = absl::StrCat("ipv4:", coordinator.address());
+  std::unique_ptr<rpc::Coordinator::Stub> admin = rpc::Coordinator::NewStub(FollowingChannel(target, base->tls_dir, 99));
+  bench::SimFleetOptions fo;  // nodes the jobs fit on (each runs 100 ms)
+  fo.address = target;
+  fo.agents = 2;
+  fo.tls_dir = base->tls_dir;
+  fo.name_prefix = "ha-member-node";
+  fo.run_time = std::chrono::milliseconds(100);
+  bench::SimFleet fleet(fo);
+  fleet.Start();
+  ASSERT_TRUE(fleet.WaitRegistered(std::chrono::seconds(30))) << coordinator.LogTail();
+
+  Answers answers;
+  Storm storm(target, base->tls_dir, kClients, &answers);
+  ASSERT_TRUE(answers.AwaitAcknowledged(200, absl::Seconds(30)))
+      << absl::StrJoin(answers.failures(), "\n") << coordinator.LogTail();
+
+  // Kill etcd's Raft leader: the worst member to lose (a new election).
+  absl::StatusOr<coord::etcd::EtcdUri> uri = coord::etcd::ParseEtcdUri((*etcd)->uri("athanor-ha-member"));
+  ASSERT_TRUE(uri.ok()) << uri.status();
+  absl::StatusOr<std::unique_ptr<coord::etcd::EtcdClient>> client = coord::etcd::EtcdClient::Create(*uri);
+  ASSERT_TRUE(client.ok()) << client.status();
+  absl::StatusOr<std::vector<coord::etcd::MemberStatus>> members = (*client)->Members();
+  ASSERT_TRUE(members.ok()) << members.status();
+  int raft_leader = -1;
+  for (size_t i = 0; i < members->size(); ++i) {
+    if ((*members)[i].is_leader) raft_leader = std::stoi((*members)[i].name.substr(1));  // "m<i>"
+  }
+  ASSERT_GE(raft_leader, 0);
+  const int before = answers.acknowledged();
+  const Clock::time_point killed = Clock::now();
+  ASSERT_TRUE((*etcd)->Kill(raft_leader).ok());
+  std::optional<Clock::time_point> next = answers.AwaitAckAfter(killed, "", absl::Seconds(30));
+  ASSERT_TRUE(next.has_value()) << "no submission answered within 30 s of losing a member\n" << coordinator.LogTail();
+  ASSERT_TRUE(answers.AwaitAcknowledged(before + 200, absl::Seconds(30)))
+      << "submissions stalled on two members\n" << coordinator.LogTail();
+  const int on_two = answers.acknowledged() - before;
+  ASSERT_TRUE((*etcd)->Restart(raft_leader).ok());
+  ASSERT_TRUE(answers.AwaitAcknowledged(answers.acknowledged() + 100, absl::Seconds(30))) << coordinator.LogTail();
+  storm.Stop();
+  EXPECT_TRUE(answers.failures().empty()) << absl::StrJoin(answers.failures(), "\n");
+  EXPECT_TRUE(coordinator.Running()) << "the coordinator lost its lead with one member down\n" << coordinator.LogTail();
+  std::printf("etcd member m%d (Raft leader) killed: next submission acknowledged after %.2f s; %d acknowledged "
+              "on two members; %d in all\n",
+              raft_leader, std::chrono::duration<double>(*next - killed).count(), on_two, answers.acknowledged());
+
+  EXPECT_TRUE(answers.conflicts().empty()) << absl::StrJoin(answers.conflicts(), "\n");
+  ExpectOneJobPerKey(admin.get(), answers, /*others=*/0);
+
+  bench::DisarmWatchdog();
+  fleet.Stop();
+  coordinator.Stop();
   if (!HasFailure()) std::filesystem::remove_all(dir);
 }
 
