@@ -222,8 +222,23 @@ void LocalCluster::Track(Subprocess* p) {
 void LocalCluster::StartCoordinator() {
   ASSERT_EQ(coordinator_, nullptr);
   SubprocessOptions o;
-  o.argv = {Bin("athanor-coordinator"), "--listen", address_, "--state", dir_ + "/state.db",
-            "--heartbeat-interval-ms", "500"};
+  std::string state = dir_ + "/state.db";
+  const char* backend = getenv("ATHANOR_TEST_STATE");
+  const bool on_etcd = backend != nullptr && std::string(backend) == "etcd";
+  if (on_etcd) {
+    if (etcd_ == nullptr) {  // once: a restarted coordinator finds its state again
+      absl::StatusOr<std::unique_ptr<testing_etcd::EtcdCluster>> etcd =
+          testing_etcd::EtcdCluster::Start(1, dir_ + "/etcd");
+      ASSERT_TRUE(etcd.ok()) << etcd.status();
+      etcd_ = std::move(*etcd);
+    }
+    state = etcd_->uri("athanor-test");
+  }
+  o.argv = {Bin("athanor-coordinator"), "--listen", address_, "--state", state, "--heartbeat-interval-ms", "500"};
+  if (on_etcd) {
+    o.argv.insert(o.argv.end(), {"--local-dir", dir_ + "/coordinator-local", "--etcd-lease-ttl-s", "1",
+                                 "--etcd-max-txn-ops", "4096"});
+  }
   if (secure_) o.argv.insert(o.argv.end(), {"--tls-dir", tls_dir()});
   o.argv.insert(o.argv.end(), coordinator_flags_.begin(), coordinator_flags_.end());
   if (!http_address_.empty()) o.argv.insert(o.argv.end(), {"--http-listen", http_address_});

@@ -9,6 +9,12 @@
 // ranks). A process-wide watchdog (alarm, 100 s from the
 // newest cluster's construction or RearmWatchdog()) kills the children and
 // fails the test binary if a test hangs. Not thread-safe: one test thread drives it.
+//
+// With ATHANOR_TEST_STATE=etcd in the environment, the coordinator keeps its
+// state on a real one-member etcd (Debian's etcd-server, started by the
+// cluster) instead of SQLite, with a 1 s leader lease, so that a test of the
+// SQLite coordinator also runs against the etcd store (tests/CMakeLists.txt
+// adds such runs as <test>_on_etcd).
 #pragma once
 
 #include <sys/types.h>
@@ -23,6 +29,7 @@
 
 #include "common/subprocess.h"
 #include "proto/athanor.grpc.pb.h"
+#include "testing/etcd/etcd_cluster.h"
 
 namespace athanor::testing {
 
@@ -119,6 +126,11 @@ class LocalCluster {
   rpc::Job GetJob(const std::string& id);
   const std::string& address() const { return address_; }
   const std::string& dir() const { return dir_; }
+  // The coordinator's SQLite file holding tokens and tenants' credentials:
+  // its state file, or with ATHANOR_TEST_STATE=etcd its --local-dir's local.db.
+  std::string credentials_db() const {
+    return etcd_ != nullptr ? dir_ + "/coordinator-local/local.db" : dir_ + "/state.db";
+  }
   // The coordinator's log so far, for failure messages.
   std::string CoordinatorLog() const;
 
@@ -138,6 +150,7 @@ class LocalCluster {
   std::string admin_token_;
   std::string http_address_;                          // empty: no HTTP
   std::map<std::string, std::string> agent_metrics_;  // agent name -> HOST:PORT
+  std::unique_ptr<testing_etcd::EtcdCluster> etcd_;  // ATHANOR_TEST_STATE=etcd
   std::unique_ptr<Subprocess> coordinator_;
   std::map<std::string, std::unique_ptr<Subprocess>> agents_;
   int metrics_port_retries_ = 0;

@@ -583,7 +583,7 @@ TEST_F(AttackTest, TenantStoreSecretStaysSecret) {
   replies += record.DebugString();
   std::string logs = ReadFile(cluster_->dir() + "/coordinator.log") + ReadFile(cluster_->dir() + "/agent-node-a.log") +
                      ReadFile(cluster_->dir() + "/agent-node-b.log");
-  std::string db = ReadFile(cluster_->dir() + "/state.db") + ReadFile(cluster_->dir() + "/state.db-wal");
+  std::string db = ReadFile(cluster_->credentials_db()) + ReadFile(cluster_->credentials_db() + "-wal");
   Attack("alpha's store secret in RPC replies", "absent", replies.find(secret) == std::string::npos ? "absent" : "present");
   Attack("alpha's store secret in daemon logs", "absent", logs.find(secret) == std::string::npos ? "absent" : "present");
   Attack("alpha's store secret in the state database", "absent", db.find(secret) == std::string::npos ? "absent" : "present");
