@@ -67,7 +67,8 @@ TEST_F(ClusterHangTest, HungAttemptIsRequeuedWithStacksAndRepeatSuspectDrained) 
   }
   // From now on rank 1 is stopped at step 5; the other rank moves into
   // all-reduce #6 (its last progress, 1 s after rank 1's) and waits there.
-  for (int i = 0; i < 30; ++i) {
+  // The timeout runs from the stopped rank's last progress.
+  for (int i = 0; i < 29; ++i) {
     clock_.Advance(Seconds(1));
     Beat(6, stuck, 5);
     ASSERT_FALSE(state_->jobs().Find(id)->stopping) << i;
@@ -77,10 +78,10 @@ TEST_F(ClusterHangTest, HungAttemptIsRequeuedWithStacksAndRepeatSuspectDrained) 
   const JobRecord* job = state_->jobs().Find(id);
   ASSERT_TRUE(job->stopping);
   EXPECT_EQ(job->stop_reason, "hang: rank 1 on " + stuck +
-                                  " made no progress for 31 s (a process of it is stopped; "
+                                  " made no progress for 30 s (a process of it is stopped; "
                                   "peers waiting in all-reduce #6)");
   EXPECT_EQ(job->hang.rank, 1);
-  EXPECT_DOUBLE_EQ(job->hang.stalled_s, 30);
+  EXPECT_DOUBLE_EQ(job->hang.stalled_s, 29);
   EXPECT_EQ(job->hang.node, stuck);
   for (const DesiredRank& d : ClusterAgents::DesiredFor(*state_, stuck)) {
     EXPECT_TRUE(d.terminate);

@@ -206,9 +206,20 @@ std::vector<HangVerdict> HangDetector::Check(const std::vector<const JobRecord*>
       CloseWindow(job->id, &a);
     }
     if (a.ranks.empty()) continue;
-    TimePoint newest{};
-    for (const auto& [rank, r] : a.ranks) newest = std::max(newest, r.last_change);
-    if (now - newest < Timeout(*job)) continue;
+    // The timeout runs from the newest progress of any rank, or, while a
+    // rank's process is stopped, from that rank's own last progress: its
+    // peers may still finish what they were doing (a checkpoint save) before
+    // they block on it, and that is not the gang moving on.
+    TimePoint newest{}, stopped_newest{};
+    bool stopped = false;
+    for (const auto& [rank, r] : a.ranks) {
+      newest = std::max(newest, r.last_change);
+      if (r.last.stopped) {
+        stopped_newest = stopped ? std::max(stopped_newest, r.last_change) : r.last_change;
+        stopped = true;
+      }
+    }
+    if (now - (stopped ? stopped_newest : newest) < Timeout(*job)) continue;
     out.push_back(Judge(*job, a, now));
     attempts_.erase(job->id);  // judged once; the attempt is being stopped
   }

@@ -5,7 +5,8 @@
 //
 // Progress of a rank is a change of its finished step or of its collective
 // issue number. An attempt hangs when no rank of it has progressed for its
-// timeout: the job's own (JobSpec::hang_timeout_s), else the larger of
+// timeout, or when a rank whose process is stopped has not for that long
+// (whatever its peers still finish before they block on it): the job's own (JobSpec::hang_timeout_s), else the larger of
 // `min_timeout` and `step_multiple` x the attempt's median step time. Only
 // ranks that publish a progress page are watched; an attempt none of whose
 // ranks has shown one is never judged.

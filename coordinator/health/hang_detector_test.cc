@@ -33,10 +33,11 @@ TEST_F(HangDetectorTest, StoppedRankIsNamedAfterTheDefaultTimeoutNotBefore) {
   det_.Observe("node-a", ProgressReport("7", 1, 0, 10, 40));
   det_.Observe("node-b", ProgressReport("7", 1, 1, 10, 40));
   clock_.Advance(Seconds(1));
-  // Rank 0 moved into all-reduce #41; rank 1 is stopped mid-step.
+  // Rank 0 moved into all-reduce #41; rank 1 is stopped mid-step. The
+  // timeout runs from rank 1's own last progress (t = 0), not rank 0's move.
   det_.Observe("node-a", ProgressReport("7", 1, 0, 10, 41, 41));
   det_.Observe("node-b", ProgressReport("7", 1, 1, 10, 40, 0, /*stopped=*/true));
-  clock_.Advance(Seconds(29.9));
+  clock_.Advance(Seconds(28.9));
   EXPECT_TRUE(det_.Check({&job}).empty());
   clock_.Advance(Seconds(0.1));
   std::vector<HangVerdict> v = det_.Check({&job});
@@ -45,11 +46,33 @@ TEST_F(HangDetectorTest, StoppedRankIsNamedAfterTheDefaultTimeoutNotBefore) {
   EXPECT_EQ(v[0].attempt, 1);
   EXPECT_EQ(v[0].suspect, 1);
   EXPECT_EQ(v[0].node, "node-b");
-  EXPECT_DOUBLE_EQ(v[0].stalled_s, 30);
+  EXPECT_DOUBLE_EQ(v[0].stalled_s, 29);
   EXPECT_EQ(v[0].reason,
-            "hang: rank 1 on node-b made no progress for 31 s (a process of it is stopped; "
+            "hang: rank 1 on node-b made no progress for 30 s (a process of it is stopped; "
             "peers waiting in all-reduce #41)");
   EXPECT_TRUE(det_.Check({&job}).empty());  // judged once
+}
+
+// A peer that keeps moving after a rank's process stopped (it finishes a
+// checkpoint save before it blocks) does not push the stopped rank's
+// verdict back; without a stopped process, the same move would.
+TEST_F(HangDetectorTest, PeersMovingAfterARankStoppedDoNotDelayTheVerdict) {
+  JobRecord job = Running("7", 1);
+  det_.Observe("node-a", ProgressReport("7", 1, 0, 400, 960));
+  det_.Observe("node-b", ProgressReport("7", 1, 1, 400, 960));
+  clock_.Advance(Seconds(1));
+  det_.Observe("node-a", ProgressReport("7", 1, 0, 400, 960, 0, /*stopped=*/true));
+  det_.Observe("node-b", ProgressReport("7", 1, 1, 400, 960));
+  clock_.Advance(Seconds(19));
+  // Rank 1 finished its save and now waits in the next all-reduce.
+  det_.Observe("node-b", ProgressReport("7", 1, 1, 400, 962, 961));
+  clock_.Advance(Seconds(9.9));
+  EXPECT_TRUE(det_.Check({&job}).empty());
+  clock_.Advance(Seconds(0.1));  // 30 s after rank 0's last progress, 10 s after rank 1's
+  std::vector<HangVerdict> v = det_.Check({&job});
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].suspect, 0);
+  EXPECT_EQ(v[0].node, "node-a");
 }
 
 TEST_F(HangDetectorTest, StoppedRankWhilePeersWaitInTheirCheckpointSaveSaysSo) {

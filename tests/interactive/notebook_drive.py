@@ -10,6 +10,7 @@ screenshots it.
 
 Debian's python3 (for its tornado, which jupyter-notebook brings)."""
 import argparse
+import asyncio
 import base64
 import http.client
 import json
@@ -183,11 +184,21 @@ async def run_cell():
         # The server learns a kernel's state from its own iopub subscription,
         # which joins after the kernel starts and would miss the cell's one
         # "busy": wait until it has seen the kernel go idle (another process).
-        # Now and then (a loaded machine) it never does: that kernel is
-        # replaced, and the tries are reported.
+        # A kernel publishes its state only when asked something, so a
+        # subscription that joined after the kernel's last answer (a loaded
+        # machine) would see "starting" forever: ask for the kernel's info
+        # once a second, each answer going busy then idle on iopub. A kernel
+        # still not seen idle after 8 s is replaced, and the tries reported.
         t = time.monotonic()
+        asked = 0
         while kernel_state() != "idle" and time.monotonic() - t < 8:
-            time.sleep(0.2)  # sleep override: the notebook server is another process
+            if time.monotonic() - t >= asked:
+                asked += 1
+                await ws.write_message(json.dumps({
+                    "header": {"msg_id": uuid.uuid4().hex, "username": "test", "session": uuid.uuid4().hex,
+                               "msg_type": "kernel_info_request", "version": "5.3"},
+                    "parent_header": {}, "metadata": {}, "channel": "shell", "content": {}}))
+            await asyncio.sleep(0.2)  # sleep override: the notebook server is another process
         if kernel_state() != "idle":
             ws.close()
             return None, "unseen"
