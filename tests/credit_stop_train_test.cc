@@ -60,6 +60,9 @@ TEST(CreditStopTrainTest, OutOfCreditStopsAtACheckpointAndResumesAfterATopUp) {
                            train(reference));
   CliResult wait = cluster.Cli({"wait", ref, "--timeout", "120"});
   ASSERT_EQ(wait.out, "job " + ref + " SUCCEEDED\n") << cluster.CoordinatorLog();
+  // Each phase (the reference run, the stop, the resumed run) is bounded by
+  // its own waits; the cluster's watchdog covers each one, not their sum.
+  LocalCluster::RearmWatchdog();
 
   // A cheap price, a plan that warns at 0.03 left, 0.05 of credit.
   ASSERT_EQ(cluster.Cli({"admin", "price", "set", "*", "--per-hour", "0.36"}).exit_code, 0);
@@ -125,6 +128,7 @@ TEST(CreditStopTrainTest, OutOfCreditStopsAtACheckpointAndResumesAfterATopUp) {
             << " ms after the balance reached zero\n";
 
   // A top-up releases both jobs; the victim resumes where it stopped.
+  LocalCluster::RearmWatchdog();
   credit = cluster.Cli({"admin", "credit", "add", "acme", "100", "--note", "top-up"});
   ASSERT_EQ(credit.exit_code, 0) << credit.err;
   wait = cluster.Cli({"wait", victim, "--timeout", "120"});
