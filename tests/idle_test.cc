@@ -53,9 +53,9 @@ TEST(IdleTest, DownloadIsKeptByItsNetworkIdleOneIsReclaimed) {
       "    try:\n"
       "        with urllib.request.urlopen('http://127.0.0.1:", port, "/blob', timeout=5) as r:\n"
       "            while time.time() < end and r.read(65536):\n"
-      "                time.sleep(0.02)\n"
+      "                time.sleep(0.02)\n"  /* sleep override: the rank's paced download, not a wait of the test */
       "    except OSError:\n"
-      "        time.sleep(0.2)\n");
+      "        time.sleep(0.2)\n");  /* sleep override: the rank's retry pause, not a wait of the test */
   CliResult r = cluster.Cli({"alloc", "--idle-timeout", absl::StrCat(kIdleTimeoutS, "s"), "--",
                              "python3", "-c", loop});
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -131,7 +131,8 @@ TEST_F(NotebookIdleTest, ABusyKernelKeepsItsInstanceAnIdleOneIsWarnedThenReclaim
   const std::string busy_id = FirstLine(busy.out);
   int code = 0;
   SubprocessOptions drive;
-  drive.argv = Drive(busy_id, {"--leave-busy", "--code", "import time; time.sleep(90)"});
+  // The cell's code keeps the kernel busy: /* sleep override */ it is the workload, not a wait of the test.
+  drive.argv = Drive(busy_id, {"--leave-busy", "--code", "import time; time.sleep(90)"});  /* sleep override */
   drive.capture_stdout = true;
   drive.stderr_path = cluster_.dir() + "/drive.err";
   auto driver = Subprocess::Start(drive);
