@@ -97,6 +97,7 @@ struct EtcdLeadership {
   std::string location;  // etcd://endpoints/prefix
   std::string self;      // the advertised address
   int64_t led_since_unix = 0;
+  int64_t terms = 0;  // terms won on the prefix, this one included
 
   absl::Status Report(rpc::StateStatusResponse* r) const {
     r->set_backend("etcd");
@@ -157,7 +158,12 @@ absl::StatusOr<std::unique_ptr<EtcdLeadership>> Lead(const etcd::EtcdUri& uri, c
   if (!election.ok()) return election.status();
   lead->election = std::move(*election);
   lead->led_since_unix = absl::ToUnixSeconds(absl::Now());
-  ATHANOR_LOG(INFO) << "leading (term " << lead->election->term() << ")";
+  absl::StatusOr<int64_t> terms = lead->election->CountTerm();
+  if (absl::IsFailedPrecondition(terms.status())) ExitLostLead("fenced while counting its term");
+  if (!terms.ok()) return terms.status();
+  lead->terms = *terms;
+  ATHANOR_LOG(INFO) << "leading (term " << lead->election->term() << ", leadership " << lead->terms
+                    << " on this prefix)";
   return lead;
 }
 
@@ -486,6 +492,7 @@ int Run(int argc, char** argv) {
                                                      .max_txn_ops = state_flags.max_txn_ops,
                                                      .on_fenced = [] { ExitLostLead("fenced: another coordinator leads"); }});
     state_status = [l = lead.get()](rpc::StateStatusResponse* r) { return l->Report(r); };
+    if (metrics) metrics->SetLeadership(lead->election->term(), lead->led_since_unix, lead->terms);
   } else {
     absl::StatusOr<std::unique_ptr<SqliteStore>> sqlite = SqliteStore::Open(state_path);
     if (!sqlite.ok()) {

@@ -57,6 +57,27 @@ CoordinatorMetrics::CoordinatorMetrics(TelemetryStore* telemetry, Duration view_
                       .Register(*registry_);
 }
 
+void CoordinatorMetrics::SetLeadership(int64_t term, int64_t led_since_unix, int64_t terms_won) {
+  prometheus::BuildGauge()
+      .Name("athanor_coordinator_leader_term")
+      .Help("The leading coordinator's term on etcd (its leader key's create revision).")
+      .Register(*registry_)
+      .Add({})
+      .Set(static_cast<double>(term));
+  prometheus::BuildGauge()
+      .Name("athanor_coordinator_leader_since_timestamp_seconds")
+      .Help("When this coordinator took the lead (Unix time).")
+      .Register(*registry_)
+      .Add({})
+      .Set(static_cast<double>(led_since_unix));
+  prometheus::BuildCounter()
+      .Name("athanor_coordinator_leadership_changes_total")
+      .Help("Terms ever won on the state's etcd prefix: one per leadership change, kept in etcd across failovers.")
+      .Register(*registry_)
+      .Add({})
+      .Increment(static_cast<double>(terms_won));
+}
+
 void CoordinatorMetrics::AfterPass(const ClusterState& state, Duration pass) {
   pass_seconds_->Observe(ToSeconds(pass));
   const TimePoint now = std::chrono::steady_clock::now();

@@ -39,6 +39,10 @@ class CoordinatorMetrics final : public CoreObserver {
   // One RPC served: its method (last path segment) and gRPC status name.
   void ObserveRpc(const std::string& method, const std::string& code, double seconds);
 
+  // With the state on etcd, once this process leads: its term, since when,
+  // and the terms ever won on the state's prefix (each a leadership change).
+  void SetLeadership(int64_t term, int64_t led_since_unix, int64_t terms_won);
+
   // The Prometheus text exposition of every metric.
   std::string Scrape() const;
   std::shared_ptr<const ViewPublisher::Published> View() const { return views_.Latest(); }

@@ -310,6 +310,19 @@ TEST(CoordinatorFailoverTest, KillingTheLeaderTenTimesLosesNothingAndRestartsNoR
   int leader = FindLeader(coordinators, base->tls_dir, std::chrono::seconds(30));
   ASSERT_GE(leader, 0) << "no single coordinator leads:\n" << logs();
   const std::string target = AllCoordinators(coordinators);
+  // Leadership changes as the metric counts them: each new leader adds its
+  // term to PREFIX/terms before it serves.
+  absl::StatusOr<coord::etcd::EtcdUri> uri = coord::etcd::ParseEtcdUri(state);
+  ASSERT_TRUE(uri.ok()) << uri.status();
+  absl::StatusOr<std::unique_ptr<coord::etcd::EtcdClient>> etcd_client = coord::etcd::EtcdClient::Create(*uri);
+  ASSERT_TRUE(etcd_client.ok()) << etcd_client.status();
+  auto terms_counted = [&]() -> int64_t {
+    absl::StatusOr<coord::etcd::RangeResult> r = (*etcd_client)->Range("/athanor-ha/terms");
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() && r->kvs.size() == 1 ? std::stoll(r->kvs[0].value) : -1;
+  };
+  int64_t terms = terms_counted();
+  EXPECT_EQ(terms, 1);
 
   // The fleet follows the leader like real agents; one job runs throughout.
   std::string long_job;
@@ -377,6 +390,9 @@ TEST(CoordinatorFailoverTest, KillingTheLeaderTenTimesLosesNothingAndRestartsNoR
     }
     leader = FindLeader(coordinators, base->tls_dir, std::chrono::seconds(30));
     ASSERT_GE(leader, 0) << "failover " << k << ": no single coordinator leads\n" << logs();
+    const int64_t now_terms = terms_counted();
+    EXPECT_GT(now_terms, terms) << "failover " << k << ": the new leader's term was not counted";
+    terms = now_terms;
   }
   storm.Stop();
   EXPECT_TRUE(answers.failures().empty()) << absl::StrJoin(answers.failures(), "\n");

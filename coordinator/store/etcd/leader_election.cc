@@ -4,6 +4,7 @@
 #include <optional>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -119,6 +120,33 @@ LeaderElection::~LeaderElection() {
 
 Compare LeaderElection::Fence() const {
   return Compare{.key = key_, .target = Compare::Target::kCreateRevision, .number = term_};
+}
+
+absl::StatusOr<int64_t> LeaderElection::CountTerm() {
+  const std::string key = options_.prefix + "/terms";
+  // Another writer of the key can only be a deposed leader's late count;
+  // the mod-revision comparison retries past it (a few times at most).
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    ASSIGN_OR_RETURN(RangeResult current, client_->Range(key));
+    int64_t count = 0;
+    int64_t mod_revision = 0;
+    if (!current.kvs.empty()) {
+      if (!absl::SimpleAtoi(current.kvs[0].value, &count) || count < 0) {
+        ATHANOR_LOG(WARNING) << key << " holds '" << current.kvs[0].value << "', not a count: counting from 0";
+        count = 0;
+      }
+      mod_revision = current.kvs[0].mod_revision;
+    }
+    ASSIGN_OR_RETURN(TxnResult r,
+                     client_->Txn({Fence(), Compare{.key = key, .target = Compare::Target::kModRevision,
+                                                    .number = mod_revision}},
+                                  {Op::Put(key, absl::StrCat(count + 1))}, {Op::Range(key_)}));
+    if (r.succeeded) return count + 1;
+    if (r.ranges.empty() || r.ranges[0].empty() || r.ranges[0][0].create_revision != term_) {
+      return absl::FailedPreconditionError(absl::StrCat("term ", term_, " is over: another coordinator leads"));
+    }
+  }
+  return absl::AbortedError(absl::StrCat(key, " kept changing under this leader"));
 }
 
 absl::StatusOr<std::pair<std::string, int64_t>> LeaderElection::Leader(EtcdClient* client,

@@ -72,6 +72,11 @@ class LeaderElection {
   // The leader now: its address, and its term; NotFound when nobody leads.
   static absl::StatusOr<std::pair<std::string, int64_t>> Leader(EtcdClient* client, const std::string& prefix);
 
+  // Adds this term to `<prefix>/terms`, the count of terms ever won on the
+  // prefix (one per leadership change), under the fence, and returns the
+  // new count. FailedPrecondition when this process no longer leads.
+  absl::StatusOr<int64_t> CountTerm();
+
  private:
   LeaderElection(EtcdClient* client, Options options, std::string key, Lease lease, int64_t term);
   void RenewLoop();

@@ -128,6 +128,10 @@ TEST_F(LeaderElectionTest, ALeaderWhoseLeaseIsRevokedLosesAndItsFenceFails) {
   EXPECT_EQ(old_fence.target, Compare::Target::kCreateRevision);
   EXPECT_EQ(old_fence.result, Compare::Result::kEqual);
   EXPECT_EQ(old_fence.number, (*a)->term());
+  // The first term on the prefix.
+  absl::StatusOr<int64_t> terms = (*a)->CountTerm();
+  ASSERT_TRUE(terms.ok()) << terms.status();
+  EXPECT_EQ(*terms, 1);
 
   // While A leads, a write under its fence goes through.
   absl::StatusOr<TxnResult> txn = third->Txn({old_fence}, {Op::Put("/athanor-le/x", "a")});
@@ -148,6 +152,16 @@ TEST_F(LeaderElectionTest, ALeaderWhoseLeaseIsRevokedLosesAndItsFenceFails) {
       LeaderElection::Campaign(cb.get(), Options("10.0.0.2:7700", [] {}), nullptr);
   ASSERT_TRUE(b.ok()) << b.status();
   EXPECT_GT((*b)->term(), (*a)->term());
+  // The deposed leader cannot count; the new one counts the change.
+  terms = (*a)->CountTerm();
+  EXPECT_EQ(terms.status().code(), absl::StatusCode::kFailedPrecondition) << terms.status();
+  terms = (*b)->CountTerm();
+  ASSERT_TRUE(terms.ok()) << terms.status();
+  EXPECT_EQ(*terms, 2);
+  absl::StatusOr<RangeResult> count = third->Range("/athanor-le/terms");
+  ASSERT_TRUE(count.ok()) << count.status();
+  ASSERT_EQ(count->kvs.size(), 1u);
+  EXPECT_EQ(count->kvs[0].value, "2");
 
   // A's writes are refused by etcd now; B's go through.
   txn = third->Txn({old_fence}, {Op::Put("/athanor-le/x", "a-late")});
