@@ -2,7 +2,8 @@
 // SIGTERM (the ranks agree on a step, checkpoint it, exit 0 naming it; the
 // same command then finishes bitwise identical to an uninterrupted run), and
 // into a different world size (written by 2 ranks, continued by 3 with the
-// same global batch: equal to an uninterrupted run up to reassociation).
+// same global batch: equal to an uninterrupted run up to reassociation), and
+// one --global-batch command run on 3, then 2, then 3 ranks.
 #include <signal.h>
 #include <unistd.h>
 
@@ -158,6 +159,57 @@ TEST_F(CheckpointResumeTest, TwoRankCheckpointContinuesOnThreeRanksWithTheSameGl
   ASSERT_TRUE(ReadSafetensors(reference, &want).ok());
   ASSERT_TRUE(ReadSafetensors(resharded, &got).ok());
   EXPECT_LT(RelativeMaxDiff(got, want), 1e-5);
+}
+
+// The same command at any world size (--global-batch): 3 ranks, then 2 (the
+// accumulation goes from 2 to 3), then 3 again, each resuming from the
+// newest checkpoint, end where an uninterrupted 3-rank run ends.
+TEST_F(CheckpointResumeTest, AGlobalBatchKeptAcrossShrinkAndGrowEndsAsAnUninterruptedRun) {
+  const std::string store = dir_ + "/store";
+  const std::string reference = dir_ + "/reference.safetensors";
+  const std::string resized = dir_ + "/resized.safetensors";
+  Output ref = runner_->Run(runner_->UnderRun(
+      3, runner_->Train({"--steps", "18", "--micro-batch", "8", "--accum", "2", "--dump-weights", reference})));
+  ASSERT_EQ(ref.exit.exit_code, 0) << ref.err;
+  auto elastic = [&](const std::string& steps, const std::vector<std::string>& more) {
+    std::vector<std::string> args = runner_->Train({"--steps", steps, "--global-batch", "48", "--micro-batch", "8",
+                                                    "--checkpoint-uri", "file://" + store, "--job-id", "elastic",
+                                                    "--checkpoint-every", "3"});
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
+  };
+  Output first = runner_->Run(runner_->UnderRun(3, elastic("6", {})));
+  ASSERT_EQ(first.exit.exit_code, 0) << first.err;
+  Output shrunk = runner_->Run(runner_->UnderRun(2, elastic("12", {})));
+  ASSERT_EQ(shrunk.exit.exit_code, 0) << shrunk.err;
+  EXPECT_NE(shrunk.err.find("global batch 48 on 2 rank(s): micro-batch 8 x accumulation 3"), std::string::npos)
+      << shrunk.err;
+  std::vector<nlohmann::json> resumes = JsonLines(shrunk.out, "resume");
+  ASSERT_EQ(resumes.size(), 1u) << shrunk.out;
+  EXPECT_EQ(resumes[0]["step"].get<int64_t>(), 6);
+  EXPECT_EQ(resumes[0]["source_world_size"].get<int>(), 3);
+  Output grown = runner_->Run(runner_->UnderRun(3, elastic("18", {"--dump-weights", resized})));
+  ASSERT_EQ(grown.exit.exit_code, 0) << grown.err;
+  resumes = JsonLines(grown.out, "resume");
+  ASSERT_EQ(resumes.size(), 1u) << grown.out;
+  EXPECT_EQ(resumes[0]["step"].get<int64_t>(), 12);
+  EXPECT_EQ(resumes[0]["source_world_size"].get<int>(), 2);
+
+  Weights want, got;
+  ASSERT_TRUE(ReadSafetensors(reference, &want).ok());
+  ASSERT_TRUE(ReadSafetensors(resized, &got).ok());
+  EXPECT_LT(RelativeMaxDiff(got, want), 1e-5);
+}
+
+// A global batch that a world size cannot split is refused by every rank
+// before training, naming it.
+TEST_F(CheckpointResumeTest, AGlobalBatchAWorldCannotSplitIsRefused) {
+  Output out = runner_->Run(runner_->UnderRun(
+      3, runner_->Train({"--steps", "2", "--global-batch", "50", "--micro-batch", "8"})));
+  EXPECT_NE(out.exit.exit_code, 0);
+  EXPECT_NE(out.err.find("--global-batch: the global batch of 50 samples cannot be split over 3 ranks (not a multiple)"),
+            std::string::npos)
+      << out.err;
 }
 
 }  // namespace

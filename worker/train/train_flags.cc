@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/options.h"
@@ -19,6 +20,11 @@ absl::Status ParseTrainFlags(int argc, const char* const* argv, TrainFlags* f) {
   const char* env_uri = std::getenv("ATHANOR_CHECKPOINT_URI");
   const char* env_job = std::getenv("ATHANOR_JOB_ID");
   if (env_uri != nullptr) f->checkpoint_uri = env_uri;
+  if (const char* g = std::getenv("ATHANOR_GLOBAL_BATCH"); g != nullptr && *g != '\0') {
+    if (!absl::SimpleAtoi(g, &f->global_batch) || f->global_batch < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("ATHANOR_GLOBAL_BATCH: expected a sample count, got '", g, "'"));
+    }
+  }
   if (env_job != nullptr && *env_job != '\0') f->job_id = env_job;
   if (const char* svc = std::getenv("ATHANOR_CHECKPOINT_SERVICE"); svc != nullptr) {
     f->checkpoint_service = svc;
@@ -38,6 +44,10 @@ absl::Status ParseTrainFlags(int argc, const char* const* argv, TrainFlags* f) {
       "samples per micro-batch per rank");
   add("accum", po::value(&t.accum)->default_value(1),
       "micro-batches per step (gradient accumulation)");
+  add("global-batch", po::value(&f->global_batch)->default_value(f->global_batch),
+      "samples per step over all ranks, kept at any world size: --accum adapts to it, and "
+      "--micro-batch (the largest allowed) shrinks where it must; 0: world x micro-batch x "
+      "accum (default $ATHANOR_GLOBAL_BATCH, set for elastic jobs)");
   add("precision", po::value(&precision)->default_value("fp32"), "fp32 | bf16 | fp16");
   add("device", po::value(&t.device)->default_value("cpu"),
       "matrix products on cpu (OpenBLAS) or cuda (cuBLAS)");
@@ -125,6 +135,7 @@ absl::Status ParseTrainFlags(int argc, const char* const* argv, TrainFlags* f) {
   if (f->keep < 1) return absl::InvalidArgumentError("--keep must be >= 1");
   if (f->job_id.empty()) return absl::InvalidArgumentError("--job-id must not be empty");
   if (f->steps < 0) return absl::InvalidArgumentError("--steps must be >= 0");
+  if (f->global_batch < 0) return absl::InvalidArgumentError("--global-batch must be >= 0 (0: off)");
   if (f->timeout_s < 1) return absl::InvalidArgumentError("--timeout-s must be >= 1");
   t.bucket_bytes = static_cast<size_t>(bucket_mb * 1048576.0);
   t.first_bucket_bytes = static_cast<size_t>(first_bucket_mb * 1048576.0);

@@ -15,6 +15,9 @@ struct TrainFlags {
   std::string backend = "ucx";
   bool backend_given = false;  // --backend was on the command line
   int64_t steps = 100;
+  // > 0: samples per step over all ranks, whatever the world size
+  // (common/elastic_batch.h); micro-batch and accumulation follow from it.
+  int64_t global_batch = 0;
   std::string dump_weights;  // empty: no dump
   std::string save_state;    // rank 0 writes weights + optimizer state + metadata at the end
   std::string resume_from;   // a --save-state file to start from

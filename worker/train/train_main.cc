@@ -28,6 +28,7 @@
 #include "checkpoint/checkpointer.h"
 #include "checkpoint/retention.h"
 #include "checkpoint/s3/s3_options.h"
+#include "common/elastic_batch.h"
 #include "checkpoint/service/service_checkpointer.h"
 #include "collectives/factory.h"
 #include "collectives/progress_communicator.h"
@@ -188,6 +189,16 @@ absl::Status Run(TrainFlags flags) {
   ASSIGN_OR_RETURN(TextDataset data, TextDataset::Load(flags.data, flags.trainer.model.context));
 
   TrainerOptions options = flags.trainer;
+  if (flags.global_batch > 0) {
+    absl::StatusOr<BatchShape> shape = FitGlobalBatch(flags.global_batch, env.world_size, options.micro_batch);
+    if (!shape.ok()) return Annotate(shape.status(), "--global-batch");
+    if (env.rank == 0 && (shape->micro_batch != options.micro_batch || shape->accum != options.accum)) {
+      std::cerr << "global batch " << flags.global_batch << " on " << env.world_size << " rank(s): micro-batch "
+                << shape->micro_batch << " x accumulation " << shape->accum << std::endl;
+    }
+    options.micro_batch = shape->micro_batch;
+    options.accum = shape->accum;
+  }
   options.inject_overflow_rank =
       flags.inject_overflow_rank < 0 ? env.world_size - 1 : flags.inject_overflow_rank;
   // Under an agent, the training loop's progress goes on the page it names
