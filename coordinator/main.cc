@@ -179,6 +179,7 @@ int Run(int argc, char** argv) {
   double billing_interval_s = 60;
   double max_heartbeats_per_s = 2000;
   bool no_backfill = false, no_metrics = false;
+  std::string scheduling_policy = "default";
   std::string http_listen, chartjs_dir;
   std::string notebook_listen;
   std::vector<std::string> quotas;
@@ -238,6 +239,9 @@ int Run(int argc, char** argv) {
       ("quota", po::value(&quotas)->composing(),
        "TENANT=GPUS hard GPU quota (repeatable); `athanor quota set` overrides it")
       ("no-backfill", po::bool_switch(&no_backfill), "strict priority order: no backfill")
+      ("scheduling-policy", po::value(&scheduling_policy)->default_value("default"),
+       "order of pending jobs: default (priorities, fair share) or las (least attained GPU "
+       "time first; docs/operations.md, \"Scheduling policy\")")
       ("idle-reclaim-grace-s", po::value(&idle_reclaim_grace_s)->default_value(60),
        "an idle interactive allocation is reclaimed this long after its warning")
       ("idle-cpu-fraction", po::value(&idle_cpu_fraction)->default_value(0.01, "0.01"),
@@ -334,6 +338,14 @@ int Run(int argc, char** argv) {
   options.default_grace = Seconds(default_grace_s);
   options.min_run_time = Seconds(min_run_time_s);
   options.backfill = !no_backfill;
+  const std::optional<sched::SchedulingPolicy> policy =
+      sched::ParseSchedulingPolicy(scheduling_policy);
+  if (!policy || *policy == sched::SchedulingPolicy::kFifo) {
+    std::cerr << "athanor-coordinator: --scheduling-policy: expected default or las, got '"
+              << scheduling_policy << "'\n";
+    return 2;
+  }
+  options.scheduling_policy = *policy;
   if (!(idle_cpu_fraction > 0) || !(idle_net_bytes_per_s > 0) || !(idle_disk_bytes_per_s > 0)) {
     std::cerr << "athanor-coordinator: --idle-cpu-fraction, --idle-net-bytes-per-s and "
                  "--idle-disk-bytes-per-s must be > 0\n";

@@ -11,6 +11,7 @@ namespace {
 sched::SchedulerOptions SchedOptions(const StateOptions& o) {
   sched::SchedulerOptions s;
   s.backfill = o.backfill;
+  s.policy = o.scheduling_policy;
   s.default_grace = o.default_grace;
   s.min_run_time = o.min_run_time;
   return s;

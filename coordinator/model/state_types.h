@@ -34,6 +34,7 @@ struct StateOptions {
   Duration default_grace = sched::kDefaultGrace;  // preemption grace when a job names none
   Duration min_run_time = sched::kDefaultMinRunTime;  // before the scheduler may preempt a job again
   bool backfill = true;
+  sched::SchedulingPolicy scheduling_policy = sched::SchedulingPolicy::kDefault;  // --scheduling-policy
   std::map<std::string, int32_t> quotas;  // tenant -> GPUs (--quota); the store's win
   Duration idle_reclaim_grace = Seconds(60);  // idle warning -> reclaim
   // Use of an interactive instance (tenant_accounts.h): at least this share

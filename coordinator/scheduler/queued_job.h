@@ -48,6 +48,10 @@ struct QueuedJob {
   QueuedJobState state = QueuedJobState::kPending;
   std::vector<int> nodes;       // held node indices, in node-rank order
   TimePoint started{};          // start of the current attempt
+  TimePoint queued_at{};        // when it last became pending (submit or requeue)
+  // LAS (las.h): attained GPU time forgiven when it was last promoted for
+  // waiting too long; its queue counts only what it received since.
+  double las_forgiven_gpu_s = 0;
   std::optional<TimePoint> last_checkpoint;
   TimePoint preempt_deadline{};  // kPreempting: when the agents SIGKILL
   // Non-empty: it backfilled onto GPUs reserved for this head, which may

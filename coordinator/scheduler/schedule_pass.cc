@@ -3,6 +3,7 @@
 #include <map>
 #include <tuple>
 
+#include "coordinator/scheduler/las.h"
 #include "coordinator/scheduler/placement.h"
 #include "coordinator/scheduler/preemption.h"
 #include "coordinator/scheduler/schedule_pass.h"
@@ -29,10 +30,27 @@ PlacementResult SchedulePass::Place(const JobRequest& job, const NodeCaps* caps)
 
 std::vector<Decision> SchedulePass::Run() {
   ++s_.pass_id;
+  if (options_.policy == SchedulingPolicy::kDefault) {
+    RunFairShare();
+  } else {
+    RunOrdered();
+  }
+  for (const JobId& id : started_) s_.queue.Remove(s_.jobs.at(id).req);
+  s_.last_pass.reservation = std::move(reservation_);
+  s_.last_pass.head = head_;
+  s_.last_pass.strict_blocked = strict_blocked_;
+  s_.last_pass.visited = visited_;
+  return std::move(out_);
+}
+
+bool SchedulePass::Dead(const ShapeKey& shape) const {
   // A shape that failed without caps cannot start any job this pass (free
   // resources only shrink): its jobs are skipped unvisited, and Why() works
-  // their reason out when asked. Strict order stops the pass at the head.
-  auto dead = [this](const ShapeKey& shape) { return failed_uncapped_.count(shape) > 0; };
+  // their reason out when asked.
+  return failed_uncapped_.count(shape) > 0;
+}
+
+void SchedulePass::RunFairShare() {
   for (const auto& [priority, tenants] : s_.queue.classes()) {
     struct ShapeCursor {
       const ShapeKey* shape;
@@ -57,7 +75,7 @@ std::vector<Decision> SchedulePass::Run() {
       for (Cursor& c : cursors) {
         c.front = nullptr;
         for (ShapeCursor& sc : c.shapes) {
-          if (sc.it == sc.end || dead(*sc.shape)) continue;
+          if (sc.it == sc.end || Dead(*sc.shape)) continue;
           if (c.front == nullptr || sc.it->first < c.front->it->first) c.front = &sc;
         }
         if (c.front == nullptr) continue;
@@ -70,39 +88,98 @@ std::vector<Decision> SchedulePass::Run() {
       if (next == nullptr) break;
       QueuedJob& job = s_.jobs.at(next->front->it->second);
       ++next->front->it;
-      job.reason.pass = s_.pass_id;
-      ++visited_;
+      Visit(job);
+    }
+  }
+}
 
-      if (!s_.HoldOf(job).empty()) {
-        job.reason.Set(PendingReason::Code::kHeld);
-        continue;
-      }
-      const int quota = s_.TenantQuota(job.req.tenant);
-      const int in_use = s_.accounting.GpusInUse(job.req.tenant);
-      if (quota >= 0 && in_use + job.req.total_gpus() > quota) {
-        job.reason.Set(PendingReason::Code::kQuota);
-        job.reason.gpus_in_use = in_use;
-        job.reason.quota = quota;
-        continue;
-      }
-      if (head_found_) {
-        TryBackfill(job);
-        continue;
-      }
-      PlacementResult placed = Place(job.req, nullptr);
-      if (placed.ok()) {
-        StartJob(job, placed.nodes);
-      } else {
-        HandleHead(job, placed.eligible);
+void SchedulePass::RunOrdered() {
+  // Sorting every pending job costs O(n log n) a pass, where the default
+  // policy's cursors cost what they start; the order of these policies
+  // crosses tenants and (for FIFO) classes, so the queue's layout cannot give
+  // it directly.
+  struct Entry {
+    int class_rank;  // lower first: higher priority, or 0 for FIFO
+    int las_queue;   // lower first
+    uint64_t seq;
+    const JobId* id;
+    const ShapeKey* shape;
+    QueuedJob* job;
+  };
+  std::vector<Entry> order;
+  order.reserve(s_.queue.size());
+  const bool fifo = options_.policy == SchedulingPolicy::kFifo;
+  for (const auto& [priority, tenants] : s_.queue.classes()) {
+    for (const auto& [tenant, shapes] : tenants) {
+      for (const auto& [shape, queue] : shapes) {
+        for (const auto& [seq, id] : queue) {
+          QueuedJob& job = s_.jobs.at(id);
+          if (!fifo) PromoteIfStarved(job);
+          order.push_back({fifo ? 0 : -priority, fifo ? 0 : LasQueueOf(job), seq, &id, &shape, &job});
+        }
       }
     }
   }
-  for (const JobId& id : started_) s_.queue.Remove(s_.jobs.at(id).req);
-  s_.last_pass.reservation = std::move(reservation_);
-  s_.last_pass.head = head_;
-  s_.last_pass.strict_blocked = strict_blocked_;
-  s_.last_pass.visited = visited_;
-  return std::move(out_);
+  std::sort(order.begin(), order.end(), [](const Entry& a, const Entry& b) {
+    return std::tie(a.class_rank, a.las_queue, a.seq, *a.id) <
+           std::tie(b.class_rank, b.las_queue, b.seq, *b.id);
+  });
+  for (const Entry& e : order) {
+    if (strict_blocked_) break;
+    if (Dead(*e.shape)) continue;
+    Visit(*e.job);
+  }
+}
+
+int SchedulePass::LasQueueOf(const QueuedJob& job) const {
+  return LasQueue(options_.las, job, s_.accounting.JobGpuSeconds(job.req.id, now_));
+}
+
+void SchedulePass::PromoteIfStarved(QueuedJob& job) {
+  const double attained = s_.accounting.JobGpuSeconds(job.req.id, now_);
+  if (LasStarved(options_.las, job, attained, now_)) job.las_forgiven_gpu_s = attained;
+}
+
+bool SchedulePass::Outranks(const QueuedJob& head, const QueuedJob& holder) const {
+  switch (options_.policy) {
+    case SchedulingPolicy::kDefault:
+      return holder.req.priority < head.req.priority;
+    case SchedulingPolicy::kFifo:
+      return false;
+    case SchedulingPolicy::kLas: {
+      if (holder.req.priority != head.req.priority) return holder.req.priority < head.req.priority;
+      // Order alone is worth little lost work: only just after a checkpoint
+      // of this attempt (las.h).
+      const bool fresh = holder.last_checkpoint && *holder.last_checkpoint >= holder.started &&
+                         now_ - *holder.last_checkpoint <= options_.las.checkpoint_window;
+      return fresh && LasQueueOf(holder) > LasQueueOf(head);
+    }
+  }
+  return false;
+}
+
+void SchedulePass::Visit(QueuedJob& job) {
+  job.reason.pass = s_.pass_id;
+  ++visited_;
+  if (!s_.HoldOf(job).empty()) {
+    job.reason.Set(PendingReason::Code::kHeld);
+    return;
+  }
+  const int quota = s_.TenantQuota(job.req.tenant);
+  const int in_use = s_.accounting.GpusInUse(job.req.tenant);
+  if (quota >= 0 && in_use + job.req.total_gpus() > quota) {
+    job.reason.Set(PendingReason::Code::kQuota);
+    job.reason.gpus_in_use = in_use;
+    job.reason.quota = quota;
+    return;
+  }
+  if (head_found_) return TryBackfill(job);
+  PlacementResult placed = Place(job.req, nullptr);
+  if (placed.ok()) {
+    StartJob(job, placed.nodes);
+  } else {
+    HandleHead(job, placed.eligible);
+  }
 }
 
 void SchedulePass::StartJob(QueuedJob& job, const std::vector<int>& nodes) {
@@ -171,7 +248,7 @@ void SchedulePass::HandleHead(QueuedJob& job, int eligible_free) {
     for (const QueuedJob* holder : holders) {
       const QueuedJob& h = *holder;
       if (h.state != QueuedJobState::kRunning || !h.req.preemptible) continue;
-      bool lower = h.req.priority < req.priority && now_ - h.started >= options_.min_run_time;
+      bool lower = Outranks(job, h) && now_ - h.started >= options_.min_run_time;
       bool borrowed = h.borrowed_from == req.id;  // only from this head's reservation
       if (!lower && !borrowed) continue;
       PreemptionCandidate c;

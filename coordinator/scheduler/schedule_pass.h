@@ -27,6 +27,18 @@ class SchedulePass {
   std::vector<Decision> Run();
 
  private:
+  // The default policy's order: classes, then fair share between tenants.
+  void RunFairShare();
+  // kFifo and kLas: every pending job sorted once by the policy's key.
+  void RunOrdered();
+  // One pending job in pass order: held, over quota, the head, or backfill.
+  void Visit(QueuedJob& job);
+  // Whether `head` may preempt running `holder` for order (not for borrowing).
+  bool Outranks(const QueuedJob& head, const QueuedJob& holder) const;
+  int LasQueueOf(const QueuedJob& job) const;
+  // LAS: forgives a starved pending job's service (las.h).
+  void PromoteIfStarved(QueuedJob& job);
+  bool Dead(const ShapeKey& shape) const;
   // Places with the failure cache (caps null: on everything free).
   PlacementResult Place(const JobRequest& job, const NodeCaps* caps);
   void StartJob(QueuedJob& job, const std::vector<int>& nodes);

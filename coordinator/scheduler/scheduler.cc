@@ -86,6 +86,7 @@ absl::Status Scheduler::Submit(JobRequest job) {
   next_seq_ = std::max(next_seq_, job.submit_seq + 1);
   QueuedJob& record = s_.jobs[job.id];
   record.req = std::move(job);
+  record.queued_at = clock_->Now();
   s_.queue.Add(record.req);
   return absl::OkStatus();
 }
@@ -122,6 +123,7 @@ absl::Status Scheduler::OnJobExited(const JobId& id, bool requeue) {
   job.nodes.clear();
   job.borrowed_from.clear();
   job.reason = PendingReason{};
+  job.queued_at = now;
   s_.queue.Add(job.req);
   return absl::OkStatus();
 }

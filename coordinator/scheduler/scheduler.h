@@ -4,9 +4,15 @@
 // and turns them into decisions with Schedule() (one SchedulePass).
 //
 // Policy, in the order a pass applies it:
-//   - priority classes, higher first; inside a class the tenant furthest
-//     below its fair share (GPUs in use / share weight) goes next, FIFO by
-//     submit sequence within a tenant;
+//   - the order of pending jobs, by SchedulerOptions::policy:
+//     kDefault: priority classes, higher first; inside a class the tenant
+//     furthest below its fair share (GPUs in use / share weight) goes next,
+//     FIFO by submit sequence within a tenant;
+//     kFifo: submit sequence only (no classes, no fair share, and no job
+//     preempts another for its place in the order);
+//     kLas: priority classes, then least attained GPU time (las.h), then
+//     submit sequence; a blocked job may preempt jobs of a higher LAS queue
+//     in its class as it would lower-priority ones;
 //   - hard per-tenant GPU quotas (jobs over quota are skipped, not blocking);
 //   - all-or-nothing gangs placed by Placement (topology, best fit);
 //   - the first job that cannot start (the "head") may preempt (Preemption)

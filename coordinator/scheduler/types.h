@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -106,8 +107,32 @@ struct Decision {
 inline constexpr Duration kDefaultGrace = std::chrono::seconds(60);
 inline constexpr Duration kDefaultMinRunTime = std::chrono::seconds(300);
 
+// How a pass orders pending jobs (scheduler.h has the policy of each).
+enum class SchedulingPolicy {
+  kDefault,  // priority classes, fair share between tenants, FIFO within a tenant
+  kFifo,     // submit order only: no classes, no fair share, no preemption for order
+  kLas,      // least attained service first, inside each priority class (las.h)
+};
+const char* SchedulingPolicyName(SchedulingPolicy policy);
+// "default", "fifo", "las"; nullopt for anything else.
+std::optional<SchedulingPolicy> ParseSchedulingPolicy(const std::string& name);
+
+// The least-attained-service policy's queues (las.h). A job's queue is the
+// number of thresholds its attained GPU time has reached; a pending job that
+// has waited `promote_knob` times as long as it has run goes back to queue 0.
+// A running job is preempted for LAS order only within `checkpoint_window`
+// after it committed a checkpoint in its current attempt, so that it loses
+// at most that much work (priority preemption is not limited so).
+struct LasOptions {
+  std::vector<double> thresholds_gpu_s = {36000.0, 360000.0};  // ascending
+  double promote_knob = 2.0;                                 // <= 0: no promotion
+  Duration checkpoint_window = std::chrono::seconds(300);
+};
+
 struct SchedulerOptions {
-  bool backfill = true;                  // off: strict priority order
+  SchedulingPolicy policy = SchedulingPolicy::kDefault;
+  LasOptions las;                        // kLas only
+  bool backfill = true;                  // off: strict order
   Duration default_grace = kDefaultGrace;  // preemption grace when a job names none
   Duration min_run_time = kDefaultMinRunTime;  // before a job may be preempted
   int exact_preemption_limit = 16;       // candidates searched exhaustively; greedy above

@@ -1,0 +1,72 @@
+// Report: what athanor-sim prints for each policy of one run, from its
+// SimResult: JCT (mean, p99), queueing delay by gang size, makespan, GPU
+// utilisation, GPUs stranded by fragmentation, work lost to preemption and
+// failures, scheduler time per pass; and, against the run's baseline (the
+// first policy, FIFO without backfill), the ratios the goal is stated in.
+//
+// As a table, as JSON, and as gnuplot data and plots. Pure but for
+// WritePlots, which writes files in a folder and runs gnuplot.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/status/status.h"
+#include "bench/sim/simulator.h"
+
+namespace athanor::sim {
+
+struct SizeBucket {
+  std::string label;  // GPUs, e.g. "9-64"
+  int jobs = 0;
+  double queued_mean_s = 0;
+  double queued_p99_s = 0;
+  int starved = 0;  // as PolicySummary::starved
+};
+
+struct PolicySummary {
+  std::string policy;
+  int finished = 0;
+  int unfinished = 0;
+  int rejected = 0;
+  double jct_mean_s = 0, jct_p99_s = 0;
+  double queued_mean_s = 0;
+  std::vector<SizeBucket> by_size;
+  double makespan_s = 0;
+  double utilisation = 0;       // GPUs held / (cluster GPUs x makespan)
+  // The same from the first arrival to the last: while work is offered (a
+  // trace's longest job sets the makespan whatever the policy).
+  double utilisation_arrivals = 0;
+  double stranded_gpus = 0;     // time-averaged over the makespan
+  double lost_gpu_h = 0;        // preemptions and failures
+  int preemptions = 0;
+  int node_failures = 0;
+  int passes = 0;
+  double pass_mean_us = 0, pass_p99_us = 0;
+  // Against the baseline (equal to 1 / 0 for the baseline itself):
+  double jct_vs_baseline = 1;   // mean JCT ratio
+  double util_vs_baseline = 1;
+  // Jobs queued more than 3x as long as under the baseline, the baseline's
+  // delay floored at kStarvationFloorS (a job that waited nothing there
+  // may wait that long here without counting).
+  int starved = 0;
+  double worst_queue_ratio = 0;  // max over jobs of queued / max(baseline queued, floor)
+};
+
+inline constexpr double kStarvationFloorS = 60;
+
+PolicySummary Summarise(const SimResult& result, const SimResult& baseline);
+
+void PrintTable(std::ostream& out, const std::vector<PolicySummary>& rows);
+nlohmann::json ToJson(const std::vector<PolicySummary>& rows);
+
+// Writes timeline-<policy>.dat (hours, utilisation, pending jobs), jct-<policy>.dat
+// (JCT CDF) and plots.gp in `dir`, then runs gnuplot there for
+// utilisation.png, queue.png and jct.png. FailedPrecondition when gnuplot
+// is missing (the data and script are written).
+absl::Status WritePlots(const std::string& dir, const std::vector<SimResult>& results);
+
+}  // namespace athanor::sim

@@ -1,0 +1,228 @@
+// athanor-sim on workloads small enough to work out by hand: exact JCTs
+// under FIFO and LAS, lost work, determinism for a seed, and parse errors
+// that name the line and field.
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "bench/sim/report.h"
+#include "bench/sim/simulator.h"
+#include "bench/sim/workload.h"
+
+namespace athanor::sim {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+SimJob Job(const std::string& id, int64_t submit, int nodes, int64_t duration, int priority = 0) {
+  SimJob job;
+  job.id = id;
+  job.submit_s = submit;
+  job.nodes = nodes;
+  job.gpus_per_node = 1;
+  job.duration_s = duration;
+  job.priority = priority;
+  return job;
+}
+
+std::vector<int64_t> Jcts(const SimResult& r) {
+  std::vector<int64_t> out;
+  for (const JobOutcome& job : r.jobs) out.push_back(job.jct_s());
+  return out;
+}
+
+// Options that make the arithmetic exact: no exit delay, no minimum run time,
+// checkpoints every 100 s, no declared limits.
+SimOptions Exact() {
+  SimOptions o;
+  o.checkpoint_interval_s = 100;
+  o.preempt_exit_s = 0;
+  o.limit_factor = 0;
+  o.tick_s = 60;
+  return o;
+}
+
+PolicyRun Policy(const std::string& name) {
+  sched::SchedulerOptions base;
+  base.min_run_time = Duration::zero();
+  base.las.thresholds_gpu_s = {100};
+  for (PolicyRun run : ComparedPolicies(base)) {
+    if (run.name == name) return run;
+  }
+  ADD_FAILURE() << "no policy " << name;
+  return {};
+}
+
+// Two 1-GPU nodes. A (both nodes, 1000 s) at 0, B and C (one node, 100 s)
+// at 10 and 20.
+Workload TwoNodesThreeJobs() {
+  Workload w;
+  w.nodes = UniformNodes(2, 1);
+  w.jobs = {Job("A", 0, 2, 1000), Job("B", 10, 1, 100), Job("C", 20, 1, 100)};
+  return w;
+}
+
+TEST(SimTest, FifoRunsTheGangFirst) {
+  // A runs 0-1000; B and C then run 1000-1100.
+  auto r = Simulate(TwoNodesThreeJobs(), Policy("fifo"), Exact());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_THAT(Jcts(*r), ElementsAre(1000, 1090, 1080));
+  EXPECT_EQ(r->preemptions, 0);
+  EXPECT_EQ(r->end_s, 1100);
+}
+
+TEST(SimTest, LasPreemptsTheGangAtItsCheckpoint) {
+  // A has 200 GPU-s (queue 1, threshold 100) by its checkpoint at 100 and is
+  // preempted then, losing nothing; B and C run 100-200; A resumes at 200
+  // with 900 s left and ends at 1100.
+  auto r = Simulate(TwoNodesThreeJobs(), Policy("las"), Exact());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_THAT(Jcts(*r), ElementsAre(1100, 190, 180));
+  EXPECT_EQ(r->preemptions, 1);
+  EXPECT_EQ(r->jobs[0].lost_gpu_s, 0);
+  EXPECT_EQ(r->jobs[0].held_s, 1000);
+  EXPECT_EQ(r->busy_gpu_s, 2000 + 200);
+
+  PolicySummary las = Summarise(*r, *Simulate(TwoNodesThreeJobs(), Policy("fifo"), Exact()));
+  EXPECT_DOUBLE_EQ(las.jct_mean_s, (1100.0 + 190 + 180) / 3);
+  EXPECT_DOUBLE_EQ(las.jct_vs_baseline, 1470.0 / 3170);
+  // A queued 100 s where FIFO queued it 0, floored at 60 s: 1.67x, not starved.
+  EXPECT_EQ(las.starved, 0);
+  EXPECT_DOUBLE_EQ(las.worst_queue_ratio, 100.0 / 60);
+}
+
+TEST(SimTest, LasNeverPreemptsForOrderWithoutACheckpoint) {
+  SimOptions o = Exact();
+  o.checkpoint_interval_s = 0;
+  auto r = Simulate(TwoNodesThreeJobs(), Policy("las"), o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_THAT(Jcts(*r), ElementsAre(1000, 1090, 1080));
+  EXPECT_EQ(r->preemptions, 0);
+}
+
+TEST(SimTest, PreemptionLosesWorkSinceTheLastCheckpoint) {
+  // One GPU. L (priority 0, 1000 s) at 0 checkpoints at 100; H (priority 1,
+  // 100 s) at 150 preempts it under the default policy: L keeps 100 s, loses
+  // 50, runs again 250-1150.
+  Workload w;
+  w.nodes = UniformNodes(1, 1);
+  w.jobs = {Job("L", 0, 1, 1000, 0), Job("H", 150, 1, 100, 1)};
+  auto r = Simulate(w, Policy("default"), Exact());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_THAT(Jcts(*r), ElementsAre(1150, 100));
+  EXPECT_EQ(r->jobs[0].lost_gpu_s, 50);
+  EXPECT_EQ(r->jobs[0].preemptions, 1);
+  PolicySummary s = Summarise(*r, *r);
+  EXPECT_DOUBLE_EQ(s.lost_gpu_h, 50.0 / 3600);
+  EXPECT_DOUBLE_EQ(s.utilisation, 1.0);  // the GPU was never idle
+}
+
+TEST(SimTest, SameSeedSameRun) {
+  SyntheticOptions so;
+  so.nodes = 16;
+  so.jobs = 300;
+  so.seed = 7;
+  auto w1 = Synthetic(so);
+  auto w2 = Synthetic(so);
+  ASSERT_TRUE(w1.ok() && w2.ok());
+  SimOptions o;
+  o.mtbf_s = 86400;  // failures too
+  o.seed = 7;
+  auto a = Simulate(*w1, Policy("las"), o);
+  auto b = Simulate(*w2, Policy("las"), o);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(Jcts(*a), Jcts(*b));
+  EXPECT_EQ(a->node_failures, b->node_failures);
+  EXPECT_GT(a->node_failures, 0);
+  EXPECT_EQ(a->preemptions, b->preemptions);
+
+  so.seed = 8;
+  auto w3 = Synthetic(so);
+  ASSERT_TRUE(w3.ok());
+  auto c = Simulate(*w3, Policy("las"), o);
+  ASSERT_TRUE(c.ok());
+  EXPECT_NE(Jcts(*a), Jcts(*c));
+}
+
+TEST(SimTest, SyntheticIsHeavyTailed) {
+  SyntheticOptions so;
+  so.nodes = 10'000;
+  so.jobs = 20'000;
+  auto w = Synthetic(so);
+  ASSERT_TRUE(w.ok());
+  int single = 0, large = 0;
+  for (const SimJob& job : w->jobs) {
+    single += job.total_gpus() == 1;
+    large += job.total_gpus() >= 64;
+    EXPECT_GE(job.duration_s, 60);
+    EXPECT_LE(job.duration_s, 14 * 86400);
+  }
+  EXPECT_GT(single, 20'000 * 50 / 100);
+  EXPECT_LT(large, 20'000 * 5 / 100);
+  EXPECT_GT(large, 0);
+}
+
+TEST(SimTest, CsvJobs) {
+  auto w = ParseJobsCsv("submit_time,num_gpus,duration,tenant,priority,nodes\n"
+                        "5,16,100,a,1,2\n"
+                        "0,4,50,b,0,1\n",
+                        "jobs.csv", 4, 8);
+  ASSERT_TRUE(w.ok()) << w.status();
+  ASSERT_EQ(w->jobs.size(), 2u);
+  EXPECT_EQ(w->jobs[0].submit_s, 0);  // sorted by submit time
+  EXPECT_EQ(w->jobs[1].nodes, 2);
+  EXPECT_EQ(w->jobs[1].gpus_per_node, 8);
+  EXPECT_EQ(w->jobs[1].tenant, "a");
+  EXPECT_EQ(w->jobs[1].priority, 1);
+}
+
+TEST(SimTest, CsvErrorsNameLineAndField) {
+  auto bad = [](const std::string& text) {
+    auto w = ParseJobsCsv(text, "jobs.csv", 4, 8);
+    EXPECT_FALSE(w.ok());
+    return std::string(w.status().message());
+  };
+  EXPECT_THAT(bad("submit_time,num_gpus,duration\n0,1,100\n5,x,100\n"),
+              HasSubstr("jobs.csv:3: field 'num_gpus': expected an integer in [1, 32], got 'x'"));
+  EXPECT_THAT(bad("submit_time,num_gpus,duration\n0,1\n"), HasSubstr("jobs.csv:2: 2 fields, expected 3"));
+  EXPECT_THAT(bad("submit_time,num_gpus,duration\n0,1,0\n"), HasSubstr("jobs.csv:2: field 'duration'"));
+  EXPECT_THAT(bad("submit_time,num_gpus,duration\n-1,1,5\n"), HasSubstr("jobs.csv:2: field 'submit_time'"));
+  EXPECT_THAT(bad("submit_time,num_gpus,duration\n0,12,5\n"),
+              HasSubstr("jobs.csv:2: field 'num_gpus': 12 is more than one node's 8"));
+  EXPECT_THAT(bad("submit_time,num_gpus,duration,tenant,priority,nodes\n0,12,5,a,0,5\n"),
+              HasSubstr("jobs.csv:2: field 'nodes': expected an integer in [1, 4], got '5'"));
+  EXPECT_THAT(bad("submit_time,num_gpus,duration,tenant,priority,nodes\n0,10,5,a,0,4\n"),
+              HasSubstr("jobs.csv:2: field 'nodes': 10 GPUs do not split evenly into 4"));
+  EXPECT_THAT(bad("time,gpus\n"), HasSubstr("jobs.csv:1: expected a header"));
+  EXPECT_THAT(bad("submit_time,gpus,duration\n"), HasSubstr("header must be"));
+  EXPECT_THAT(bad(""), HasSubstr("empty"));
+}
+
+TEST(SimTest, OpenbRowsRoundFractionalGpusUp) {
+  const std::string nodes = "sn,cpu_milli,memory_mib,gpu,model\nn0,64000,262144,2,P100\n";
+  const std::string pods =
+      "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
+      "p0,1000,1024,1,460,,LS,Running,10,110,20\n"
+      "p1,1000,1024,0,0,,BE,Running,0,5,0\n"
+      "p2,1000,1024,1,1000,,BE,Failed,0,5,\n";
+  auto w = ParseOpenb(nodes, pods, "traces");
+  ASSERT_TRUE(w.ok()) << w.status();
+  ASSERT_EQ(w->jobs.size(), 1u);
+  EXPECT_EQ(w->jobs[0].gpus_per_node, 1);
+  EXPECT_EQ(w->jobs[0].duration_s, 90);
+  EXPECT_EQ(w->jobs[0].priority, 1);
+  EXPECT_THAT(w->notes[0], HasSubstr("1 fractional-GPU pods rounded up"));
+
+  auto broken = ParseOpenb(nodes, absl::StrCat(pods, "p3,1000,1024,1,2000,,BE,Running,0,5,0\n"), "traces");
+  EXPECT_THAT(std::string(broken.status().message()),
+              HasSubstr("traces/openb_pod_list_default.csv:5: field 'gpu_milli'"));
+  auto short_node = ParseOpenb("sn,cpu_milli,memory_mib,gpu,model\nn0,64000\n", pods, "traces");
+  EXPECT_THAT(std::string(short_node.status().message()),
+              HasSubstr("traces/openb_node_list_gpu_node.csv:2: 2 fields, expected 5"));
+}
+
+}  // namespace
+}  // namespace athanor::sim

@@ -1,0 +1,91 @@
+// Simulator: runs a Workload through the coordinator's own scheduler core
+// (athanor_scheduler) on a simulated clock, as the coordinator drives it: a
+// pass after every batch of events (arrivals, exits, failures, checkpoints)
+// and on a tick while jobs wait; decisions applied as the coordinator would
+// (a start holds the GPUs until the job ends; a preempted job exits after a
+// delay and is requeued).
+//
+// Modelled: run times; preemption cost (a job checkpoints every
+// checkpoint_interval_s of an attempt; work since its last checkpoint is
+// lost when it is preempted or its node fails, and it resumes from that
+// checkpoint); node failures (exponential times between failures per node,
+// mean mtbf_s; a failed node's jobs are requeued and it comes back after
+// repair_s). Every job is preemptible and declares a time limit of
+// limit_factor x its run time (0: none declared).
+//
+// Deterministic: the same workload, options and seed give the same
+// decisions and outcomes; only the measured pass times vary.
+// Single-threaded; each call owns its Scheduler.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "bench/sim/workload.h"
+#include "coordinator/scheduler/types.h"
+
+namespace athanor::sim {
+
+struct PolicyRun {
+  std::string name;
+  sched::SchedulerOptions options;
+};
+
+// The four policies compared on one workload: FIFO without backfill, FIFO
+// with backfill and a reservation, the default, and LAS; each `base` with
+// its policy and backfill set.
+std::vector<PolicyRun> ComparedPolicies(const sched::SchedulerOptions& base);
+
+struct SimOptions {
+  int64_t checkpoint_interval_s = 1800;  // 0: no checkpoints, all of an attempt is lost
+  double mtbf_s = 0;                     // per node; 0: nodes never fail
+  int64_t repair_s = 3600;
+  int64_t preempt_exit_s = 30;  // a preempted job releases its GPUs this long after the decision
+  int64_t tick_s = 60;          // a pass at least this often while jobs wait
+  double limit_factor = 2.0;    // declared time limit / run time; 0: none
+  uint64_t seed = 1;            // node failures
+};
+
+struct JobOutcome {
+  int64_t submit_s = 0;
+  int64_t first_start_s = -1;
+  int64_t finish_s = -1;  // -1: never finished (rejected, or the horizon passed)
+  int64_t held_s = 0;     // wall time holding GPUs, over all attempts
+  int gpus = 0;
+  int preemptions = 0;
+  int failures = 0;       // attempts ended by a node failure
+  double lost_gpu_s = 0;  // GPU-seconds held and not kept (since the last checkpoint)
+  int64_t jct_s() const { return finish_s - submit_s; }
+  int64_t queued_s() const { return jct_s() - held_s; }  // pending, over all attempts
+};
+
+// One change of the cluster's state: from t_s on, busy GPUs and pending jobs.
+struct Step {
+  int64_t t_s = 0;
+  int64_t busy_gpus = 0;
+  int64_t pending = 0;
+};
+
+struct SimResult {
+  std::string policy;
+  std::vector<JobOutcome> jobs;  // in workload order
+  int64_t total_gpus = 0;
+  int64_t start_s = 0;           // first submit
+  int64_t end_s = 0;             // last finish
+  int64_t last_submit_s = 0;
+  double busy_gpu_s = 0;         // GPUs held, integrated
+  double busy_gpu_s_arrivals = 0;  // the same, from the first submit to the last
+  double stranded_gpu_s = 0;     // free GPUs no waiting job's node share fits, integrated
+  int preemptions = 0;
+  int node_failures = 0;
+  int rejected = 0;              // Submit refused: never fits
+  std::vector<double> pass_us;   // wall time of each pass
+  std::vector<Step> steps;
+};
+
+absl::StatusOr<SimResult> Simulate(const Workload& workload, const PolicyRun& policy,
+                                   const SimOptions& options);
+
+}  // namespace athanor::sim
