@@ -65,6 +65,9 @@ struct QueuedJob {
   // estimate (set by the scheduler only).
   std::optional<TimePoint> indexed_end;
 
+  // GPUs it holds (an elastic job may hold fewer than it asked for).
+  int held_gpus() const { return static_cast<int>(nodes.size()) * req.gpus_per_node; }
+
   // When the held resources come back, if known: the preemption deadline, or
   // start + declared time limit.
   std::optional<TimePoint> EndEstimate() const {

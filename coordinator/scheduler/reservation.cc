@@ -21,10 +21,10 @@ Resources HoldOn(const Membership& members, int node, const JobId& job) {
 
 }  // namespace
 
-std::optional<Reservation> ComputeReservation(const Membership& members, const QueuedJob& head,
+std::optional<Reservation> ComputeReservation(const Membership& members, const JobRequest& head,
                                               const EndIndex& ends, const std::vector<char>& fits,
                                               TimePoint now) {
-  const JobRequest& job = head.req;
+  const JobRequest& job = head;
   const Resources need = PerNodeNeed(job);
   const int n = members.size();
   std::vector<Resources> proj(n);

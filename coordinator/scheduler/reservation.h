@@ -48,7 +48,7 @@ using EndIndex = std::set<std::pair<TimePoint, const QueuedJob*>>;
 
 // `fits`: for each node index, UpAndStaticallyFits for the head. The caller
 // has checked that the gang fits the UP inventory; returns nothing otherwise.
-std::optional<Reservation> ComputeReservation(const Membership& members, const QueuedJob& head,
+std::optional<Reservation> ComputeReservation(const Membership& members, const JobRequest& head,
                                               const EndIndex& ends, const std::vector<char>& fits,
                                               TimePoint now);
 

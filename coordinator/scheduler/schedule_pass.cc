@@ -167,19 +167,41 @@ void SchedulePass::Visit(QueuedJob& job) {
   }
   const int quota = s_.TenantQuota(job.req.tenant);
   const int in_use = s_.accounting.GpusInUse(job.req.tenant);
-  if (quota >= 0 && in_use + job.req.total_gpus() > quota) {
+  if (quota >= 0 && in_use + job.req.least_nodes() * job.req.gpus_per_node > quota) {
     job.reason.Set(PendingReason::Code::kQuota);
     job.reason.gpus_in_use = in_use;
     job.reason.quota = quota;
     return;
   }
-  if (head_found_) return TryBackfill(job);
-  PlacementResult placed = Place(job.req, nullptr);
+  // An elastic job takes no more nodes than its tenant's quota leaves.
+  const int most = quota >= 0 ? std::min(job.req.nodes, (quota - in_use) / job.req.gpus_per_node) : job.req.nodes;
+  if (head_found_) return TryBackfill(job, most);
+  PlacementResult placed = PlaceSized(job.req, most, nullptr);
   if (placed.ok()) {
     StartJob(job, placed.nodes);
   } else {
     HandleHead(job, placed.eligible);
   }
+}
+
+PlacementResult SchedulePass::PlaceSized(const JobRequest& job, int most, const NodeCaps* caps) {
+  if (!job.elastic()) return Place(job, caps);
+  // Largest first, each try a fixed-size gang; no size above the nodes
+  // that could host a share now (`eligible`) can fit, so the count drops
+  // straight to it.
+  JobRequest sized = job;
+  sized.min_nodes = 0;
+  int eligible = 0;
+  for (int n = most; n >= job.min_nodes;) {
+    sized.nodes = n;
+    PlacementResult placed = Place(sized, caps);
+    if (placed.ok()) return placed;
+    eligible = std::max(eligible, placed.eligible);
+    n = std::min(n - 1, placed.eligible);
+  }
+  // Even the least does not fit: the elastic shape is as dead as a fixed one.
+  (caps == nullptr ? failed_uncapped_ : failed_capped_)[ShapeOf(job)] = eligible;
+  return PlacementResult{{}, eligible};
 }
 
 void SchedulePass::StartJob(QueuedJob& job, const std::vector<int>& nodes) {
@@ -198,13 +220,17 @@ void SchedulePass::StartJob(QueuedJob& job, const std::vector<int>& nodes) {
   s_.IndexEnd(job);
   job.borrowed_from.clear();
   job.reason.Set(PendingReason::Code::kNotConsidered);
-  s_.accounting.Start(job.req.id, job.req.tenant, job.req.total_gpus(), now_);
+  s_.accounting.Start(job.req.id, job.req.tenant, job.held_gpus(), now_);
   started_.push_back(job.req.id);
   out_.push_back(std::move(decision));
 }
 
 void SchedulePass::HandleHead(QueuedJob& job, int eligible_free) {
-  const JobRequest& req = job.req;
+  // An elastic head preempts, reserves and waits for its least size only.
+  JobRequest least = job.req;
+  least.nodes = job.req.least_nodes();
+  least.min_nodes = 0;
+  const JobRequest& req = least;
   const Resources need = PerNodeNeed(req);
   int hosts = 0;
   std::vector<Resources> base(s_.membership.size());
@@ -253,7 +279,7 @@ void SchedulePass::HandleHead(QueuedJob& job, int eligible_free) {
       if (!lower && !borrowed) continue;
       PreemptionCandidate c;
       c.job = h.req.id;
-      c.gpus = h.req.total_gpus();
+      c.gpus = h.held_gpus();
       TimePoint since = h.started;
       if (h.last_checkpoint && *h.last_checkpoint > since) since = *h.last_checkpoint;
       c.lost_gpu_us = std::max<int64_t>(0, Micros(now_ - since)) * c.gpus;
@@ -281,7 +307,7 @@ void SchedulePass::HandleHead(QueuedJob& job, int eligible_free) {
     victims = preempting;
   }
   // Victims were re-indexed above: their ends are now their deadlines.
-  reservation_ = ComputeReservation(s_.membership, job, s_.ends, fits, now_);
+  reservation_ = ComputeReservation(s_.membership, req, s_.ends, fits, now_);
   if (!victims.empty() && (base_fits >= req.nodes || reservation_)) {
     std::sort(victims.begin(), victims.end());
     head_waits_preemption_ = true;
@@ -297,11 +323,11 @@ void SchedulePass::HandleHead(QueuedJob& job, int eligible_free) {
   }
 }
 
-void SchedulePass::TryBackfill(QueuedJob& job) {
+void SchedulePass::TryBackfill(QueuedJob& job, int most) {
   const JobRequest& req = job.req;
   job.reason.Set(PendingReason::Code::kNotConsidered);
   if (!reservation_) {  // defensive: the head had no reservation
-    PlacementResult placed = Place(req, nullptr);
+    PlacementResult placed = PlaceSized(req, most, nullptr);
     if (placed.ok()) return StartJob(job, placed.nodes);
     job.reason.code = PendingReason::Code::kNoFree;
     job.reason.eligible = placed.eligible;
@@ -311,14 +337,14 @@ void SchedulePass::TryBackfill(QueuedJob& job) {
   job.reason.finite = reservation.finite;
   job.reason.when = reservation.start;
   const bool ends_before = reservation.EndsBefore(now_, req.time_limit);
-  PlacementResult placed = Place(req, ends_before ? nullptr : &reservation.slack);
+  PlacementResult placed = PlaceSized(req, most, ends_before ? nullptr : &reservation.slack);
   // Borrowing pays only while the head waits for jobs to end on their own:
   // GPUs its victims free are its own, and a borrower there would be
   // preempted again as soon as the last victim exits.
   bool borrow = false;
   if (!placed.ok() && !ends_before && req.preemptible && req.priority <= reservation.priority &&
       !head_waits_preemption_) {
-    placed = Place(req, nullptr);
+    placed = PlaceSized(req, most, nullptr);
     borrow = placed.ok();
   }
   if (placed.ok()) {
@@ -329,7 +355,7 @@ void SchedulePass::TryBackfill(QueuedJob& job) {
     if (borrow) job.borrowed_from = reservation.job;
     return;
   }
-  PlacementResult uncapped = ends_before ? placed : Place(req, nullptr);
+  PlacementResult uncapped = ends_before ? placed : PlaceSized(req, most, nullptr);
   if (uncapped.ok()) {
     // It would fit, but only on GPUs the head needs: do not start it. The
     // placement above did not allocate anything.

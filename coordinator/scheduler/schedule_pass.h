@@ -41,11 +41,15 @@ class SchedulePass {
   bool Dead(const ShapeKey& shape) const;
   // Places with the failure cache (caps null: on everything free).
   PlacementResult Place(const JobRequest& job, const NodeCaps* caps);
+  // Place, for an elastic job the largest size from `most` down to its
+  // least that fits (a fixed job: its size, `most` unused).
+  PlacementResult PlaceSized(const JobRequest& job, int most, const NodeCaps* caps);
   void StartJob(QueuedJob& job, const std::vector<int>& nodes);
   // The first job of the pass that cannot start: preempt for it or reserve.
   void HandleHead(QueuedJob& job, int eligible_free);
   // Any later job: start it only where it cannot delay the head.
-  void TryBackfill(QueuedJob& job);
+  // `most`: an elastic job's largest size this pass (its quota's limit).
+  void TryBackfill(QueuedJob& job, int most);
 
   SchedulerState& s_;
   const SchedulerOptions& options_;

@@ -46,6 +46,10 @@ absl::Status ValidateShape(const JobRequest& job) {
                                                    " node(s) x ", job.gpus_per_node,
                                                    " GPU(s); both must be at least 1"));
   }
+  if (job.min_nodes < 0 || job.min_nodes > job.nodes) {
+    return absl::InvalidArgumentError(absl::StrCat("job ", job.id, " asks for at least ", job.min_nodes, " of ",
+                                                   job.nodes, " node(s); the least must be 1..", job.nodes));
+  }
   if (job.cpus_per_node < 0 || job.memory_mb_per_node < 0 || job.min_gpu_memory_mb < 0 ||
       job.time_limit < Duration::zero() || job.grace < Duration::zero()) {
     return absl::InvalidArgumentError(absl::StrCat("job ", job.id, " has a negative requirement"));
@@ -59,8 +63,8 @@ absl::Status Scheduler::Submit(JobRequest job) {
   RETURN_IF_ERROR(ValidateShape(job));
   if (s_.jobs.count(job.id)) return absl::AlreadyExistsError(absl::StrCat("job ", job.id, " exists"));
   int quota = s_.TenantQuota(job.tenant);
-  if (quota >= 0 && job.total_gpus() > quota) {
-    return absl::InvalidArgumentError(absl::StrCat("job ", job.id, " needs ", job.total_gpus(),
+  if (quota >= 0 && job.least_nodes() * job.gpus_per_node > quota) {
+    return absl::InvalidArgumentError(absl::StrCat("job ", job.id, " needs ", job.least_nodes() * job.gpus_per_node,
                                                    " GPUs but tenant ", job.tenant,
                                                    " has a quota of ", quota));
   }
@@ -76,7 +80,7 @@ absl::Status Scheduler::Submit(JobRequest job) {
     }
   }
   const int hosts = cached->second;
-  if (hosts < job.nodes) {
+  if (hosts < job.least_nodes()) {
     return absl::InvalidArgumentError(absl::StrCat("job ", job.id, " can never fit: it ",
                                                    DescribeNeed(job), "; only ", hosts,
                                                    " node(s) in the inventory qualify"));
@@ -183,9 +187,10 @@ absl::Status Scheduler::Restore(JobRequest req, const std::vector<NodeAllocation
                                 std::optional<TimePoint> preempt_deadline) {
   RETURN_IF_ERROR(ValidateShape(req));
   if (s_.jobs.count(req.id)) return absl::AlreadyExistsError(absl::StrCat("job ", req.id, " exists"));
-  if (static_cast<int>(placement.size()) != req.nodes) {
-    return absl::InvalidArgumentError(absl::StrCat("job ", req.id, " needs ", req.nodes,
-                                                   " node(s) but the placement has ",
+  if (static_cast<int>(placement.size()) > req.nodes || static_cast<int>(placement.size()) < req.least_nodes()) {
+    return absl::InvalidArgumentError(absl::StrCat("job ", req.id, " needs ",
+                                                   req.elastic() ? absl::StrCat(req.min_nodes, " to ") : "",
+                                                   req.nodes, " node(s) but the placement has ",
                                                    placement.size()));
   }
   std::vector<int> nodes;
@@ -222,7 +227,7 @@ absl::Status Scheduler::Restore(JobRequest req, const std::vector<NodeAllocation
   job.last_checkpoint = last_checkpoint;
   s_.holders[job.req.id] = &job;
   s_.IndexEnd(job);
-  s_.accounting.Start(job.req.id, job.req.tenant, job.req.total_gpus(), started_at);
+  s_.accounting.Start(job.req.id, job.req.tenant, job.held_gpus(), started_at);
   return absl::OkStatus();
 }
 

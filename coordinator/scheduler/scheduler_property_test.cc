@@ -23,7 +23,10 @@ class Ledger {
   explicit Ledger(const std::map<std::string, NodeSpec>& nodes) : nodes_(nodes) {}
 
   void Start(const JobRequest& job, const Decision& d, const std::map<std::string, MemberState>& state) {
-    ASSERT_EQ(static_cast<int>(d.placement.size()), job.nodes) << "partial gang " << job.id;
+    const int size = static_cast<int>(d.placement.size());
+    // All or nothing; an elastic job: any size from its least to its most.
+    ASSERT_TRUE(size == job.nodes || (job.elastic() && size >= job.min_nodes && size < job.nodes))
+        << "partial gang " << job.id << ": " << size << " of " << job.nodes;
     std::set<std::string> distinct;
     for (const NodeAllocation& alloc : d.placement) {
       ASSERT_TRUE(distinct.insert(alloc.node).second) << job.id << " twice on " << alloc.node;
@@ -41,15 +44,15 @@ class Ledger {
       }
     }
     held_[job.id] = d.placement;
-    tenant_gpus_[job.tenant] += job.total_gpus();
+    tenant_gpus_[job.tenant] += size * job.gpus_per_node;
   }
   void Exit(const JobRequest& job) {
+    tenant_gpus_[job.tenant] -= static_cast<int>(held_.at(job.id).size()) * job.gpus_per_node;
     for (const NodeAllocation& alloc : held_.at(job.id)) {
       cpus_[alloc.node] -= job.cpus_per_node;
       for (int gpu : alloc.gpu_ids) owner_.erase({alloc.node, gpu});
     }
     held_.erase(job.id);
-    tenant_gpus_[job.tenant] -= job.total_gpus();
   }
   int TenantGpus(const std::string& t) { return tenant_gpus_[t]; }
   bool Holds(const JobId& id) const { return held_.count(id) > 0; }
@@ -100,7 +103,7 @@ void RunRandomWorkload(uint32_t seed, bool backfill) {
   Ledger ledger(nodes);
   std::map<JobId, JobRequest> requests;
   std::set<JobId> pending;
-  int next_id = 0, starts = 0, preempts = 0;
+  int next_id = 0, starts = 0, preempts = 0, smaller = 0;
 
   auto exit_job = [&](const JobId& id, bool requeue) {
     ledger.Exit(requests.at(id));
@@ -121,6 +124,7 @@ void RunRandomWorkload(uint32_t seed, bool backfill) {
       job.cpus_per_node = rng() % 12;
       job.preemptible = rng() % 2;
       if (rng() % 2) job.time_limit = seconds(60 + rng() % 3000);
+      if (job.nodes > 1 && rng() % 3 == 0) job.min_nodes = 1 + static_cast<int>(rng() % job.nodes);
       absl::Status s = sched.Submit(job);
       if (s.ok()) {
         requests[job.id] = sched.view().job(job.id)->req;
@@ -164,6 +168,7 @@ void RunRandomWorkload(uint32_t seed, bool backfill) {
         ledger.Start(job, d, state);
         if (::testing::Test::HasFatalFailure()) return;
         ++starts;
+        if (static_cast<int>(d.placement.size()) < job.nodes) ++smaller;
       } else {
         ASSERT_TRUE(ledger.Holds(d.job));
         ASSERT_TRUE(job.preemptible) << d.job;
@@ -178,6 +183,7 @@ void RunRandomWorkload(uint32_t seed, bool backfill) {
     }
   }
   EXPECT_GT(starts, 500) << "seed " << seed;
+  EXPECT_GT(smaller, 0) << "seed " << seed << ": no elastic job started below its most";
   EXPECT_GT(preempts, 5) << "seed " << seed;
 }
 

@@ -54,6 +54,10 @@ struct JobRequest {
   int priority = 0;           // higher runs first
   bool preemptible = false;
   int nodes = 1;
+  // Elastic: it starts on as many nodes as it can get from min_nodes up to
+  // `nodes`; 0 (or `nodes`): exactly `nodes`. Nothing is preempted to give
+  // it more than min_nodes.
+  int min_nodes = 0;
   int gpus_per_node = 1;
   std::string gpu_model;      // empty: any model
   int64_t min_gpu_memory_mb = 0;
@@ -70,6 +74,8 @@ struct JobRequest {
   std::string image_digest;
 
   int total_gpus() const { return nodes * gpus_per_node; }
+  bool elastic() const { return min_nodes > 0 && min_nodes < nodes; }
+  int least_nodes() const { return elastic() ? min_nodes : nodes; }
   bool Avoids(const std::string& node) const {
     return std::find(avoid_nodes.begin(), avoid_nodes.end(), node) != avoid_nodes.end();
   }
@@ -77,10 +83,10 @@ struct JobRequest {
 
 // What placement depends on, for caches of "this shape does not fit" and for
 // grouping pending jobs that place alike.
-using ShapeKey = std::tuple<int, int, std::string, int64_t, int, int64_t, std::vector<std::string>>;
+using ShapeKey = std::tuple<int, int, int, std::string, int64_t, int, int64_t, std::vector<std::string>>;
 inline ShapeKey ShapeOf(const JobRequest& job) {
-  return {job.nodes, job.gpus_per_node, job.gpu_model, job.min_gpu_memory_mb, job.cpus_per_node,
-          job.memory_mb_per_node, job.avoid_nodes};
+  return {job.nodes, job.elastic() ? job.min_nodes : 0, job.gpus_per_node, job.gpu_model,
+          job.min_gpu_memory_mb, job.cpus_per_node, job.memory_mb_per_node, job.avoid_nodes};
 }
 
 // The GPUs (device indices) one node gives a job.

@@ -10,7 +10,8 @@
 namespace athanor::sched {
 
 std::string DescribeNeed(const JobRequest& job) {
-  std::string need = absl::StrCat("needs ", job.nodes, job.nodes == 1 ? " node" : " nodes",
+  std::string need = absl::StrCat("needs ", job.elastic() ? absl::StrCat(job.min_nodes, " to ") : "", job.nodes,
+                                  job.nodes == 1 ? " node" : " nodes",
                                   " with ", job.gpus_per_node, " free GPU",
                                   job.gpus_per_node == 1 ? "" : "s");
   std::vector<std::string> extras;
@@ -43,7 +44,7 @@ PendingReason ReasonNow(const SchedulerState& s, const QueuedJob& job) {
   }
   const int quota = s.TenantQuota(job.req.tenant);
   const int in_use = s.accounting.GpusInUse(job.req.tenant);
-  if (quota >= 0 && in_use + job.req.total_gpus() > quota) {
+  if (quota >= 0 && in_use + job.req.least_nodes() * job.req.gpus_per_node > quota) {
     r.code = PendingReason::Code::kQuota;
     r.gpus_in_use = in_use;
     r.quota = quota;
@@ -55,12 +56,15 @@ PendingReason ReasonNow(const SchedulerState& s, const QueuedJob& job) {
     return r;
   }
   const int hosts = CountUpAndStaticallyFit(s.membership, job.req);
-  if (hosts < job.req.nodes) {
+  if (hosts < job.req.least_nodes()) {
     r.code = PendingReason::Code::kNoFitNow;
     r.eligible = hosts;
     return r;
   }
-  PlacementResult placed = PlaceLive(s.membership, job.req, nullptr);
+  JobRequest least = job.req;
+  least.nodes = job.req.least_nodes();
+  least.min_nodes = 0;
+  PlacementResult placed = PlaceLive(s.membership, least, nullptr);
   r.code = placed.ok() ? PendingReason::Code::kNotConsidered : PendingReason::Code::kNoFree;
   r.eligible = placed.eligible;
   return r;
@@ -87,7 +91,7 @@ WhyReport Explain(const SchedulerState& s, const QueuedJob& job, TimePoint now) 
     case Code::kQuota:
       report.reasons.push_back(absl::StrCat("quota: tenant ", job.req.tenant, " uses ",
                                             r.gpus_in_use, " of ", r.quota, " GPUs; the job needs ",
-                                            job.req.total_gpus()));
+                                            job.req.least_nodes() * job.req.gpus_per_node));
       break;
     case Code::kNoFitNow:
       report.reasons.push_back(absl::StrCat("no node fits: ", DescribeNeed(job.req), "; only ",
