@@ -1,6 +1,9 @@
 #include "testing/etcd/etcd_cluster.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -20,6 +23,19 @@ namespace athanor::testing_etcd {
 namespace {
 
 std::string Url(int port) { return absl::StrCat("http://127.0.0.1:", port); }
+
+// Whether something accepts TCP connections on 127.0.0.1:`port` now.
+bool Accepts(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const bool ok = connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0;
+  close(fd);
+  return ok;
+}
 
 }  // namespace
 
@@ -121,6 +137,22 @@ absl::Status EtcdCluster::WaitReady(int i, std::chrono::steady_clock::time_point
   coord::etcd::EtcdUri uri;
   uri.endpoints = {absl::StrCat("127.0.0.1:", m.client_port)};
   uri.prefix = "/etcd-cluster";
+  // The client dials only once the member listens: a gRPC channel whose
+  // first connection is refused backs off, and its later tries came seconds
+  // after etcd served (about 9 s of every start).
+  while (!Accepts(m.client_port)) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return absl::DeadlineExceededError(absl::StrCat("etcd member ", m.name, " never listened on its client port ",
+                                                      m.client_port, "; log: ", LogTail(i)));
+    }
+    if (std::optional<ExitInfo> exit = m.child->Poll()) {
+      m.child.reset();
+      return absl::UnavailableError(absl::StrCat("etcd member ", m.name, " exited (", exit->ToString(),
+                                                 "): ", LogTail(i)));
+    }
+    // etcd gives no event for "listening"; its start takes tens of ms.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20)); /* sleep override: etcd is another process */
+  }
   // Each probe retries for up to half a second on its own (the client
   // pauses between refused attempts), so this loop needs no sleep.
   absl::StatusOr<std::unique_ptr<coord::etcd::EtcdClient>> client =
