@@ -6,34 +6,25 @@ namespace athanor {
 namespace {
 
 TEST(FitGlobalBatchTest, AccumulationAdaptsAndTheMicroBatchOnlyWhereItMust) {
-  // 48 samples: 3 ranks x 8 x 2, then 2 ranks x 8 x 3 (micro kept), then 1 rank.
-  absl::StatusOr<BatchShape> s = FitGlobalBatch(48, 3, 8);
-  ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(s->micro_batch, 8);
-  EXPECT_EQ(s->accum, 2);
-  s = FitGlobalBatch(48, 2, 8);
-  ASSERT_TRUE(s.ok());
-  EXPECT_EQ(s->micro_batch, 8);
-  EXPECT_EQ(s->accum, 3);
-  s = FitGlobalBatch(48, 1, 8);
-  ASSERT_TRUE(s.ok());
-  EXPECT_EQ(s->micro_batch, 8);
-  EXPECT_EQ(s->accum, 6);
-  // 30 samples on 3 ranks: a share of 10 takes micro-batches of 5, twice.
-  s = FitGlobalBatch(30, 3, 8);
-  ASSERT_TRUE(s.ok());
-  EXPECT_EQ(s->micro_batch, 5);
-  EXPECT_EQ(s->accum, 2);
-  // A prime share: micro-batches of one.
-  s = FitGlobalBatch(26, 2, 8);
-  ASSERT_TRUE(s.ok());
-  EXPECT_EQ(s->micro_batch, 1);
-  EXPECT_EQ(s->accum, 13);
-  // A share under the micro-batch: one micro-batch of it.
-  s = FitGlobalBatch(12, 4, 8);
-  ASSERT_TRUE(s.ok());
-  EXPECT_EQ(s->micro_batch, 3);
-  EXPECT_EQ(s->accum, 1);
+  struct Case {
+    int64_t global;
+    int world, max_micro, micro, accum;
+  };
+  const Case cases[] = {
+      {48, 3, 8, 8, 2},   // 3 ranks x 8 x 2
+      {48, 2, 8, 8, 3},   // one rank fewer: the micro-batch kept, one more step of accumulation
+      {48, 1, 8, 8, 6},
+      {30, 3, 8, 5, 2},   // a share of 10: micro-batches of 5, twice
+      {26, 2, 8, 1, 13},  // a prime share: micro-batches of one
+      {12, 4, 8, 3, 1},   // a share under the micro-batch: one micro-batch of it
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(testing::Message() << c.global << " on " << c.world << " ranks");
+    absl::StatusOr<BatchShape> s = FitGlobalBatch(c.global, c.world, c.max_micro);
+    ASSERT_TRUE(s.ok()) << s.status();
+    EXPECT_EQ(s->micro_batch, c.micro);
+    EXPECT_EQ(s->accum, c.accum);
+  }
 }
 
 TEST(FitGlobalBatchTest, RefusesWhatCannotBeSplit) {
