@@ -37,14 +37,18 @@ po::positional_options_description JobIdPositional() {
 int RunSubmit(CliContext& ctx, const std::vector<std::string>& args) {
   std::string name, tenant, checkpoint_uri, gpu_model, min_gpu_memory, memory_per_node;
   std::string time_limit, grace, idempotency_key, hang_timeout;
-  int32_t nodes = 1, gpus_per_node = 1, priority = 0, max_restarts = 0, cpus_per_node = 0;
+  std::string nodes;
+  int32_t gpus_per_node = 1, priority = 0, max_restarts = 0, cpus_per_node = 0;
+  int64_t global_batch = 0;
   std::vector<std::string> env, volumes;
   std::string image;
   bool json = false, preemptible = false, move_off_stragglers = false;
   po::options_description desc("athanor submit options");
   desc.add_options()
       ("name", po::value(&name), "job name")
-      ("nodes", po::value(&nodes)->required(), "number of nodes in the gang")
+      ("nodes", po::value(&nodes)->required(),
+       "nodes in the gang: N, or MIN:MAX for an elastic job that runs on as many as it can get "
+       "between the two, shrinks when a node is lost and grows back at a checkpoint")
       ("gpus-per-node", po::value(&gpus_per_node)->required(), "GPUs (ranks) per node")
       ("tenant", po::value(&tenant), "tenant the job is billed to (default: $USER)")
       ("gpu-model", po::value(&gpu_model), "only nodes with this GPU model (e.g. H100)")
@@ -56,6 +60,9 @@ int RunSubmit(CliContext& ctx, const std::vector<std::string>& args) {
       ("priority", po::value(&priority), "higher runs first")
       ("preemptible", po::bool_switch(&preemptible), "the job may be preempted")
       ("max-restarts", po::value(&max_restarts), "requeue a failed attempt this many times")
+      ("global-batch", po::value(&global_batch),
+       "samples per optimizer step, kept at every size (ATHANOR_GLOBAL_BATCH for athanor-train); "
+       "refused unless every world size the job may run at divides it")
       ("hang-timeout", po::value(&hang_timeout),
        "no progress this long is a hang (45s, 5m); default max(30s, 10x median step)")
       ("move-off-stragglers", po::bool_switch(&move_off_stragglers),
@@ -74,7 +81,7 @@ int RunSubmit(CliContext& ctx, const std::vector<std::string>& args) {
       ("json", po::bool_switch(&json), "print {\"job_id\": ...}");
   ParsedCommandLine cmd;
   if (int rc = Parse(args, desc,
-                     "usage: athanor submit --nodes N --gpus-per-node G [options] -- CMD [ARGS...]\n"
+                     "usage: athanor submit --nodes N|MIN:MAX --gpus-per-node G [options] -- CMD [ARGS...]\n"
                      "Submits a gang job; prints its id. Every rank runs CMD with the env contract\n"
                      "(RANK, WORLD_SIZE, LOCAL_RANK, NODE_RANK, MASTER_ADDR, MASTER_PORT, ...).",
                      &cmd);
@@ -83,6 +90,11 @@ int RunSubmit(CliContext& ctx, const std::vector<std::string>& args) {
   }
   if (cmd.after_dashes.empty()) {
     std::cerr << "athanor submit: missing command after '--' (see --help)\n";
+    return kExitUsage;
+  }
+  absl::StatusOr<NodeRange> range = ParseNodeRange(nodes);
+  if (!range.ok()) {
+    std::cerr << "athanor submit: " << range.status().message() << "\n";
     return kExitUsage;
   }
   std::optional<int64_t> gpu_mem = min_gpu_memory.empty() ? 0 : ParseMegabytes(min_gpu_memory);
@@ -114,7 +126,9 @@ int RunSubmit(CliContext& ctx, const std::vector<std::string>& args) {
   spec->set_tenant(tenant);
   spec->set_priority(priority);
   spec->set_preemptible(preemptible);
-  spec->set_nodes(nodes);
+  spec->set_nodes(range->max);
+  spec->set_min_nodes(range->min);
+  spec->set_global_batch(global_batch);
   spec->set_gpus_per_node(gpus_per_node);
   spec->set_max_restarts(max_restarts);
   spec->set_hang_timeout_s(*hang_s);

@@ -3,6 +3,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <set>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -79,10 +80,41 @@ std::string FormatJobs(const rpc::ListJobsResponse& jobs) {
       {"ID", "NAME", "TENANT", "STATE", "ATTEMPT", "NODES", "GPUS/NODE", "REASON"}};
   for (const rpc::Job& j : jobs.jobs()) {
     rows.push_back({j.id(), j.spec().name(), j.spec().tenant(), StateName(j.state()),
-                    absl::StrCat(j.attempt()), absl::StrCat(j.spec().nodes()),
+                    absl::StrCat(j.attempt()),
+                    j.spec().min_nodes() > 0 && j.spec().min_nodes() < j.spec().nodes()
+                        ? absl::StrCat(j.spec().min_nodes(), "..", j.spec().nodes())
+                        : absl::StrCat(j.spec().nodes()),
                     absl::StrCat(j.spec().gpus_per_node()), j.reason()});
   }
   return FormatTable(rows);
+}
+
+// An elastic job: "2 of 2..3 node(s) x 1 GPU(s), elastic" while it runs.
+std::string GangLine(const rpc::Job& j) {
+  const rpc::JobSpec& s = j.spec();
+  const bool elastic = s.min_nodes() > 0 && s.min_nodes() < s.nodes();
+  if (!elastic) return absl::StrCat(s.nodes(), " node(s) x ", s.gpus_per_node(), " GPU(s)");
+  std::set<std::string> now;
+  for (const rpc::RankPlacement& p : j.allocation()) now.insert(p.node());
+  const bool running = j.state() == rpc::JOB_STARTING || j.state() == rpc::JOB_RUNNING ||
+                       j.state() == rpc::JOB_PREEMPTING;
+  return absl::StrCat(running ? absl::StrCat(now.size(), " of ") : "", s.min_nodes(), "..", s.nodes(),
+                      " node(s) x ", s.gpus_per_node(), " GPU(s), elastic");
+}
+
+// Every resize of an elastic job: when, from which size to which, why and
+// the steps it threw away.
+std::vector<std::string> ResizeLines(const rpc::Job& j) {
+  std::vector<std::string> out;
+  for (int i = 0; i < j.attempts_size(); ++i) {
+    const rpc::AttemptNodes& a = j.attempts(i);
+    if (a.outcome() != "shrunk" && a.outcome() != "grown") continue;
+    const std::string next = i + 1 < j.attempts_size() ? absl::StrCat(j.attempts(i + 1).nodes_size()) : "?";
+    out.push_back(absl::StrCat(FormatUnixTime(static_cast<int64_t>(a.end_unix())), " attempt ", a.attempt(), ": ",
+                               a.outcome(), " ", a.nodes_size(), " -> ", next, " node(s), ", a.steps_lost(),
+                               " step(s) lost: ", a.end_reason()));
+  }
+  return out;
 }
 
 std::string FormatJob(const rpc::Job& j) {
@@ -94,7 +126,7 @@ std::string FormatJob(const rpc::Job& j) {
       {"reason:", j.reason()},
       {"attempt:", absl::StrCat(j.attempt(), " (restarts ", j.restarts(), " of ",
                                 j.spec().max_restarts(), ")")},
-      {"gang:", absl::StrCat(j.spec().nodes(), " node(s) x ", j.spec().gpus_per_node(), " GPU(s)")},
+      {"gang:", GangLine(j)},
       {"command:", absl::StrJoin(j.spec().command(), " ")},
       {"master:", absl::StrCat(j.master_addr(), ":", j.master_port())},
   };
@@ -111,6 +143,10 @@ std::string FormatJob(const rpc::Job& j) {
                                      ? std::string("none committed")
                                      : absl::StrCat("step ", j.committed_step(), " committed")});
   }
+  if (j.spec().global_batch() > 0) {
+    kv.push_back({"global batch:", absl::StrCat(j.spec().global_batch(), " samples a step at every size")});
+  }
+  for (const std::string& line : ResizeLines(j)) kv.push_back({"resize:", line});
   if (j.attempts_size() > 1) {
     std::vector<std::string> attempts;
     for (const rpc::AttemptNodes& a : j.attempts()) {

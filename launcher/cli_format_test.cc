@@ -72,6 +72,37 @@ TEST(CliFormatTest, ControlCharactersNeverReachTheTerminal) {
   EXPECT_NE(out.find("command:  sh -c printf '\\x1b]0;owned\\x07'\\x0a"), std::string::npos) << out;
 }
 
+TEST(CliFormatTest, ElasticJobShowsItsSizeAndEveryResize) {
+  rpc::Job j;
+  j.set_id("4");
+  j.set_state(rpc::JOB_RUNNING);
+  j.mutable_spec()->set_nodes(3);
+  j.mutable_spec()->set_min_nodes(2);
+  j.mutable_spec()->set_gpus_per_node(1);
+  j.mutable_spec()->set_global_batch(12);
+  for (const char* node : {"n1", "n3"}) j.add_allocation()->set_node(node);
+  rpc::AttemptNodes* a1 = j.add_attempts();
+  a1->set_attempt(1);
+  for (const char* node : {"n1", "n2", "n3"}) a1->add_nodes(node);
+  a1->set_outcome("shrunk");
+  a1->set_end_unix(1796292000);  // 2026-12-03T10:00:00Z
+  a1->set_steps_lost(3);
+  a1->set_end_reason("shrunk: node n2 is down");
+  rpc::AttemptNodes* a2 = j.add_attempts();
+  a2->set_attempt(2);
+  for (const char* node : {"n1", "n3"}) a2->add_nodes(node);
+  std::string out = FormatJob(j);
+  EXPECT_NE(out.find("gang:          2 of 2..3 node(s) x 1 GPU(s), elastic\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("global batch:  12 samples a step at every size\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("resize:        2026-12-03T10:00:00Z attempt 1: shrunk 3 -> 2 node(s), 3 step(s) lost: "
+                     "shrunk: node n2 is down\n"),
+            std::string::npos)
+      << out;
+  j.set_state(rpc::JOB_PENDING);
+  out = FormatJob(j);
+  EXPECT_NE(out.find("gang:          2..3 node(s) x 1 GPU(s), elastic\n"), std::string::npos) << out;
+}
+
 TEST(CliFormatTest, InstanceShowsLastActivityReclaimAndAdvice) {
   rpc::Job j;
   j.set_id("9");

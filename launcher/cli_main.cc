@@ -31,7 +31,7 @@ struct Entry {
 // Every command, in the order `athanor --help` lists them.
 const std::vector<Entry>& Commands() {
   static const std::vector<Entry>* commands = new std::vector<Entry>{
-      {{"submit", "--nodes N --gpus-per-node G [...] -- CMD [ARGS...]", "submit a job, print its id"},
+      {{"submit", "--nodes N|MIN:MAX --gpus-per-node G [...] -- CMD [ARGS...]", "submit a job, print its id"},
        RunSubmit, false},
       {{"jobs", "[--all] [--json]", "list jobs"}, RunJobs, false},
       {{"job", "ID [--json]", "show one job and its ranks"}, RunJob, false},

@@ -30,6 +30,28 @@ std::optional<int64_t> ParseDurationSeconds(const std::string& text) {
   return n * unit;
 }
 
+absl::StatusOr<NodeRange> ParseNodeRange(const std::string& text) {
+  const size_t colon = text.find(':');
+  auto count = [&](const std::string& part) -> std::optional<int32_t> {
+    int32_t n = 0;
+    if (part.empty() || !absl::SimpleAtoi(part, &n) || n < 1) return std::nullopt;
+    return n;
+  };
+  if (colon == std::string::npos) {
+    std::optional<int32_t> n = count(text);
+    if (!n) return absl::InvalidArgumentError(absl::StrCat("--nodes: expected N or MIN:MAX (counts >= 1), got '", text, "'"));
+    return NodeRange{0, *n};
+  }
+  std::optional<int32_t> lo = count(text.substr(0, colon)), hi = count(text.substr(colon + 1));
+  if (!lo || !hi) {
+    return absl::InvalidArgumentError(absl::StrCat("--nodes: expected N or MIN:MAX (counts >= 1), got '", text, "'"));
+  }
+  if (*lo > *hi) {
+    return absl::InvalidArgumentError(absl::StrCat("--nodes: MIN ", *lo, " is more than MAX ", *hi, " in '", text, "'"));
+  }
+  return NodeRange{*lo == *hi ? 0 : *lo, *hi};
+}
+
 std::optional<int64_t> ParseMegabytes(const std::string& text) {
   if (text.empty()) return std::nullopt;
   std::string digits = text;

@@ -16,6 +16,13 @@ namespace athanor::cli {
 std::optional<int64_t> ParseDurationSeconds(const std::string& text);
 // "4096" (MB), "512M", "80G", "1T" -> MB; nullopt when malformed.
 std::optional<int64_t> ParseMegabytes(const std::string& text);
+// A job's size for --nodes: "N" (a fixed gang) or "MIN:MAX" (elastic,
+// 1 <= MIN <= MAX). InvalidArgument saying what is wrong otherwise.
+struct NodeRange {
+  int32_t min = 0;  // 0: a fixed gang of `max`
+  int32_t max = 0;
+};
+absl::StatusOr<NodeRange> ParseNodeRange(const std::string& text);
 // "2026-01-31", "2026-01-31T12:00:00[Z]" (UTC), or a duration meaning that
 // long ago (relative to `now_unix`) -> Unix seconds.
 std::optional<int64_t> ParseSince(const std::string& text, int64_t now_unix);

@@ -29,6 +29,35 @@ TEST(CliUtilTest, ParsesSizesInMegabytes) {
   EXPECT_EQ(ParseMegabytes("x1"), std::nullopt);
 }
 
+TEST(CliUtilTest, ParsesNodeRanges) {
+  struct Case {
+    std::string text;
+    int32_t min, max;
+    std::string error;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"3", 0, 3, ""},
+           {"2:3", 2, 3, ""},
+           {"4:4", 0, 4, ""},  // MIN == MAX: a fixed gang
+           {"1:16", 1, 16, ""},
+           {"3:2", 0, 0, "--nodes: MIN 3 is more than MAX 2 in '3:2'"},
+           {"0:2", 0, 0, "--nodes: expected N or MIN:MAX (counts >= 1), got '0:2'"},
+           {"2:", 0, 0, "--nodes: expected N or MIN:MAX (counts >= 1), got '2:'"},
+           {"x", 0, 0, "--nodes: expected N or MIN:MAX (counts >= 1), got 'x'"},
+           {"0", 0, 0, "--nodes: expected N or MIN:MAX (counts >= 1), got '0'"},
+           {"1:2:3", 0, 0, "--nodes: expected N or MIN:MAX (counts >= 1), got '1:2:3'"},
+       }) {
+    absl::StatusOr<NodeRange> r = ParseNodeRange(c.text);
+    if (c.error.empty()) {
+      ASSERT_TRUE(r.ok()) << c.text << ": " << r.status();
+      EXPECT_EQ(r->min, c.min) << c.text;
+      EXPECT_EQ(r->max, c.max) << c.text;
+    } else {
+      EXPECT_EQ(r.status().message(), c.error) << c.text;
+    }
+  }
+}
+
 TEST(CliUtilTest, ParsesSinceAsDateOrDurationAgo) {
   EXPECT_EQ(ParseSince("2026-01-31", 0), 1769817600);
   EXPECT_EQ(ParseSince("2026-01-31T12:00:00Z", 0), 1769860800);

@@ -101,7 +101,7 @@ void AttemptLauncher::Start(JobRecord* job, const std::vector<sched::NodeAllocat
   // The usage interval and the attempt's span start at the same instant:
   // billing charges the one, tenants check it against the other.
   const double placed_at = clock_->UnixNow();
-  job->usage.push_back({placed_at, 0, job->spec.nodes * job->spec.gpus_per_node});
+  job->usage.push_back({placed_at, 0, static_cast<int32_t>(job->allocation.size())});
   // Records of attempts started before placements were kept have none: pad.
   job->attempt_nodes.resize(job->attempt - 1);
   job->attempt_nodes.emplace_back();
@@ -141,6 +141,8 @@ void AttemptLauncher::AppendDesired(const JobRecord& job, const std::string& nod
     d.command = job.spec.command;
     d.env = job.spec.env;
     for (auto& [k, v] : env.ToEnvironment()) d.env[k] = v;
+    // The job's global batch, kept at this attempt's world (athanor-train).
+    if (job.spec.global_batch > 0) d.env["ATHANOR_GLOBAL_BATCH"] = std::to_string(job.spec.global_batch);
     d.gpu_ids = p.gpu_ids;
     d.tenant = job.spec.tenant;
     d.image_digest = job.image_digest;  // resolved at submission (cluster_images.h)

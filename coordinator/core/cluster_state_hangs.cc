@@ -77,10 +77,10 @@ void ClusterState::MoveOffStraggler(JobRecord* job, const RankFlag& flag) {
   sched::JobRequest req = ToSchedRequest(*job, options_);
   req.avoid_nodes = avoid;
   const int hosts = sched::CountUpAndStaticallyFit(sched_.view().membership(), req);
-  if (hosts < job->spec.nodes) {
+  if (hosts < req.least_nodes()) {
     ATHANOR_LOG(WARNING) << "job " << job->id << " stays on " << flag.node << ": without "
                          << absl::StrJoin(avoid, ", ") << " only " << hosts << " node(s) could host it, "
-                         << job->spec.nodes << " needed";
+                         << req.least_nodes() << " needed";
     return;
   }
   if (absl::Status s = sched_.SetAvoidNodes(job->id, avoid); !s.ok()) {

@@ -1,12 +1,14 @@
 #include "coordinator/core/job_lifecycle.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "common/status.h"
 #include "coordinator/core/attempt_spans.h"
+#include "coordinator/core/elastic_resize.h"
 #include "coordinator/core/job_network.h"
 #include "coordinator/core/notebook_command.h"
 #include "coordinator/health/oom_advice.h"
@@ -179,9 +181,20 @@ absl::Status JobLifecycle::ReportCheckpoint(const std::string& id, int64_t step,
   Mark(*job);
   if (job->allocated) {
     RETURN_IF_ERROR(p_.sched->OnCheckpoint(job->id, p_.clock->FromUnix(job->last_checkpoint_unix)));
+    if (std::optional<std::string> why = GrowthAtCheckpoint(*job, *p_.sched)) {
+      BeginResize(job, std::chrono::milliseconds(p_.options->kill_after_ms), PreemptCause::kGrow, *why);
+    }
   }
   return absl::OkStatus();
 }
+
+void JobLifecycle::BeginResize(JobRecord* job, Duration grace, PreemptCause cause, const std::string& reason) {
+  if (job->stopping || !job->allocated) return;
+  job->stop_resize = cause == PreemptCause::kGrow ? "grown" : "shrunk";
+  BeginPreempt(job, grace, cause, reason);
+}
+
+
 
 void JobLifecycle::ApplyReports(const std::vector<RankReport>& reports) {
   std::set<int64_t> touched;
@@ -274,9 +287,14 @@ void JobLifecycle::BeginPreempt(JobRecord* job, Duration grace, PreemptCause cau
                                 const std::string& reason) {
   if (job->stopping || !job->allocated) return;
   job->preempted = true;
-  job->stop_platform_fault =
-      cause == PreemptCause::kPriority || cause == PreemptCause::kMasterPort;
-  counters_.preemptions[PreemptCauseName(cause)]++;
+  // A caller may have said so already (a shrink for a lost node).
+  job->stop_platform_fault = job->stop_platform_fault || cause == PreemptCause::kPriority ||
+                             cause == PreemptCause::kMasterPort;
+  if (cause == PreemptCause::kShrink || cause == PreemptCause::kGrow) {
+    counters_.resizes[job->stop_resize]++;  // not a preemption to the tenant
+  } else {
+    counters_.preemptions[PreemptCauseName(cause)]++;
+  }
   job->stop_kill_after_ms = std::chrono::duration_cast<std::chrono::milliseconds>(grace).count();
   job->preempt_deadline_unix = p_.clock->UnixNow() + ToSeconds(grace);
   job->state = JobState::kPreempting;
@@ -345,15 +363,24 @@ std::vector<JobRecord*> JobLifecycle::RunningOn(const std::string& node) {
 void JobLifecycle::FailAttemptsOn(const std::string& node, const std::string& why) {
   for (JobRecord* job : RunningOn(node)) {
     job->stop_platform_fault = true;  // a node lost is the platform's doing
-    FailAttempt(job, why);
+    if (ShrinksWithout(*job, node, *p_.nodes)) {
+      BeginResize(job, std::chrono::milliseconds(p_.options->kill_after_ms), PreemptCause::kShrink,
+                  absl::StrCat("shrunk: ", why));
+    } else {
+      FailAttempt(job, why);
+    }
   }
 }
 
 void JobLifecycle::PreemptAttemptsOn(const std::string& node, Duration grace,
                                      const std::string& why) {
   for (JobRecord* job : RunningOn(node)) {
-    BeginPreempt(job, grace > Duration::zero() ? grace : GraceOf(*job, *p_.options),
-                 PreemptCause::kDrain, why);
+    const Duration g = grace > Duration::zero() ? grace : GraceOf(*job, *p_.options);
+    if (ShrinksWithout(*job, node, *p_.nodes)) {
+      BeginResize(job, g, PreemptCause::kShrink, absl::StrCat("shrunk: ", why));
+    } else {
+      BeginPreempt(job, g, PreemptCause::kDrain, why);
+    }
   }
 }
 
@@ -384,12 +411,20 @@ void JobLifecycle::Finish(JobRecord* job, JobState outcome, const std::string& r
   p_.accounts->Forget(job->seq);
   job->stopping = false;
   const bool preempted = job->preempted;
+  // A resize that became a cancel or a failure on the way is not one.
+  const std::string resize = outcome == JobState::kPending ? job->stop_resize : "";
   if (was_allocated) {
     EndAttemptSpan(job, outcome, preempted, reason, now);
     if (job->attempt > 0 && static_cast<size_t>(job->attempt) <= job->attempt_spans.size()) {
-      job->attempt_spans[job->attempt - 1].platform_fault = platform_fault;
+      AttemptSpan& span = job->attempt_spans[job->attempt - 1];
+      span.platform_fault = platform_fault;
+      if (!resize.empty()) {
+        span.outcome = resize;
+        span.steps_lost = StepsPastCheckpoint(*job);
+      }
     }
   }
+  job->stop_resize.clear();
   job->preempted = false;
   job->stop_platform_fault = false;
   job->billing_notice.clear();
@@ -405,9 +440,9 @@ void JobLifecycle::Finish(JobRecord* job, JobState outcome, const std::string& r
   const std::string why = job->advice.empty() ? reason : absl::StrCat(reason, "; ", job->advice);
   if (outcome == JobState::kPending) {
     if (!preempted) job->restarts++;
-    counters_.requeues[preempted ? "preemption" : "failure"]++;
+    counters_.requeues[!resize.empty() ? "resize" : preempted ? "preemption" : "failure"]++;
     job->state = JobState::kPending;
-    job->reason = absl::StrCat("requeued after attempt ", job->attempt, ": ", why);
+    job->reason = absl::StrCat(resize.empty() ? "requeued" : "resizing", " after attempt ", job->attempt, ": ", why);
   } else {
     job->state = outcome;
     job->reason = why;

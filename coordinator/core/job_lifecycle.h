@@ -122,6 +122,11 @@ class JobLifecycle {
   // Attempts with a rank on `node` that are not stopping yet.
   std::vector<JobRecord*> RunningOn(const std::string& node);
   void TrySettle(JobRecord* job);
+  // An elastic job's attempt is stopped to run again at another size
+  // ("shrunk" / "grown", JobRecord::stop_resize; elastic_resize.h says when):
+  // like a preemption with `grace`, requeued at once using no restart; the
+  // scheduler places it on as many nodes as it can give, least to most.
+  void BeginResize(JobRecord* job, Duration grace, PreemptCause cause, const std::string& reason);
   void Finish(JobRecord* job, JobState outcome, const std::string& reason);
   void Mark(const JobRecord& job) { p_.log->MarkJob(job.seq); }
   // Tells the attempt's nodes (new generations) and remembers what they must ack.

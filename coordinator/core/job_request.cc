@@ -14,6 +14,7 @@ sched::JobRequest ToSchedRequest(const JobRecord& job, const StateOptions& optio
   r.priority = job.spec.priority;
   r.preemptible = job.spec.preemptible;
   r.nodes = job.spec.nodes;
+  r.min_nodes = job.spec.elastic() ? job.spec.min_nodes : 0;
   r.gpus_per_node = job.spec.gpus_per_node;
   r.gpu_model = job.spec.gpu_model;
   r.min_gpu_memory_mb = job.spec.min_gpu_memory_mb;

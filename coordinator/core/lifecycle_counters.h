@@ -16,7 +16,9 @@ namespace athanor::coord {
 // (athanor_preemptions_total{reason=PreemptCauseName}).
 // kMasterPort: the attempt's master port was taken on rank 0's node (by
 // another process; not the job's doing), so it is requeued like a preemption.
-enum class PreemptCause { kPriority, kAdmin, kDrain, kStraggler, kMasterPort, kCredit };
+// kShrink / kGrow: an elastic job resized (a node lost or taken while enough
+// remain; more nodes free at a checkpoint).
+enum class PreemptCause { kPriority, kAdmin, kDrain, kStraggler, kMasterPort, kCredit, kShrink, kGrow };
 
 inline const char* PreemptCauseName(PreemptCause cause) {
   switch (cause) {
@@ -26,6 +28,8 @@ inline const char* PreemptCauseName(PreemptCause cause) {
     case PreemptCause::kStraggler: return "straggler";
     case PreemptCause::kMasterPort: return "master_port";
     case PreemptCause::kCredit: return "credit";
+    case PreemptCause::kShrink: return "shrink";
+    case PreemptCause::kGrow: return "grow";
   }
   return "drain";
 }
@@ -35,7 +39,8 @@ struct LifecycleCounters {
   static constexpr std::array<double, 10> kPendingBuckets = {0.1, 0.5, 1,    5,    15,
                                                              60,  300, 1800, 7200, 86400};
   std::map<std::string, int64_t> preemptions;  // by PreemptCauseName
-  std::map<std::string, int64_t> requeues;     // cause: preemption | failure
+  std::map<std::string, int64_t> requeues;     // cause: preemption | failure | resize
+  std::map<std::string, int64_t> resizes;      // elastic jobs: shrunk | grown
   std::array<uint64_t, kPendingBuckets.size() + 1> pending_buckets{};  // not cumulative
   uint64_t pending_count = 0;
   double pending_sum_s = 0;

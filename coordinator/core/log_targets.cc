@@ -19,7 +19,13 @@ absl::StatusOr<std::vector<LogTarget>> FindLogTargets(const ClusterState& state,
                                                    job->id, " (attempts so far: ", job->attempt, ")"));
   }
   if (attempt == 0) attempt = job->attempt;
+  // An elastic job's attempts differ in size: each one's own nodes count.
   int32_t world = job->spec.nodes * job->spec.gpus_per_node;
+  if (attempt == job->attempt && !job->allocation.empty()) {
+    world = static_cast<int32_t>(job->allocation.size());
+  } else if (static_cast<size_t>(attempt) <= job->attempt_nodes.size() && !job->attempt_nodes[attempt - 1].empty()) {
+    world = static_cast<int32_t>(job->attempt_nodes[attempt - 1].size()) * job->spec.gpus_per_node;
+  }
   if (rank >= world) {
     return absl::InvalidArgumentError(
         absl::StrCat("rank: ", rank, " is not a rank of job ", job->id, " (world size ", world, ")"));

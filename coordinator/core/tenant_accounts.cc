@@ -71,7 +71,7 @@ std::vector<UsageRow> TenantAccounts::Usage(const std::map<int64_t, JobRecord>& 
     bool holding = job.usage.back().end == 0;
     if (gs <= 0 && !holding) continue;
     by_tenant[job.spec.tenant].push_back(
-        {job.spec.tenant, job.id, gs, holding ? job.spec.nodes * job.spec.gpus_per_node : 0});
+        {job.spec.tenant, job.id, gs, holding ? job.usage.back().gpus : 0});
   }
   std::vector<UsageRow> out;
   for (auto& [t, rows] : by_tenant) {

@@ -60,6 +60,13 @@ struct JobSpec {
   // command), and an instance snapshot to start from (its id).
   bool notebook = false;
   std::string restore_snapshot;
+  // Elastic: 0 < min_nodes < nodes runs it on as many nodes as it can get
+  // between the two (sched::JobRequest::min_nodes); a lost or drained node
+  // shrinks it, a checkpoint may grow it (JobLifecycle). 0: a fixed gang.
+  int32_t min_nodes = 0;
+  // Samples per optimizer step kept at every size (ATHANOR_GLOBAL_BATCH); 0: none.
+  int64_t global_batch = 0;
+  bool elastic() const { return min_nodes > 0 && min_nodes < nodes; }
 };
 
 // Why an interactive instance last counted as busy.
@@ -86,6 +93,9 @@ struct AttemptSpan {
   // preemption for a higher priority, a squatted master port): billing
   // refunds it where the tenant's plan says so.
   bool platform_fault = false;
+  // A resize ("shrunk", "grown"): the steps past the newest committed
+  // checkpoint that it threw away (rank 0's telemetry; 0 when unknown).
+  int64_t steps_lost = 0;
 };
 
 struct RankPlacement {
@@ -190,6 +200,10 @@ struct JobRecord {
   // The stop is the platform's doing (AttemptSpan::platform_fault).
   bool stop_platform_fault = false;
   int64_t stop_kill_after_ms = 0;
+  // An elastic job's stop that resizes it: "shrunk" (a node lost or taken
+  // while enough remain) or "grown" (at a checkpoint, nodes free); "" for
+  // any other stop. It is requeued like a preemption, at once.
+  std::string stop_resize;
   double preempt_deadline_unix = 0;
   double last_checkpoint_unix = 0;  // when committed_step was last seen to advance
   std::vector<UsageInterval> usage;  // every attempt's GPU hold

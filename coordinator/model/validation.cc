@@ -3,7 +3,9 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/elastic_batch.h"
 #include "common/status.h"
 
 namespace athanor::coord {
@@ -92,6 +94,27 @@ absl::Status ValidateJobSpec(const JobSpec& spec) {
   if (spec.gpus_per_node > kMaxGpusPerNode) {
     return Invalid("spec.gpus_per_node",
                    absl::StrCat("must be <= ", kMaxGpusPerNode, ", got ", spec.gpus_per_node));
+  }
+  if (spec.min_nodes < 0 || spec.min_nodes > spec.nodes) {
+    return Invalid("spec.min_nodes", absl::StrCat("must be in 0..", spec.nodes, " (the job's most nodes), got ",
+                                                  spec.min_nodes));
+  }
+  if (spec.min_nodes > 0 && spec.min_nodes < spec.nodes && spec.interactive) {
+    return Invalid("spec.min_nodes", "an interactive instance is not elastic");
+  }
+  if (spec.global_batch < 0) {
+    return Invalid("spec.global_batch", absl::StrCat("must be >= 0, got ", spec.global_batch));
+  }
+  if (spec.global_batch > 0) {
+    // Every size the job may run at keeps the batch: refused now, not at a resize.
+    const int least = spec.min_nodes > 0 ? spec.min_nodes : spec.nodes;
+    std::vector<int> broken = SizesBreakingGlobalBatch(spec.global_batch, least, spec.nodes, spec.gpus_per_node);
+    if (!broken.empty()) {
+      return Invalid("spec.global_batch",
+                     absl::StrCat("a global batch of ", spec.global_batch, " samples cannot be split evenly over ",
+                                  spec.gpus_per_node, " rank(s) per node on ", absl::StrJoin(broken, ", "),
+                                  " node(s); pick a multiple of every world size the job may run at"));
+    }
   }
   if (spec.max_restarts < 0) {
     return Invalid("spec.max_restarts", absl::StrCat("must be >= 0, got ", spec.max_restarts));

@@ -26,6 +26,39 @@ TEST(ValidationTest, ResourceNames) {
   EXPECT_TRUE(ValidateResourceName("v", std::string(128, 'a')).ok());
 }
 
+TEST(ValidationTest, ElasticSizesAndGlobalBatch) {
+  JobSpec s = Spec();
+  s.nodes = 3;
+  s.gpus_per_node = 2;
+  s.min_nodes = 2;
+  EXPECT_TRUE(ValidateJobSpec(s).ok());
+  s.min_nodes = 4;
+  EXPECT_EQ(ValidateJobSpec(s).message(), "spec.min_nodes: must be in 0..3 (the job's most nodes), got 4");
+  s.min_nodes = -1;
+  EXPECT_EQ(ValidateJobSpec(s).message(), "spec.min_nodes: must be in 0..3 (the job's most nodes), got -1");
+  s.min_nodes = 2;
+  s.global_batch = 12;  // 4 and 6 ranks both divide it
+  EXPECT_TRUE(ValidateJobSpec(s).ok());
+  s.global_batch = 8;  // 6 ranks do not
+  EXPECT_EQ(ValidateJobSpec(s).message(),
+            "spec.global_batch: a global batch of 8 samples cannot be split evenly over 2 rank(s) per node on 3 "
+            "node(s); pick a multiple of every world size the job may run at");
+  s.min_nodes = 1;
+  s.global_batch = 10;  // 2 ranks divide it; 4 and 6 do not
+  EXPECT_EQ(ValidateJobSpec(s).message(),
+            "spec.global_batch: a global batch of 10 samples cannot be split evenly over 2 rank(s) per node on 2, 3 "
+            "node(s); pick a multiple of every world size the job may run at");
+  s.min_nodes = 0;  // a fixed gang of 3 nodes checks 6 ranks only
+  s.global_batch = 18;
+  EXPECT_TRUE(ValidateJobSpec(s).ok());
+  s.global_batch = -1;
+  EXPECT_EQ(ValidateJobSpec(s).message(), "spec.global_batch: must be >= 0, got -1");
+  s.global_batch = 0;
+  s.min_nodes = 2;
+  s.interactive = true;
+  EXPECT_EQ(ValidateJobSpec(s).message(), "spec.min_nodes: an interactive instance is not elastic");
+}
+
 TEST(ValidationTest, MountPaths) {
   EXPECT_TRUE(ValidateMountPath("p", "/data").ok());
   EXPECT_TRUE(ValidateMountPath("p", "/home/me/weights").ok());

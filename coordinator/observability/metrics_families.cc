@@ -161,10 +161,19 @@ void CounterFamilies(const LifecycleCounters& c, Builder& b) {
     Builder::Counter(pre, {{"reason", r}}, it == c.preemptions.end() ? 0 : it->second);
   }
   MetricFamily& req = b.Family("athanor_requeues_total",
-                               "Jobs put back in the queue, by cause (preemption, failure).", MetricType::Counter);
-  for (const char* r : {"preemption", "failure"}) {
+                               "Jobs put back in the queue, by cause (preemption, failure, resize).",
+                               MetricType::Counter);
+  for (const char* r : {"preemption", "failure", "resize"}) {
     auto it = c.requeues.find(r);
     Builder::Counter(req, {{"cause", r}}, it == c.requeues.end() ? 0 : it->second);
+  }
+  MetricFamily& resize = b.Family("athanor_job_resizes_total",
+                                  "Elastic jobs resized, by direction (shrunk: a node lost or taken; grown: "
+                                  "nodes free at a checkpoint).",
+                                  MetricType::Counter);
+  for (const char* d : {"shrunk", "grown"}) {
+    auto it = c.resizes.find(d);
+    Builder::Counter(resize, {{"direction", d}}, it == c.resizes.end() ? 0 : it->second);
   }
   MetricFamily& pend = b.Family("athanor_job_pending_seconds",
                                 "Time from submission to a job's first start.", MetricType::Histogram);

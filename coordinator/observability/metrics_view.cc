@@ -1,5 +1,6 @@
 #include "coordinator/observability/metrics_view.h"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 
@@ -19,8 +20,10 @@ void AddJob(const JobRecord& job, const ClusterState& state, const TelemetryStor
   j->set_name(job.spec.name);
   j->set_tenant(job.spec.tenant);
   j->set_state(JobStateName(job.state));
-  j->set_nodes(job.spec.nodes);
-  j->set_gpus(job.spec.nodes * job.spec.gpus_per_node);
+  // An elastic job running at another size than its most shows its current one.
+  const int32_t gpus = job.allocated ? static_cast<int32_t>(job.allocation.size()) : job.spec.nodes * job.spec.gpus_per_node;
+  j->set_nodes(gpus / std::max(job.spec.gpus_per_node, 1));
+  j->set_gpus(gpus);
   j->set_attempt(job.attempt);
   j->set_restarts(job.restarts);
   j->set_reason(job.stopping ? "stopping: " + job.stop_reason : job.reason);

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "coordinator/scheduler/placement.h"
 #include "coordinator/scheduler/schedule_pass.h"
 
 namespace athanor::sched {
@@ -180,6 +181,30 @@ absl::Status Scheduler::OnCheckpoint(const JobId& id, TimePoint committed_at) {
     job.last_checkpoint = committed_at;
   }
   return absl::OkStatus();
+}
+
+int Scheduler::GrowableNodes(const JobId& id) const {
+  const QueuedJob* job = s_.Find(id);
+  if (job == nullptr || job->state != QueuedJobState::kRunning || !job->req.elastic()) return 0;
+  const JobRequest& req = job->req;
+  int room = req.nodes - static_cast<int>(job->nodes.size());
+  if (room <= 0) return 0;
+  if (s_.queue.size() > 0) {
+    for (const auto& [other, q] : s_.jobs) {
+      if (q.state == QueuedJobState::kPending && s_.HoldOf(q).empty()) return 0;
+    }
+  }
+  if (const int quota = s_.TenantQuota(req.tenant); quota >= 0) {
+    room = std::min(room, (quota - s_.accounting.GpusInUse(req.tenant)) / std::max(req.gpus_per_node, 1));
+  }
+  const Resources need = PerNodeNeed(req);
+  int free = 0;
+  for (int i = 0; i < s_.membership.size() && free < room; ++i) {
+    if (std::find(job->nodes.begin(), job->nodes.end(), i) != job->nodes.end()) continue;
+    if (!UpAndStaticallyFits(s_.membership, i, req)) continue;
+    if (FreeOf(s_.membership.node(i)).Covers(need)) ++free;
+  }
+  return std::max(0, std::min(room, free));
 }
 
 absl::Status Scheduler::Restore(JobRequest req, const std::vector<NodeAllocation>& placement,

@@ -100,6 +100,11 @@ class Scheduler {
   absl::Status SetAvoidNodes(const JobId& job, std::vector<std::string> nodes);
   // Newest committed checkpoint of a running job (for victim choice).
   absl::Status OnCheckpoint(const JobId& job, TimePoint committed_at);
+  // How many more nodes a RUNNING elastic job could take now, up to its
+  // most: UP nodes it does not hold that fit one share of it and have it
+  // free, within its tenant's quota, and only while no pending job waits
+  // (one that does has the better claim to free GPUs). 0 otherwise.
+  int GrowableNodes(const JobId& job) const;
   // Re-creates a job holding its persisted placement (after a restart):
   // RUNNING, or PREEMPTING when `preempt_deadline` is given.
   absl::Status Restore(JobRequest job, const std::vector<NodeAllocation>& placement,

@@ -37,10 +37,12 @@ std::string EncodeJob(const JobRecord& job) {
     r->set_outcome(a.outcome);
     r->set_reason(a.reason);
     r->set_platform_fault(a.platform_fault);
+    r->set_steps_lost(a.steps_lost);
   }
   row.set_last_active_unix(job.last_active_unix);
   row.set_idle_warned(job.idle_warned);
   row.set_stop_platform_fault(job.stop_platform_fault);
+  row.set_stop_resize(job.stop_resize);
   row.set_image_digest(job.image_digest);
   row.set_network_subnet(job.network_subnet);
   return ToProtoJson(row);
@@ -66,11 +68,12 @@ absl::StatusOr<JobRecord> DecodeJob(std::string_view text) {
   for (const store::UsageInterval& u : row.usage()) job.usage.push_back({u.start(), u.end(), u.gpus()});
   for (const store::AttemptNodeList& a : row.attempt_nodes()) job.attempt_nodes.emplace_back(a.nodes().begin(), a.nodes().end());
   for (const store::AttemptSpan& a : row.attempt_spans()) {
-    job.attempt_spans.push_back({a.start(), a.end(), a.outcome(), a.reason(), a.platform_fault()});
+    job.attempt_spans.push_back({a.start(), a.end(), a.outcome(), a.reason(), a.platform_fault(), a.steps_lost()});
   }
   job.last_active_unix = row.last_active_unix();
   job.idle_warned = row.idle_warned();
   job.stop_platform_fault = row.stop_platform_fault();
+  job.stop_resize = row.stop_resize();
   job.image_digest = row.image_digest();
   job.network_subnet = row.network_subnet();
   if (job.ranks.size() != job.allocation.size()) {

@@ -62,6 +62,8 @@ void ToProto(const JobSpec& spec, rpc::JobSpec* s) {
   for (const VolumeMount& v : spec.volumes) ToProto(v, s->add_volumes());
   s->set_notebook(spec.notebook);
   s->set_restore_snapshot(spec.restore_snapshot);
+  s->set_min_nodes(spec.min_nodes);
+  s->set_global_batch(spec.global_batch);
 }
 
 void ToProto(const VolumeMount& v, rpc::VolumeMount* out) {
@@ -100,6 +102,8 @@ JobSpec FromProto(const rpc::JobSpec& p) {
   for (const rpc::VolumeMount& v : p.volumes()) s.volumes.push_back(FromProto(v));
   s.notebook = p.notebook();
   s.restore_snapshot = p.restore_snapshot();
+  s.min_nodes = p.min_nodes();
+  s.global_batch = p.global_batch();
   return s;
 }
 

@@ -27,6 +27,7 @@ void ToProto(const JobRecord& job, rpc::Job* out) {
       attempt->set_outcome(span.outcome);
       attempt->set_end_reason(span.reason);
       attempt->set_platform_fault(span.platform_fault);
+      attempt->set_steps_lost(span.steps_lost);
     }
   }
   StragglersToProto(job.stragglers, out->mutable_stragglers());

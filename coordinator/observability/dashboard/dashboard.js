@@ -214,6 +214,8 @@ function renderAttempts(job, record, history) {
   const restarts = spans.filter(a => a.outcome === "restarted").length;
   timeline.dataset.preemptions = preemptions;
   timeline.dataset.restarts = restarts;
+  // An elastic job's resizes: each attempt says how many nodes it ran on.
+  timeline.dataset.resizes = spans.filter(a => a.outcome === "shrunk" || a.outcome === "grown").length;
   for (const a of record.attempts || []) {
     const steps = byAttempt.get(a.attempt);
     const outcome = a.outcome || (a.attempt === job.attempt ? job.state : "unknown");
@@ -221,6 +223,8 @@ function renderAttempts(job, record, history) {
     list.append(el("li", {"data-attempt": a.attempt, "data-outcome": a.outcome || "running"},
                    `attempt ${a.attempt} on ${a.nodes.join(", ")}: ${outcome}` +
                    (a.end_reason ? ` (${a.end_reason})` : "") +
+                   (a.outcome === "shrunk" || a.outcome === "grown"
+                        ? `, ${a.nodes.length} node(s), ${Number(a.steps_lost || 0)} step(s) lost` : "") +
                    (secs !== null ? `, ${num(secs, 1)} s` : "") +
                    (steps ? `, steps ${steps.first.step}..${steps.last.step}` : "")));
   }
