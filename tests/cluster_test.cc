@@ -251,7 +251,8 @@ TEST_F(ClusterTest, HostileRequestsAreRefusedAndServiceContinues) {
 TEST_F(ClusterTest, CoordinatorKill9KeepsJobsNodesAndRunningAttempt) {
   StartCluster();
   std::string done = Submit({"submit", "--nodes", "1", "--gpus-per-node", "1", "--", "true"});
-  ASSERT_EQ(cluster_.Cli({"wait", done, "--timeout", "30"}).exit_code, 0);
+  CliResult waited = cluster_.Cli({"wait", done, "--timeout", "30"});
+  ASSERT_EQ(waited.exit_code, 0) << waited.out << waited.err;
   std::string go = cluster_.dir() + "/go";
   std::string id = Submit({"submit", "--name", "survivor", "--nodes", "2", "--gpus-per-node", "2",
                            "--", "sh", "-c",

@@ -2,13 +2,14 @@
 
 #include "absl/strings/ascii.h"
 #include "common/truncate.h"
+#include "coordinator/core/elastic_resize.h"
 
 namespace athanor::coord {
 
 constexpr size_t kMaxSpanReason = 512;
 
-void EndAttemptSpan(JobRecord* job, JobState outcome, bool preempted, const std::string& reason,
-                    double now) {
+void EndAttemptSpan(JobRecord* job, JobState outcome, bool preempted, bool platform_fault,
+                    const std::string& reason, double now) {
   if (job->attempt <= 0 || static_cast<size_t>(job->attempt) > job->attempt_spans.size()) return;
   AttemptSpan& span = job->attempt_spans[job->attempt - 1];
   if (span.end != 0) return;
@@ -16,6 +17,12 @@ void EndAttemptSpan(JobRecord* job, JobState outcome, bool preempted, const std:
   span.outcome = outcome == JobState::kPending ? (preempted ? "preempted" : "restarted")
                                                : absl::AsciiStrToLower(JobStateName(outcome));
   span.reason = TruncateAtWord(reason, kMaxSpanReason);
+  span.platform_fault = platform_fault;
+  // A resize that became a cancel or a failure on the way is not one.
+  if (outcome == JobState::kPending && !job->stop_resize.empty()) {
+    span.outcome = job->stop_resize;
+    span.steps_lost = StepsPastCheckpoint(*job);
+  }
 }
 
 }  // namespace athanor::coord

@@ -13,9 +13,10 @@
 namespace athanor::coord {
 
 // Closes attempt `job->attempt`'s span at `now` (Unix seconds): "preempted"
-// or "restarted" when `outcome` is PENDING (requeued), else the outcome's
-// name in lower case. No-op when that attempt has no open span.
-void EndAttemptSpan(JobRecord* job, JobState outcome, bool preempted, const std::string& reason,
-                    double now);
+// or "restarted" when `outcome` is PENDING (requeued), or the elastic
+// resize it was (JobRecord::stop_resize, with the steps it threw away), else
+// the outcome's name in lower case. No-op when that attempt has no open span.
+void EndAttemptSpan(JobRecord* job, JobState outcome, bool preempted, bool platform_fault,
+                    const std::string& reason, double now);
 
 }  // namespace athanor::coord

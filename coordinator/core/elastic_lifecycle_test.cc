@@ -132,6 +132,53 @@ TEST_F(ElasticLifecycleTest, ShrinksOnALostNodeAndGrowsBackAtACheckpoint) {
   EXPECT_EQ(Job(id).restarts, 0);
 }
 
+// A lost node's peers usually see it gone first: their collectives fail and
+// they exit while the heartbeat timeout still runs. The attempt stops on
+// that failure but cannot settle (the lost node's rank never reports); when
+// the DOWN comes it shrinks as if the DOWN had come first: no restart used.
+TEST_F(ElasticLifecycleTest, ShrinksWhenTheSurvivorsFailBeforeTheLostNodeIsDown) {
+  const std::string id = state_->SubmitJob(Elastic(2, 3))->job_id;
+  Heartbeat({"n1", "n2", "n3"});
+  ASSERT_EQ(Job(id).state, JobState::kRunning);
+  clock_.Advance(Seconds(6));
+  for (const std::string node : {"n1", "n2"}) {
+    std::vector<RankReport> reports;
+    for (const DesiredRank& d : ClusterAgents::DesiredFor(*state_, node)) {
+      reports.push_back(ReportOf(d, RankPhase::kExited, 1));
+    }
+    ASSERT_TRUE(state_->agents().Heartbeat(node, state_->log().generation(), reports));
+  }
+  ASSERT_TRUE(Job(id).stopping);
+  EXPECT_EQ(Job(id).stop_outcome, JobState::kFailed);  // no restarts: FAILED, had it settled
+  EXPECT_EQ(Job(id).attempt, 1);
+  clock_.Advance(Seconds(5));
+  state_->Tick();  // n3 DOWN
+  Heartbeat({"n1", "n2"});
+  EXPECT_EQ(Job(id).attempt, 2);
+  EXPECT_EQ(Job(id).restarts, 0);
+  EXPECT_EQ(NodesOf(id), (std::set<std::string>{"n1", "n2"}));
+  EXPECT_EQ(EnvOf(id, "n1", "WORLD_SIZE"), "2");
+  const AttemptSpan& first = Job(id).attempt_spans[0];
+  EXPECT_EQ(first.outcome, "shrunk");
+  EXPECT_TRUE(first.platform_fault);
+  EXPECT_EQ(first.reason.rfind("shrunk: node n3 went DOWN (no heartbeat for 11 s) (first: rank ", 0), 0u)
+      << first.reason;
+
+  // Below its least, the same failure stays one: FAILED (no restarts).
+  Heartbeat({"n1", "n2"});
+  ASSERT_EQ(Job(id).state, JobState::kRunning);
+  clock_.Advance(Seconds(6));
+  std::vector<RankReport> reports;
+  for (const DesiredRank& d : ClusterAgents::DesiredFor(*state_, "n1")) {
+    reports.push_back(ReportOf(d, RankPhase::kExited, 1));
+  }
+  ASSERT_TRUE(state_->agents().Heartbeat("n1", state_->log().generation(), reports));
+  clock_.Advance(Seconds(5));
+  state_->Tick();  // n2 DOWN
+  EXPECT_EQ(Job(id).state, JobState::kFailed);
+  EXPECT_EQ(Job(id).attempt_spans[1].outcome, "failed");
+}
+
 TEST_F(ElasticLifecycleTest, NeverRunsBelowItsLeast) {
   const std::string id = state_->SubmitJob(Elastic(2, 3))->job_id;
   Heartbeat({"n1", "n2", "n3"});

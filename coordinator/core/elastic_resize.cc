@@ -24,6 +24,13 @@ bool ShrinksWithout(const JobRecord& job, const std::string& node, const NodeTab
   return static_cast<int>(left.size()) >= job.spec.min_nodes;
 }
 
+bool FailureBecomesShrink(const JobRecord& job, const std::string& node, const NodeTable& nodes) {
+  if (!job.stopping || job.preempted || job.stop_outcome == JobState::kCancelled) return false;
+  const bool own = std::any_of(job.allocation.begin(), job.allocation.end(),
+                               [&](const RankPlacement& p) { return p.node == node; });
+  return own && ShrinksWithout(job, node, nodes);
+}
+
 std::optional<std::string> GrowthAtCheckpoint(const JobRecord& job, const sched::Scheduler& sched) {
   if (!job.spec.elastic() || job.stopping || job.state != JobState::kRunning) return std::nullopt;
   const int more = sched.GrowableNodes(job.id);

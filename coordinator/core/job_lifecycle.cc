@@ -360,12 +360,27 @@ std::vector<JobRecord*> JobLifecycle::RunningOn(const std::string& node) {
   return out;
 }
 
+void JobLifecycle::ShrinkInsteadOfFailing(JobRecord* job, const std::string& node, const std::string& why) {
+  if (!FailureBecomesShrink(*job, node, *p_.nodes)) return;
+  job->stop_reason = absl::StrCat("shrunk: ", why, " (first: ", job->stop_reason, ")");
+  ATHANOR_LOG(INFO) << "job " << job->id << " attempt " << job->attempt << " stopping (PENDING): "
+                    << job->stop_reason;
+  job->preempted = true;  // requeued using no restart
+  job->stop_kill_after_ms = std::min<int64_t>(p_.options->kill_after_ms, kLostNodeKillAfter.count());
+  job->stop_platform_fault = true;
+  job->stop_resize = "shrunk";
+  job->stop_outcome = JobState::kPending;
+  counters_.resizes[job->stop_resize]++;
+  Mark(*job);
+}
+
 void JobLifecycle::FailAttemptsOn(const std::string& node, const std::string& why) {
+  for (int64_t seq : active_) ShrinkInsteadOfFailing(&jobs_[seq], node, why);
   for (JobRecord* job : RunningOn(node)) {
     job->stop_platform_fault = true;  // a node lost is the platform's doing
     if (ShrinksWithout(*job, node, *p_.nodes)) {
-      BeginResize(job, std::chrono::milliseconds(p_.options->kill_after_ms), PreemptCause::kShrink,
-                  absl::StrCat("shrunk: ", why));
+      const auto kill_after = std::min(std::chrono::milliseconds(p_.options->kill_after_ms), kLostNodeKillAfter);
+      BeginResize(job, kill_after, PreemptCause::kShrink, absl::StrCat("shrunk: ", why));
     } else {
       FailAttempt(job, why);
     }
@@ -411,19 +426,8 @@ void JobLifecycle::Finish(JobRecord* job, JobState outcome, const std::string& r
   p_.accounts->Forget(job->seq);
   job->stopping = false;
   const bool preempted = job->preempted;
-  // A resize that became a cancel or a failure on the way is not one.
-  const std::string resize = outcome == JobState::kPending ? job->stop_resize : "";
-  if (was_allocated) {
-    EndAttemptSpan(job, outcome, preempted, reason, now);
-    if (job->attempt > 0 && static_cast<size_t>(job->attempt) <= job->attempt_spans.size()) {
-      AttemptSpan& span = job->attempt_spans[job->attempt - 1];
-      span.platform_fault = platform_fault;
-      if (!resize.empty()) {
-        span.outcome = resize;
-        span.steps_lost = StepsPastCheckpoint(*job);
-      }
-    }
-  }
+  const bool resized = outcome == JobState::kPending && !job->stop_resize.empty();
+  if (was_allocated) EndAttemptSpan(job, outcome, preempted, platform_fault, reason, now);
   job->stop_resize.clear();
   job->preempted = false;
   job->stop_platform_fault = false;
@@ -440,9 +444,9 @@ void JobLifecycle::Finish(JobRecord* job, JobState outcome, const std::string& r
   const std::string why = job->advice.empty() ? reason : absl::StrCat(reason, "; ", job->advice);
   if (outcome == JobState::kPending) {
     if (!preempted) job->restarts++;
-    counters_.requeues[!resize.empty() ? "resize" : preempted ? "preemption" : "failure"]++;
+    counters_.requeues[resized ? "resize" : preempted ? "preemption" : "failure"]++;
     job->state = JobState::kPending;
-    job->reason = absl::StrCat(resize.empty() ? "requeued" : "resizing", " after attempt ", job->attempt, ": ", why);
+    job->reason = absl::StrCat(resized ? "resizing" : "requeued", " after attempt ", job->attempt, ": ", why);
   } else {
     job->state = outcome;
     job->reason = why;

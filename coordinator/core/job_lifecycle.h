@@ -104,6 +104,8 @@ class JobLifecycle {
   void FailAttempt(JobRecord* job, const std::string& reason);
   // Each attempt with a rank on `node` (not yet stopping) fails (a node
   // lost: the platform's fault, AttemptSpan::platform_fault) / is preempted.
+  // An elastic attempt that keeps its least nodes shrinks instead, also one
+  // already stopping on a failure (ShrinkInsteadOfFailing).
   void FailAttemptsOn(const std::string& node, const std::string& why);
   void PreemptAttemptsOn(const std::string& node, Duration grace, const std::string& why);
   // Ends the attempts whose ranks all stopped; after node changes.
@@ -127,6 +129,13 @@ class JobLifecycle {
   // like a preemption with `grace`, requeued at once using no restart; the
   // scheduler places it on as many nodes as it can give, least to most.
   void BeginResize(JobRecord* job, Duration grace, PreemptCause cause, const std::string& reason);
+  // The ranks that survive a lost node usually see it gone first (their
+  // collectives fail and they exit) while the heartbeat timeout still runs,
+  // so the attempt is stopping on a failure when `node` goes DOWN. It could
+  // not settle before (the lost node's ranks never report): when `node` is
+  // one of its own and it keeps its least nodes without it, the stop becomes
+  // the shrink it would have been had the DOWN come first (no restart used).
+  void ShrinkInsteadOfFailing(JobRecord* job, const std::string& node, const std::string& why);
   void Finish(JobRecord* job, JobState outcome, const std::string& reason);
   void Mark(const JobRecord& job) { p_.log->MarkJob(job.seq); }
   // Tells the attempt's nodes (new generations) and remembers what they must ack.

@@ -103,3 +103,28 @@ free_port_on() {
     on_host "$1" ss -Htln "sport = :$p" | grep -q . || { echo "$p"; return; }
   done
 }
+
+# secure_cli TIMEOUT_S NODE...: a CA in $work/tls with an agent certificate
+# for each NODE and the admin token for the CLI (mutual TLS, as in
+# production: docs/security.md), and `cli ARGS...`, the athanor CLI against
+# $coordinator from host 0, each call given TIMEOUT_S at most. The CLI needs
+# host 0's network only: no UTS namespace or cgroup mounts, which would take
+# CPU from the ranks on a small machine. Uses $bin_dir and $work.
+secure_cli() {
+  cli_timeout=$1
+  shift
+  "$bin_dir/athanor" admin ca init --dir "$work/tls" > /dev/null || die "ca init"
+  local n
+  for n in "$@"; do
+    "$bin_dir/athanor" admin ca agent --dir "$work/tls" --node "$n" > /dev/null || die "ca agent $n"
+  done
+  export ATHANOR_TOKEN_FILE="$work/tls/admin.token"
+}
+cli() {
+  if [ "$netns_mode" = 1 ]; then
+    ip netns exec "${host_ns[0]}" timeout "$cli_timeout" "$bin_dir/athanor" --coordinator "$coordinator" \
+      --ca "$work/tls/ca.crt" "$@"
+  else
+    timeout "$cli_timeout" "$bin_dir/athanor" --coordinator "$coordinator" --ca "$work/tls/ca.crt" "$@"
+  fi
+}

@@ -76,22 +76,8 @@ bucket=e2e
 # bootstrap admin token. The store's credentials are the tenant's, set by the
 # admin and given to its ranks only; the URI carries none.
 store="s3://$bucket/run?endpoint=http://${host_addr[0]}:$port_s"
-"$bin_dir/athanor" admin ca init --dir "$work/tls" > /dev/null || die "ca init"
-for n in node-1 node-2; do
-  "$bin_dir/athanor" admin ca agent --dir "$work/tls" --node "$n" > /dev/null || die "ca agent $n"
-done
-export ATHANOR_TOKEN_FILE="$work/tls/admin.token"
-# The CLI needs host 0's network only (no UTS namespace, no cgroup mounts):
-# it is polled often, and every process this script starts takes CPU from
-# the ranks on a small machine.
-cli() {
-  if [ "$netns_mode" = 1 ]; then
-    ip netns exec "${host_ns[0]}" timeout 330 "$bin_dir/athanor" --coordinator "$coordinator" \
-      --ca "$work/tls/ca.crt" "$@"
-  else
-    timeout 330 "$bin_dir/athanor" --coordinator "$coordinator" --ca "$work/tls/ca.crt" "$@"
-  fi
-}
+# The CLI is polled often: it runs with host 0's network only (secure_cli).
+secure_cli 330 node-1 node-2
 
 mkdir -p "$work/s3"
 spawn_on_host 0 "$work/s3rver.log" node --openssl-legacy-provider "$s3rver_js" -d "$work/s3" \
