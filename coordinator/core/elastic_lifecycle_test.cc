@@ -105,7 +105,7 @@ TEST_F(ElasticLifecycleTest, ShrinksOnALostNodeAndGrowsBackAtACheckpoint) {
   const AttemptSpan& first = Job(id).attempt_spans[0];
   EXPECT_EQ(first.outcome, "shrunk");
   EXPECT_EQ(first.reason, "shrunk: node n3 went DOWN (no heartbeat for 11 s)");
-  EXPECT_EQ(first.steps_lost, 2);  // steps 6 and 7 past checkpoint 5
+  EXPECT_EQ(first.steps_lost, 3);  // checkpoint 5 resumes at step 5: steps 5, 6 and 7 run again
   EXPECT_TRUE(first.platform_fault);
   EXPECT_EQ(Job(id).usage.back().gpus, 2);
   Heartbeat({"n1", "n2"});
@@ -117,7 +117,7 @@ TEST_F(ElasticLifecycleTest, ShrinksOnALostNodeAndGrowsBackAtACheckpoint) {
   // n3 comes back; the next checkpoint grows the job onto it.
   Register("n3");
   Heartbeat({"n3"});
-  Telemetry(id, 10);
+  Telemetry(id, 9);  // rank 0 finished step 9: checkpoint 10 resumes right after it
   ASSERT_TRUE(state_->checkpoints().ReportCheckpoint(id, 10, 0).ok());
   ASSERT_TRUE(Job(id).stopping);
   EXPECT_EQ(Job(id).stop_resize, "grown");

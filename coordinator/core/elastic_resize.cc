@@ -43,7 +43,9 @@ std::optional<std::string> GrowthAtCheckpoint(const JobRecord& job, const sched:
 int64_t StepsPastCheckpoint(const JobRecord& job) {
   const TelemetryFigures& t = job.last_telemetry;
   if (t.attempt != job.attempt || t.step < 0) return 0;
-  return std::max<int64_t>(0, t.step - job.committed_step);  // committed_step -1: none kept
+  // A checkpoint of step S resumes at step S: steps S..t.step run again (all
+  // of them when none was committed).
+  return std::max<int64_t>(0, t.step - std::max<int64_t>(job.committed_step, 0) + 1);
 }
 
 }  // namespace athanor::coord

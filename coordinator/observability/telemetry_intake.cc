@@ -51,7 +51,12 @@ absl::Status TakeTelemetry(const rpc::HeartbeatRequest& req, int64_t now_ms, Tel
       samples.push_back(FromProto(s));
       samples.back().attempt = t.attempt();
     }
-    if (samples.empty() || !store->Add(t.job_id(), samples, now_ms)) continue;
+    if (samples.empty()) continue;
+    const bool due = store->Add(t.job_id(), samples, now_ms);
+    // An elastic job's newest figures go with every report: a resize may come
+    // at any moment, and its record says how many steps past the checkpoint
+    // it threw away (elastic_resize.h, StepsPastCheckpoint).
+    if (!due && !(job.ok() && job->spec.elastic())) continue;
     const std::string id = t.job_id();
     core->RecordTelemetry(id, samples.back(), [id](absl::Status s) {
       // A job the coordinator no longer knows is not worth a warning.
