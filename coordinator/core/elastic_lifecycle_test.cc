@@ -128,6 +128,23 @@ TEST_F(ElasticLifecycleTest, ShrinksOnALostNodeAndGrowsBackAtACheckpoint) {
   EXPECT_EQ(EnvOf(id, "n3", "WORLD_SIZE"), "3");
   EXPECT_EQ(Job(id).attempt_spans[1].outcome, "grown");
   EXPECT_EQ(Job(id).attempt_spans[1].steps_lost, 0);
+
+  // A drain shrinks it again; its ranks save on SIGTERM, and that checkpoint
+  // (11) commits once attempt 4 runs, before its first step report: it is
+  // what attempt 4 resumed from, so fewer steps were lost. Attempt 4's own
+  // commits, after it reported a step, change nothing.
+  Telemetry(id, 12);
+  ASSERT_TRUE(state_->admin().DrainNode("n3", Seconds(5), "maintenance").ok());
+  ASSERT_TRUE(Job(id).stopping);
+  Heartbeat({"n1", "n2", "n3"});
+  EXPECT_EQ(Job(id).attempt, 4);
+  EXPECT_EQ(Job(id).attempt_spans[2].outcome, "shrunk");
+  EXPECT_EQ(Job(id).attempt_spans[2].steps_lost, 3);  // steps 10, 11 and 12 after checkpoint 10
+  ASSERT_TRUE(state_->checkpoints().ReportCheckpoint(id, 11, 0).ok());
+  EXPECT_EQ(Job(id).attempt_spans[2].steps_lost, 2);  // steps 11 and 12
+  Telemetry(id, 13);
+  ASSERT_TRUE(state_->checkpoints().ReportCheckpoint(id, 13, 0).ok());
+  EXPECT_EQ(Job(id).attempt_spans[2].steps_lost, 2);
   EXPECT_FALSE(Job(id).attempt_spans[1].platform_fault);
   EXPECT_EQ(Job(id).restarts, 0);
 }

@@ -56,6 +56,23 @@ class Ledger {
   }
   int TenantGpus(const std::string& t) { return tenant_gpus_[t]; }
   bool Holds(const JobId& id) const { return held_.count(id) > 0; }
+  int Size(const JobId& id) const { return static_cast<int>(held_.at(id).size()); }
+  // UP nodes `id` does not hold with `gpus` GPUs free.
+  int NodesWithFree(const JobId& id, int gpus, const std::map<std::string, MemberState>& state) const {
+    int count = 0;
+    for (const auto& [name, spec] : nodes_) {
+      if (state.at(name) != MemberState::kUp) continue;
+      int used = 0;
+      bool mine = false;
+      for (const auto& [key, owner] : owner_) {
+        if (key.first != name) continue;
+        ++used;
+        mine = mine || owner == id;
+      }
+      if (!mine && spec.gpus - used >= gpus) ++count;
+    }
+    return count;
+  }
   std::vector<JobId> HoldersOn(const std::string& node) const {
     std::vector<JobId> out;
     for (const auto& [id, placement] : held_) {
@@ -79,7 +96,7 @@ class Ledger {
   std::map<std::string, int> tenant_gpus_;
 };
 
-void RunRandomWorkload(uint32_t seed, bool backfill) {
+void RunRandomWorkload(uint32_t seed, bool backfill, int* grown) {
   std::mt19937 rng(seed);
   FakeClock clock;
   SchedulerOptions options;
@@ -103,7 +120,7 @@ void RunRandomWorkload(uint32_t seed, bool backfill) {
   Ledger ledger(nodes);
   std::map<JobId, JobRequest> requests;
   std::set<JobId> pending;
-  int next_id = 0, starts = 0, preempts = 0, smaller = 0;
+  int next_id = 0, starts = 0, preempts = 0, smaller = 0, grows = 0, below_most = 0;
 
   auto exit_job = [&](const JobId& id, bool requeue) {
     ledger.Exit(requests.at(id));
@@ -140,10 +157,23 @@ void RunRandomWorkload(uint32_t seed, bool backfill) {
     } else if (op < 75) {  // completion, failure with requeue
       auto held = ledger.All();
       if (!held.empty()) exit_job(held[rng() % held.size()], rng() % 4 == 0);
-    } else if (op < 80) {  // checkpoint
+    } else if (op < 80) {  // checkpoint; an elastic job may grow at one
       auto held = ledger.All();
       if (!held.empty()) {
-        ASSERT_TRUE(sched.OnCheckpoint(held[rng() % held.size()], clock.Now()).ok());
+        const JobId id = held[rng() % held.size()];
+        ASSERT_TRUE(sched.OnCheckpoint(id, clock.Now()).ok());
+        const JobRequest& job = requests.at(id);
+        const int more = sched.GrowableNodes(id);
+        const int size = ledger.Size(id);
+        if (!job.elastic() || !pending.empty()) {
+          ASSERT_EQ(more, 0) << id;
+        }
+        ASSERT_LE(size + more, job.nodes) << id << " would grow past its most";
+        ASSERT_LE(more, ledger.NodesWithFree(id, job.gpus_per_node, state)) << id;
+        if (more > 0) {
+          ++grows;
+          exit_job(id, true);  // the coordinator's grow: a requeue at once
+        }
       }
     } else if (op < 86) {  // node down: its jobs fail and requeue
       std::string node = absl::StrCat("n", rng() % 24);
@@ -182,22 +212,83 @@ void RunRandomWorkload(uint32_t seed, bool backfill) {
       ASSERT_EQ(ledger.TenantGpus(t), sched.view().accounting().GpusInUse(t)) << t;
     }
   }
+  // Last, the queue emptied and fixed gangs ended, fresh elastic jobs start on
+  // what is UP and free; then every node comes back UP and each held elastic
+  // job below its most grows by what GrowableNodes offers, and no further.
+  for (const JobId& id : pending) {
+    ASSERT_TRUE(sched.Cancel(id).ok());
+    requests.erase(id);
+  }
+  pending.clear();
+  for (const JobId& id : ledger.All()) {
+    if (!requests.at(id).elastic()) {
+      ASSERT_EQ(sched.GrowableNodes(id), 0) << id;
+      exit_job(id, false);
+    }
+  }
+  for (int i = 0; i < 6; ++i) {  // 192 GPUs asked of at most 160
+    JobRequest job = testing::MakeJob(absl::StrCat("e", i), 8, 4, "c", 0);
+    job.min_nodes = 1;
+    ASSERT_TRUE(sched.Submit(job).ok());
+    requests[job.id] = sched.view().job(job.id)->req;
+    pending.insert(job.id);
+  }
+  for (const Decision& d : sched.Schedule()) {
+    ASSERT_EQ(d.kind, Decision::Kind::kStart);
+    ASSERT_TRUE(pending.erase(d.job));
+    ledger.Start(requests.at(d.job), d, state);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  for (const JobId& id : pending) {  // no room for these at all
+    ASSERT_TRUE(sched.Cancel(id).ok());
+    requests.erase(id);
+  }
+  pending.clear();
+  for (const auto& [name, spec] : nodes) {
+    ASSERT_TRUE(sched.AddNode(spec).ok());
+    state[name] = MemberState::kUp;
+  }
+  for (const JobId& id : ledger.All()) {
+    const JobRequest job = requests.at(id);
+    const int size = ledger.Size(id);
+    const int more = sched.GrowableNodes(id);
+    ASSERT_LE(size + more, job.nodes) << id << " would grow past its most";
+    ASSERT_LE(more, ledger.NodesWithFree(id, job.gpus_per_node, state)) << id;
+    if (size < job.nodes) ++below_most;
+    if (more == 0) continue;
+    exit_job(id, true);
+    auto decisions = sched.Schedule();
+    ASSERT_EQ(decisions.size(), 1u) << id;
+    ASSERT_EQ(decisions[0].job, id);
+    ASSERT_EQ(decisions[0].kind, Decision::Kind::kStart);
+    ASSERT_EQ(static_cast<int>(decisions[0].placement.size()), size + more) << id;
+    pending.erase(id);
+    ledger.Start(job, decisions[0], state);
+    if (::testing::Test::HasFatalFailure()) return;
+    ++grows;
+  }
+  *grown += grows;
+  std::printf("seed %u: %d elastic below their most at the end, %d grew\n", seed, below_most, grows);
   EXPECT_GT(starts, 500) << "seed " << seed;
   EXPECT_GT(smaller, 0) << "seed " << seed << ": no elastic job started below its most";
   EXPECT_GT(preempts, 5) << "seed " << seed;
 }
 
 TEST(SchedulerPropertyTest, InvariantsHoldUnderRandomOperations) {
+  int grown = 0;
   for (uint32_t seed : {1u, 2u, 3u, 4u}) {
     SCOPED_TRACE(seed);
-    RunRandomWorkload(seed, true);
-    RunRandomWorkload(seed, false);
+    RunRandomWorkload(seed, true, &grown);
+    RunRandomWorkload(seed, false, &grown);
   }
+  EXPECT_GT(grown, 0) << "no elastic job grew in any run";
+  std::printf("elastic grows over the 8 runs: %d\n", grown);
 }
 
 // Event-driven replay where every job runs exactly its declared limit;
-// returns when "G" started.
-TimePoint TopGangStart(uint32_t seed, bool backfill, int* backfilled) {
+// returns when "G" started. With `elastic`, a third of the multi-node
+// background jobs take any size from one node up.
+TimePoint TopGangStart(uint32_t seed, bool backfill, bool elastic, int* backfilled) {
   std::mt19937 rng(seed);
   FakeClock clock;
   SchedulerOptions options;
@@ -215,6 +306,7 @@ TimePoint TopGangStart(uint32_t seed, bool backfill, int* backfilled) {
     JobRequest job = testing::MakeJob(id, 1 + (rng() % 4 == 0), 1 + rng() % 4, "t", priority);
     job.cpus_per_node = rng() % 8;
     job.time_limit = seconds(10 + rng() % 500);
+    if (elastic && job.nodes > 1 && rng() % 3 == 0) job.min_nodes = 1;
     return job;
   };
   // The background fits at once (8 single-node jobs of <= 4 GPUs on 8 nodes
@@ -265,16 +357,19 @@ TimePoint TopGangStart(uint32_t seed, bool backfill, int* backfilled) {
 }
 
 TEST(SchedulerPropertyTest, BackfillNeverDelaysTheTopGang) {
-  int total_backfilled = 0;
-  for (uint32_t seed = 1; seed <= 200; ++seed) {
-    int with = 0, without = 0;
-    TimePoint on = TopGangStart(seed, true, &with);
-    TimePoint off = TopGangStart(seed, false, &without);
-    ASSERT_LE(on, off) << "seed " << seed;
-    EXPECT_EQ(without, 0) << "seed " << seed;
-    total_backfilled += with;
+  for (bool elastic : {false, true}) {
+    SCOPED_TRACE(elastic ? "with elastic jobs" : "fixed gangs only");
+    int total_backfilled = 0;
+    for (uint32_t seed = 1; seed <= 200; ++seed) {
+      int with = 0, without = 0;
+      TimePoint on = TopGangStart(seed, true, elastic, &with);
+      TimePoint off = TopGangStart(seed, false, elastic, &without);
+      ASSERT_LE(on, off) << "seed " << seed;
+      EXPECT_EQ(without, 0) << "seed " << seed;
+      total_backfilled += with;
+    }
+    EXPECT_GT(total_backfilled, 200);  // backfill did happen
   }
-  EXPECT_GT(total_backfilled, 200);  // backfill did happen
 }
 
 }  // namespace
