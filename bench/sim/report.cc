@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -41,6 +42,9 @@ PolicySummary Summarise(const SimResult& r, const SimResult& baseline) {
   std::vector<std::vector<double>> by_size(std::size(kSizes));
   std::vector<int> starved_by_size(std::size(kSizes), 0);
   double lost = 0;
+  int top_class = std::numeric_limits<int>::min();
+  for (const JobOutcome& job : r.jobs) top_class = std::max(top_class, job.priority);
+  std::vector<double> run;
   for (size_t i = 0; i < r.jobs.size(); ++i) {
     const JobOutcome& job = r.jobs[i];
     lost += job.lost_gpu_s;
@@ -49,6 +53,7 @@ PolicySummary Summarise(const SimResult& r, const SimResult& baseline) {
       continue;
     }
     ++s.finished;
+    run.push_back(static_cast<double>(job.run_s));
     jct.push_back(static_cast<double>(job.jct_s()));
     queued.push_back(static_cast<double>(job.queued_s()));
     size_t bucket = 0;
@@ -59,11 +64,17 @@ PolicySummary Summarise(const SimResult& r, const SimResult& baseline) {
       const double ratio = static_cast<double>(job.queued_s()) / base;
       s.worst_queue_ratio = std::max(s.worst_queue_ratio, ratio);
       s.starved += ratio > 3;
+      if (ratio > 3) {
+        s.starved_preempted += job.preemptions > 0;
+        s.starved_lower_class += job.preemptions == 0 && job.priority < top_class;
+        s.starved_other += job.preemptions == 0 && job.priority >= top_class;
+      }
       starved_by_size[bucket] += ratio > 3;
     }
   }
   s.unfinished -= r.rejected;  // never started: counted apart
   s.jct_mean_s = Mean(jct);
+  s.run_mean_s = Mean(run);
   s.jct_p99_s = Percentile(jct, 0.99);
   s.queued_mean_s = Mean(queued);
   for (size_t b = 0; b < std::size(kSizes); ++b) {
@@ -85,7 +96,10 @@ PolicySummary Summarise(const SimResult& r, const SimResult& baseline) {
   if (&r != &baseline) {
     PolicySummary base = Summarise(baseline, baseline);
     s.jct_vs_baseline = base.jct_mean_s > 0 ? s.jct_mean_s / base.jct_mean_s : 0;
+    s.jct_floor_vs_baseline = base.jct_mean_s > 0 ? s.run_mean_s / base.jct_mean_s : 0;
     s.util_vs_baseline = base.utilisation > 0 ? s.utilisation / base.utilisation : 0;
+  } else {
+    s.jct_floor_vs_baseline = s.jct_mean_s > 0 ? s.run_mean_s / s.jct_mean_s : 0;
   }
   return s;
 }
@@ -115,6 +129,16 @@ void PrintTable(std::ostream& out, const std::vector<PolicySummary>& rows) {
       out << absl::StrFormat(" %7.2f /%7.2f [%4d]", b.queued_mean_s / 3600, b.queued_p99_s / 3600, b.starved);
     }
     out << "\n";
+  }
+  if (!rows.empty()) {
+    const PolicySummary& base = rows.front();
+    out << absl::StrFormat("\nmean run time %.2f h: no policy's mean JCT gets below %.3fx %s's\n",
+                           base.run_mean_s / 3600, base.jct_floor_vs_baseline, base.policy);
+  }
+  out << "starved jobs by cause: preempted at least once / in a lower class (never preempted) / other\n";
+  for (const PolicySummary& s : rows) {
+    out << absl::StrFormat("%-14s %5d / %5d / %5d\n", s.policy, s.starved_preempted, s.starved_lower_class,
+                           s.starved_other);
   }
 }
 
@@ -147,6 +171,12 @@ nlohmann::json ToJson(const std::vector<PolicySummary>& rows) {
                         {"jct_mean_vs_fifo", s.jct_vs_baseline},
                         {"utilisation_vs_fifo", s.util_vs_baseline},
                         {"starved_jobs", s.starved},
+                        {"starved_by_cause",
+                         {{"preempted", s.starved_preempted},
+                          {"lower_class", s.starved_lower_class},
+                          {"other", s.starved_other}}},
+                        {"run_mean_s", s.run_mean_s},
+                        {"jct_floor_vs_fifo", s.jct_floor_vs_baseline},
                         {"worst_queue_ratio_vs_fifo", s.worst_queue_ratio}});
   }
   return policies;

@@ -53,7 +53,15 @@ struct PolicySummary {
   // delay floored at kStarvationFloorS (a job that waited nothing there
   // may wait that long here without counting).
   int starved = 0;
+  // The starved, by what FIFO never does to a job: preempted (for priority,
+  // order or a reservation) at least once; else in a class below the
+  // workload's highest (the baseline ignores classes); else neither.
+  int starved_preempted = 0, starved_lower_class = 0, starved_other = 0;
   double worst_queue_ratio = 0;  // max over jobs of queued / max(baseline queued, floor)
+  // Mean run time of the finished jobs: the mean JCT with no queueing at
+  // all, and that over the baseline's mean JCT (no policy gets below it).
+  double run_mean_s = 0;
+  double jct_floor_vs_baseline = 0;
 };
 
 inline constexpr double kStarvationFloorS = 60;

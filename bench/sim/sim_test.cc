@@ -76,22 +76,43 @@ TEST(SimTest, FifoRunsTheGangFirst) {
 
 TEST(SimTest, LasPreemptsTheGangAtItsCheckpoint) {
   // A has 200 GPU-s (queue 1, threshold 100) by its checkpoint at 100 and is
-  // preempted then, losing nothing; B and C run 100-200; A resumes at 200
-  // with 900 s left and ends at 1100.
+  // preempted then for B, losing nothing. A returns right behind B, ahead of
+  // C: B runs 100-200, A resumes at 200 with 900 s left and ends at 1100
+  // (C, declaring no time limit, cannot backfill), then C runs 1100-1200.
   auto r = Simulate(TwoNodesThreeJobs(), Policy("las"), Exact());
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_THAT(Jcts(*r), ElementsAre(1100, 190, 180));
+  EXPECT_THAT(Jcts(*r), ElementsAre(1100, 190, 1180));
   EXPECT_EQ(r->preemptions, 1);
   EXPECT_EQ(r->jobs[0].lost_gpu_s, 0);
   EXPECT_EQ(r->jobs[0].held_s, 1000);
   EXPECT_EQ(r->busy_gpu_s, 2000 + 200);
 
   PolicySummary las = Summarise(*r, *Simulate(TwoNodesThreeJobs(), Policy("fifo"), Exact()));
-  EXPECT_DOUBLE_EQ(las.jct_mean_s, (1100.0 + 190 + 180) / 3);
-  EXPECT_DOUBLE_EQ(las.jct_vs_baseline, 1470.0 / 3170);
+  EXPECT_DOUBLE_EQ(las.jct_mean_s, (1100.0 + 190 + 1180) / 3);
+  EXPECT_DOUBLE_EQ(las.jct_vs_baseline, 2470.0 / 3170);
+  EXPECT_DOUBLE_EQ(las.run_mean_s, 1200.0 / 3);
+  EXPECT_DOUBLE_EQ(las.jct_floor_vs_baseline, 1200.0 / 3170);
   // A queued 100 s where FIFO queued it 0, floored at 60 s: 1.67x, not starved.
   EXPECT_EQ(las.starved, 0);
   EXPECT_DOUBLE_EQ(las.worst_queue_ratio, 100.0 / 60);
+}
+
+TEST(SimTest, LasPreemptsAJobForOrderOnlyOnce) {
+  // As above, plus D (both nodes, 1000 s) at 30 and E (one node, 100 s) at
+  // 300. A, preempted once at 100, is in queue 1 again at its checkpoint at
+  // 300, but E may not preempt it a second time: A ends at 1100 as above.
+  // D, behind C, runs from 1200 and is preempted (its first time) for E at
+  // its checkpoint at 1300.
+  Workload w = TwoNodesThreeJobs();
+  w.jobs.push_back(Job("D", 30, 2, 1000));
+  w.jobs.push_back(Job("E", 300, 1, 100));
+  auto r = Simulate(w, Policy("las"), Exact());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->jobs[0].preemptions, 1);
+  EXPECT_EQ(r->jobs[0].jct_s(), 1100);
+  EXPECT_EQ(r->jobs[3].preemptions, 1);
+  EXPECT_EQ(r->jobs[4].first_start_s, 1300);
+  EXPECT_EQ(r->preemptions, 2);
 }
 
 TEST(SimTest, LasNeverPreemptsForOrderWithoutACheckpoint) {

@@ -131,6 +131,8 @@ absl::Status Run::Submit(int index) {
   JobOutcome& out = result_.jobs[index];
   out.submit_s = job.submit_s;
   out.gpus = job.total_gpus();
+  out.priority = job.priority;
+  out.run_s = job.duration_s;
   absl::Status status = scheduler_.Submit(std::move(r));
   if (absl::IsInvalidArgument(status)) {  // can never fit this cluster
     ++result_.rejected;

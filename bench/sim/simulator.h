@@ -54,6 +54,8 @@ struct JobOutcome {
   int64_t finish_s = -1;  // -1: never finished (rejected, or the horizon passed)
   int64_t held_s = 0;     // wall time holding GPUs, over all attempts
   int gpus = 0;
+  int priority = 0;
+  int64_t run_s = 0;      // its run time when never interrupted
   int preemptions = 0;
   int failures = 0;       // attempts ended by a node failure
   double lost_gpu_s = 0;  // GPU-seconds held and not kept (since the last checkpoint)

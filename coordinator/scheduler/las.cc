@@ -37,4 +37,9 @@ bool LasStarved(const LasOptions& options, const QueuedJob& job, double attained
   return ToSeconds(now - job.queued_at) >= options.promote_knob * ran_s;
 }
 
+bool LasAged(const LasOptions& options, const QueuedJob& job, TimePoint now) {
+  return job.state == QueuedJobState::kPending && options.age_limit > Duration::zero() &&
+         now - job.queued_at >= options.age_limit;
+}
+
 }  // namespace athanor::sched

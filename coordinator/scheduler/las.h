@@ -34,5 +34,8 @@ namespace athanor::sched {
 int LasQueue(const LasOptions& options, const QueuedJob& job, double attained_gpu_s);
 // Whether a pending job has waited long enough to be promoted at `now`.
 bool LasStarved(const LasOptions& options, const QueuedJob& job, double attained_gpu_s, TimePoint now);
+// Whether a pending job has waited LasOptions::age_limit since it last
+// became pending: it is then ordered ahead of every class and queue.
+bool LasAged(const LasOptions& options, const QueuedJob& job, TimePoint now);
 
 }  // namespace athanor::sched

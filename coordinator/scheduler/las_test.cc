@@ -71,14 +71,10 @@ class OrderTest : public ::testing::Test {
   std::unique_ptr<Scheduler> sched_;
 };
 
-TEST_F(OrderTest, LasServesLeastAttainedFirst) {
-  auto d = RequeuedThenFresh(SchedulingPolicy::kLas);
-  ASSERT_EQ(d.size(), 1u);
-  EXPECT_EQ(d[0].job, "fresh");
-}
-
-TEST_F(OrderTest, DefaultAndFifoServeSubmitOrder) {
-  for (SchedulingPolicy p : {SchedulingPolicy::kDefault, SchedulingPolicy::kFifo}) {
+TEST_F(OrderTest, EveryPolicyReturnsARequeuedJobAheadOfNewerOnes) {
+  // Under LAS the service of a job requeued by a failure is forgiven: it did
+  // not choose to stop, and waiting behind every newer job would starve it.
+  for (SchedulingPolicy p : {SchedulingPolicy::kDefault, SchedulingPolicy::kFifo, SchedulingPolicy::kLas}) {
     auto d = RequeuedThenFresh(p);
     ASSERT_EQ(d.size(), 1u);
     EXPECT_EQ(d[0].job, "old") << SchedulingPolicyName(p);
@@ -119,6 +115,89 @@ TEST_F(OrderTest, LasPreemptsAHigherQueueOnlyJustAfterItsCheckpoint) {
   ASSERT_EQ(d.size(), 1u);
   EXPECT_EQ(d[0].kind, Decision::Kind::kPreempt);
   EXPECT_EQ(d[0].job, "old");
+}
+
+// A job preempted for LAS order comes back ahead of jobs submitted after it,
+// and is never preempted for order again (LasOptions::max_order_preemptions).
+TEST_F(OrderTest, LasPreemptsAJobForOrderOnceAndItReturnsFirst) {
+  sched_ = std::make_unique<Scheduler>(&clock_, Options(SchedulingPolicy::kLas));
+  ASSERT_TRUE(sched_->AddNode(MakeNode("n1", 1)).ok());
+  JobRequest old = MakeJob("old", 1, 1);
+  old.preemptible = true;
+  ASSERT_TRUE(sched_->Submit(old).ok());
+  ASSERT_EQ(sched_->Schedule().size(), 1u);
+  clock_.Advance(seconds(100));  // 100 GPU-s: queue 1
+  ASSERT_TRUE(sched_->OnCheckpoint("old", clock_.Now()).ok());
+  ASSERT_TRUE(sched_->Submit(MakeJob("fresh", 1, 1)).ok());
+  auto d = sched_->Schedule();
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].kind, Decision::Kind::kPreempt);
+  ASSERT_TRUE(sched_->OnJobExited("old", /*requeue=*/true).ok());
+  ASSERT_TRUE(sched_->Submit(MakeJob("newer", 1, 1)).ok());
+  d = sched_->Schedule();
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].job, "fresh");
+  EXPECT_EQ(LasQueue(Options(SchedulingPolicy::kLas).las, *sched_->view().job("old"), 100), 0);
+
+  clock_.Advance(seconds(10));
+  ASSERT_TRUE(sched_->OnJobExited("fresh", /*requeue=*/false).ok());
+  d = sched_->Schedule();
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].job, "old");  // ahead of "newer", though it has received more
+  clock_.Advance(seconds(100));  // queue 1 again, just after a checkpoint
+  ASSERT_TRUE(sched_->OnCheckpoint("old", clock_.Now()).ok());
+  EXPECT_TRUE(sched_->Schedule().empty());  // once is its limit: "newer" waits
+  EXPECT_EQ(sched_->view().job("newer")->reason.code, PendingReason::Code::kHoldsReservation);
+}
+
+// A job pending for LasOptions::age_limit goes ahead of every class: it gets
+// the reservation, though it preempts no one for it.
+TEST_F(OrderTest, LasPutsAJobWaitingPastTheAgeLimitAheadOfHigherClasses) {
+  SchedulerOptions o = Options(SchedulingPolicy::kLas);
+  o.las.age_limit = seconds(3600);
+  sched_ = std::make_unique<Scheduler>(&clock_, o);
+  ASSERT_TRUE(sched_->AddNode(MakeNode("n1", 1)).ok());
+  ASSERT_TRUE(sched_->Submit(MakeJob("running", 1, 1)).ok());
+  ASSERT_EQ(sched_->Schedule().size(), 1u);
+  ASSERT_TRUE(sched_->Submit(MakeJob("low", 1, 1, "t", 0)).ok());
+  clock_.Advance(seconds(1800));
+  ASSERT_TRUE(sched_->Submit(MakeJob("high", 1, 1, "t", 5)).ok());
+  EXPECT_TRUE(sched_->Schedule().empty());
+  EXPECT_EQ(sched_->view().job("high")->reason.code, PendingReason::Code::kHoldsReservation);
+  clock_.Advance(seconds(1800));  // "low" has waited an hour
+  EXPECT_TRUE(sched_->Schedule().empty());
+  EXPECT_EQ(sched_->view().job("low")->reason.code, PendingReason::Code::kHoldsReservation);
+  ASSERT_TRUE(sched_->OnJobExited("running", /*requeue=*/false).ok());
+  auto d = sched_->Schedule();
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].job, "low");
+}
+
+// Under LAS nothing borrows the head's reserved GPUs: a borrower would be
+// preempted as the head starts, and then wait as a requeued job.
+TEST_F(OrderTest, LasDoesNotBorrowTheHeadsReservation) {
+  for (SchedulingPolicy p : {SchedulingPolicy::kDefault, SchedulingPolicy::kLas}) {
+    SCOPED_TRACE(SchedulingPolicyName(p));
+    sched_ = std::make_unique<Scheduler>(&clock_, Options(p));
+    ASSERT_TRUE(sched_->AddNode(MakeNode("n1", 2)).ok());
+    JobRequest first = MakeJob("first", 1, 1);
+    first.time_limit = seconds(100);
+    ASSERT_TRUE(sched_->Submit(first).ok());
+    ASSERT_EQ(sched_->Schedule().size(), 1u);
+    ASSERT_TRUE(sched_->Submit(MakeJob("head", 1, 2)).ok());
+    JobRequest borrower = MakeJob("borrower", 1, 1);
+    borrower.preemptible = true;
+    borrower.time_limit = seconds(1000);  // ends after the head's reservation
+    ASSERT_TRUE(sched_->Submit(borrower).ok());
+    auto d = sched_->Schedule();
+    if (p == SchedulingPolicy::kLas) {
+      EXPECT_TRUE(d.empty());
+      EXPECT_EQ(sched_->view().job("borrower")->reason.code, PendingReason::Code::kBehindReservation);
+    } else {
+      ASSERT_EQ(d.size(), 1u);
+      EXPECT_EQ(d[0].job, "borrower");
+    }
+  }
 }
 
 }  // namespace

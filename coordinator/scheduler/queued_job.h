@@ -52,6 +52,11 @@ struct QueuedJob {
   // LAS (las.h): attained GPU time forgiven when it was last promoted for
   // waiting too long; its queue counts only what it received since.
   double las_forgiven_gpu_s = 0;
+  // LAS: how often it was preempted for order (LasOptions::max_order_preemptions).
+  int order_preemptions = 0;
+  // LAS: preempted for order by the job of this submit_seq, it returns right
+  // behind that job rather than at its own place ahead of it (0: none).
+  uint64_t las_behind_seq = 0;
   std::optional<TimePoint> last_checkpoint;
   TimePoint preempt_deadline{};  // kPreempting: when the agents SIGKILL
   // Non-empty: it backfilled onto GPUs reserved for this head, which may

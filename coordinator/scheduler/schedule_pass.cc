@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <map>
 #include <tuple>
 
@@ -102,6 +103,7 @@ void SchedulePass::RunOrdered() {
     int class_rank;  // lower first: higher priority, or 0 for FIFO
     int las_queue;   // lower first
     uint64_t seq;
+    bool behind;     // LAS: right behind the job of `seq` (QueuedJob::las_behind_seq)
     const JobId* id;
     const ShapeKey* shape;
     QueuedJob* job;
@@ -114,15 +116,26 @@ void SchedulePass::RunOrdered() {
       for (const auto& [shape, queue] : shapes) {
         for (const auto& [seq, id] : queue) {
           QueuedJob& job = s_.jobs.at(id);
-          if (!fifo) PromoteIfStarved(job);
-          order.push_back({fifo ? 0 : -priority, fifo ? 0 : LasQueueOf(job), seq, &id, &shape, &job});
+          if (fifo) {
+            order.push_back({0, 0, seq, false, &id, &shape, &job});
+            continue;
+          }
+          PromoteIfStarved(job);
+          const bool behind = job.las_behind_seq > seq;
+          const uint64_t place = behind ? job.las_behind_seq : seq;
+          // Waited past the age limit: ahead of every class, oldest first (las.h).
+          if (LasAged(options_.las, job, now_)) {
+            order.push_back({std::numeric_limits<int>::min(), 0, seq, false, &id, &shape, &job});
+          } else {
+            order.push_back({-priority, LasQueueOf(job), place, behind, &id, &shape, &job});
+          }
         }
       }
     }
   }
   std::sort(order.begin(), order.end(), [](const Entry& a, const Entry& b) {
-    return std::tie(a.class_rank, a.las_queue, a.seq, *a.id) <
-           std::tie(b.class_rank, b.las_queue, b.seq, *b.id);
+    return std::tie(a.class_rank, a.las_queue, a.seq, a.behind, *a.id) <
+           std::tie(b.class_rank, b.las_queue, b.seq, b.behind, *b.id);
   });
   for (const Entry& e : order) {
     if (strict_blocked_) break;
@@ -152,7 +165,8 @@ bool SchedulePass::Outranks(const QueuedJob& head, const QueuedJob& holder) cons
       // of this attempt (las.h).
       const bool fresh = holder.last_checkpoint && *holder.last_checkpoint >= holder.started &&
                          now_ - *holder.last_checkpoint <= options_.las.checkpoint_window;
-      return fresh && LasQueueOf(holder) > LasQueueOf(head);
+      return fresh && holder.order_preemptions < options_.las.max_order_preemptions &&
+             LasQueueOf(holder) > LasQueueOf(head);
     }
   }
   return false;
@@ -214,6 +228,7 @@ void SchedulePass::StartJob(QueuedJob& job, const std::vector<int>& nodes) {
                                                         job.req.memory_mb_per_node));
   }
   job.state = QueuedJobState::kRunning;
+  job.las_behind_seq = 0;
   job.nodes = nodes;
   s_.holders[job.req.id] = &job;
   job.started = now_;
@@ -292,6 +307,12 @@ void SchedulePass::HandleHead(QueuedJob& job, int eligible_free) {
                                    options_.exact_preemption_limit)) {
       for (const JobId& id : plan->victims) {
         QueuedJob& victim = s_.jobs.at(id);
+        if (options_.policy == SchedulingPolicy::kLas) {
+          // Preempted: it comes back ahead of newer jobs of its class (las.h).
+          victim.order_preemptions += victim.req.priority == job.req.priority;
+          victim.las_forgiven_gpu_s = s_.accounting.JobGpuSeconds(id, now_);
+          victim.las_behind_seq = job.req.submit_seq;
+        }
         victim.state = QueuedJobState::kPreempting;
         victim.preempt_deadline = now_ + victim.req.grace;
         s_.IndexEnd(victim);
@@ -343,7 +364,7 @@ void SchedulePass::TryBackfill(QueuedJob& job, int most) {
   // preempted again as soon as the last victim exits.
   bool borrow = false;
   if (!placed.ok() && !ends_before && req.preemptible && req.priority <= reservation.priority &&
-      !head_waits_preemption_) {
+      !head_waits_preemption_ && options_.policy != SchedulingPolicy::kLas) {
     placed = PlaceSized(req, most, nullptr);
     borrow = placed.ok();
   }

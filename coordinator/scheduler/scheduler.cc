@@ -118,6 +118,11 @@ absl::Status Scheduler::OnJobExited(const JobId& id, bool requeue) {
   const TimePoint now = clock_->Now();
   for (int node : job.nodes) s_.membership.Release(node, id);
   s_.accounting.Stop(id, now);
+  // LAS: a requeue the job did not cause by running long (its node failed,
+  // it crashed, it was resized) returns it ahead of newer jobs (las.h).
+  if (requeue && job.state == QueuedJobState::kRunning && options_.policy == SchedulingPolicy::kLas) {
+    job.las_forgiven_gpu_s = s_.accounting.JobGpuSeconds(id, now);
+  }
   s_.holders.erase(id);
   s_.IndexEnd(job, false);
   if (!requeue) {

@@ -128,11 +128,14 @@ std::optional<SchedulingPolicy> ParseSchedulingPolicy(const std::string& name);
 // has waited `promote_knob` times as long as it has run goes back to queue 0.
 // A running job is preempted for LAS order only within `checkpoint_window`
 // after it committed a checkpoint in its current attempt, so that it loses
-// at most that much work (priority preemption is not limited so).
+// at most that much work, and at most `max_order_preemptions` times in its
+// life (priority preemption is not limited so).
 struct LasOptions {
   std::vector<double> thresholds_gpu_s = {36000.0, 360000.0};  // ascending
   double promote_knob = 2.0;                                 // <= 0: no promotion
   Duration checkpoint_window = std::chrono::seconds(300);
+  int max_order_preemptions = 1;  // per job; 0: LAS order never preempts
+  Duration age_limit = std::chrono::hours(12);  // zero: no ageing
 };
 
 struct SchedulerOptions {

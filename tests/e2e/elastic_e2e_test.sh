@@ -354,9 +354,17 @@ for ((r = 1; r <= runs; r++)); do
   echo "   resumed from step $resumed; rank 0 had finished step $(last_step "$job" 1) in attempt 1" \
     "($recomputed steps recomputed); the coordinator's steps_lost: $(span 1 3)"
   # steps_lost is rank 0's step as last reported to the coordinator, past the
-  # newest commit: heartbeats lag the ranks by about a second, no more.
-  [ $(( $(span 1 3) + every / 2 )) -ge "$recomputed" ] ||
-    echo "NOTE: the coordinator's steps_lost ($(span 1 3)) falls short of the $recomputed steps recomputed"
+  # newest commit. With the agent killed, the survivors block on the lost
+  # rank until they are stopped, so their last report is current; with the
+  # host killed they fail within the heartbeat interval (a second, tens of
+  # steps here), so the figure may fall short by that much.
+  lost=$(span 1 3)
+  if [ "$kill_mode" = agent ]; then
+    [ $((lost + every / 2)) -ge "$recomputed" ] && [ "$lost" -le "$recomputed" ] ||
+      fail "the shrink's steps_lost is $lost, want $recomputed (the steps recomputed) or up to $((every / 2)) fewer"
+  elif [ "$lost" -gt "$recomputed" ]; then
+    fail "the shrink's steps_lost is $lost, more than the $recomputed steps recomputed"
+  fi
 
   echo "-- node-3's agent was restarted once attempt 2 trained"
   wait_for "the job to grow back to three nodes" 90 trains_in "$job" 3
@@ -373,6 +381,13 @@ for ((r = 1; r <= runs; r++)); do
     "$(secs "$t_restart" "$t_up") s, grown at the commit of step ${at:-?}); resumed from step" \
     "$(resume_step "$job" 3), rank 0 had finished step $(last_step "$job" 2) in attempt 2;" \
     "the coordinator's steps_lost: $(span 2 3)"
+  # The checkpoint the ranks save on SIGTERM commits after attempt 2 ended;
+  # the coordinator credits it only if that happens before attempt 3 reports
+  # a step (timing, so a note rather than a failure).
+  recomputed=$(( $(last_step "$job" 2) + 1 - $(resume_step "$job" 3) ))
+  lost=$(span 2 3)
+  [ "$lost" -le $((recomputed > 0 ? recomputed : 0)) ] ||
+    echo "NOTE: the grow's steps_lost is $lost, more than the $recomputed step(s) recomputed"
 
   poll_s=1
   wait_for "the elastic job to finish" 150 ended "$job"
