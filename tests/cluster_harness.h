@@ -126,6 +126,8 @@ class LocalCluster {
   rpc::Job GetJob(const std::string& id);
   const std::string& address() const { return address_; }
   const std::string& dir() const { return dir_; }
+  // A file in the binaries' folder (ATHANOR_BIN_DIR), which sandboxed ranks see.
+  std::string BinFile(const std::string& name) const { return Bin(name); }
   // The coordinator's SQLite file holding tokens and tenants' credentials:
   // its state file, or with ATHANOR_TEST_STATE=etcd its --local-dir's local.db.
   std::string credentials_db() const {

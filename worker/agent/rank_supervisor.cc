@@ -88,6 +88,12 @@ RankSupervisor::Rendezvous* RankSupervisor::RendezvousLocked(const RankTarget& t
   // squat on its port, so rank 0 binds it itself (a socket bound here would be
   // in the host's namespace, where the attempt's peers never arrive).
   if (target.network) return nullptr;
+  // A job whose rank 0 binds MASTER_PORT itself (PyTorch's TCPStore, as
+  // init_process_group("env://") starts it): a socket held here, or handed
+  // down, would keep it from binding. It only concerns the job's own
+  // rendezvous, so the job's environment may ask for it.
+  auto own = target.env.find(kRank0BindsMasterPortEnv);
+  if (own != target.env.end() && own->second == "1") return nullptr;
   Rendezvous& rv = rendezvous_[attempt];
   auto addr = target.env.find("MASTER_ADDR");
   const std::string master_addr = addr == target.env.end() ? "" : addr->second;

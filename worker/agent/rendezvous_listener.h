@@ -32,5 +32,8 @@ absl::StatusOr<RendezvousListener> ListenForRendezvous(const std::string& addres
 
 // The descriptor number a rank 0 finds its listening socket at.
 inline constexpr int kRendezvousListenFd = 3;
+// "1" in a job's environment: its rank 0 binds MASTER_PORT itself (PyTorch's
+// TCPStore), so the agent neither holds nor hands down a listening socket.
+inline constexpr char kRank0BindsMasterPortEnv[] = "ATHANOR_RANK0_BINDS_MASTER_PORT";
 
 }  // namespace athanor::agent
