@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
+
 #include "coordinator/scheduler/scheduler.h"
 #include "coordinator/scheduler/test_util.h"
 
@@ -173,29 +175,32 @@ TEST_F(OrderTest, LasPutsAJobWaitingPastTheAgeLimitAheadOfHigherClasses) {
   EXPECT_EQ(d[0].job, "low");
 }
 
-// Under LAS nothing borrows the head's reserved GPUs: a borrower would be
-// preempted as the head starts, and then wait as a requeued job.
-TEST_F(OrderTest, LasDoesNotBorrowTheHeadsReservation) {
+// Under LAS no job of the head's class borrows its reserved GPUs: a borrower
+// would be preempted as the head starts, and then wait as a requeued job. A
+// lower class still borrows (the head preempts it for priority anyway).
+TEST_F(OrderTest, LasLendsTheHeadsReservationOnlyToALowerClass) {
   for (SchedulingPolicy p : {SchedulingPolicy::kDefault, SchedulingPolicy::kLas}) {
-    SCOPED_TRACE(SchedulingPolicyName(p));
-    sched_ = std::make_unique<Scheduler>(&clock_, Options(p));
-    ASSERT_TRUE(sched_->AddNode(MakeNode("n1", 2)).ok());
-    JobRequest first = MakeJob("first", 1, 1);
-    first.time_limit = seconds(100);
-    ASSERT_TRUE(sched_->Submit(first).ok());
-    ASSERT_EQ(sched_->Schedule().size(), 1u);
-    ASSERT_TRUE(sched_->Submit(MakeJob("head", 1, 2)).ok());
-    JobRequest borrower = MakeJob("borrower", 1, 1);
-    borrower.preemptible = true;
-    borrower.time_limit = seconds(1000);  // ends after the head's reservation
-    ASSERT_TRUE(sched_->Submit(borrower).ok());
-    auto d = sched_->Schedule();
-    if (p == SchedulingPolicy::kLas) {
-      EXPECT_TRUE(d.empty());
-      EXPECT_EQ(sched_->view().job("borrower")->reason.code, PendingReason::Code::kBehindReservation);
-    } else {
-      ASSERT_EQ(d.size(), 1u);
-      EXPECT_EQ(d[0].job, "borrower");
+    for (int borrower_priority : {0, -1}) {
+      SCOPED_TRACE(absl::StrCat(SchedulingPolicyName(p), ", borrower priority ", borrower_priority));
+      sched_ = std::make_unique<Scheduler>(&clock_, Options(p));
+      ASSERT_TRUE(sched_->AddNode(MakeNode("n1", 2)).ok());
+      JobRequest first = MakeJob("first", 1, 1);
+      first.time_limit = seconds(100);
+      ASSERT_TRUE(sched_->Submit(first).ok());
+      ASSERT_EQ(sched_->Schedule().size(), 1u);
+      ASSERT_TRUE(sched_->Submit(MakeJob("head", 1, 2)).ok());
+      JobRequest borrower = MakeJob("borrower", 1, 1, "t", borrower_priority);
+      borrower.preemptible = true;
+      borrower.time_limit = seconds(1000);  // ends after the head's reservation
+      ASSERT_TRUE(sched_->Submit(borrower).ok());
+      auto d = sched_->Schedule();
+      if (p == SchedulingPolicy::kLas && borrower_priority == 0) {
+        EXPECT_TRUE(d.empty());
+        EXPECT_EQ(sched_->view().job("borrower")->reason.code, PendingReason::Code::kBehindReservation);
+      } else {
+        ASSERT_EQ(d.size(), 1u);
+        EXPECT_EQ(d[0].job, "borrower");
+      }
     }
   }
 }

@@ -308,10 +308,13 @@ void SchedulePass::HandleHead(QueuedJob& job, int eligible_free) {
       for (const JobId& id : plan->victims) {
         QueuedJob& victim = s_.jobs.at(id);
         if (options_.policy == SchedulingPolicy::kLas) {
-          // Preempted: it comes back ahead of newer jobs of its class (las.h).
-          victim.order_preemptions += victim.req.priority == job.req.priority;
+          // Preempted, it is back in queue 0 at its own place; preempted
+          // for order, right behind the job that took its place (las.h).
           victim.las_forgiven_gpu_s = s_.accounting.JobGpuSeconds(id, now_);
-          victim.las_behind_seq = job.req.submit_seq;
+          if (victim.req.priority == job.req.priority) {
+            ++victim.order_preemptions;
+            victim.las_behind_seq = job.req.submit_seq;
+          }
         }
         victim.state = QueuedJobState::kPreempting;
         victim.preempt_deadline = now_ + victim.req.grace;
@@ -362,9 +365,12 @@ void SchedulePass::TryBackfill(QueuedJob& job, int most) {
   // Borrowing pays only while the head waits for jobs to end on their own:
   // GPUs its victims free are its own, and a borrower there would be
   // preempted again as soon as the last victim exits.
+  // Under LAS only a lower class borrows: a borrower of the head's own class
+  // would be preempted as the head starts and then wait behind newer jobs.
   bool borrow = false;
   if (!placed.ok() && !ends_before && req.preemptible && req.priority <= reservation.priority &&
-      !head_waits_preemption_ && options_.policy != SchedulingPolicy::kLas) {
+      !head_waits_preemption_ &&
+      (options_.policy != SchedulingPolicy::kLas || req.priority < reservation.priority)) {
     placed = PlaceSized(req, most, nullptr);
     borrow = placed.ok();
   }
