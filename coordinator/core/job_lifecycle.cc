@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -175,9 +176,7 @@ absl::Status JobLifecycle::ReportCheckpoint(const std::string& id, int64_t step,
   if (job == nullptr) return NoJob(id);
   if (step < 0) return absl::InvalidArgumentError("step: must be >= 0");
   if (step <= job->committed_step) return absl::OkStatus();
-  const int64_t before = job->committed_step;
-  job->committed_step = step;
-  CreditLateCheckpoint(job, before);
+  CreditLateCheckpoint(job, std::exchange(job->committed_step, step));
   job->last_checkpoint_unix =
       commit_unix > 0 ? static_cast<double>(commit_unix) : p_.clock->UnixNow();
   Mark(*job);
