@@ -69,6 +69,17 @@ class OrderTest : public ::testing::Test {
     return sched_->Schedule();
   }
 
+  // Under LAS on one 1-GPU node, preemptible "old" has run 100 s (queue 1).
+  void OldRunningInQueue1() {
+    sched_ = std::make_unique<Scheduler>(&clock_, Options(SchedulingPolicy::kLas));
+    ASSERT_TRUE(sched_->AddNode(MakeNode("n1", 1)).ok());
+    JobRequest old = MakeJob("old", 1, 1);
+    old.preemptible = true;
+    ASSERT_TRUE(sched_->Submit(old).ok());
+    ASSERT_EQ(sched_->Schedule().size(), 1u);
+    clock_.Advance(seconds(100));
+  }
+
   FakeClock clock_;
   std::unique_ptr<Scheduler> sched_;
 };
@@ -98,13 +109,7 @@ TEST_F(OrderTest, FifoIgnoresPriorityAndNeverPreemptsForIt) {
 }
 
 TEST_F(OrderTest, LasPreemptsAHigherQueueOnlyJustAfterItsCheckpoint) {
-  sched_ = std::make_unique<Scheduler>(&clock_, Options(SchedulingPolicy::kLas));
-  ASSERT_TRUE(sched_->AddNode(MakeNode("n1", 1)).ok());
-  JobRequest old = MakeJob("old", 1, 1);
-  old.preemptible = true;
-  ASSERT_TRUE(sched_->Submit(old).ok());
-  ASSERT_EQ(sched_->Schedule().size(), 1u);
-  clock_.Advance(seconds(100));  // 100 GPU-s: queue 1
+  OldRunningInQueue1();
   ASSERT_TRUE(sched_->Submit(MakeJob("fresh", 1, 1)).ok());
   EXPECT_TRUE(sched_->Schedule().empty());  // no checkpoint yet: it would lose 100 s
 
@@ -122,13 +127,7 @@ TEST_F(OrderTest, LasPreemptsAHigherQueueOnlyJustAfterItsCheckpoint) {
 // A job preempted for LAS order comes back ahead of jobs submitted after it,
 // and is never preempted for order again (LasOptions::max_order_preemptions).
 TEST_F(OrderTest, LasPreemptsAJobForOrderOnceAndItReturnsFirst) {
-  sched_ = std::make_unique<Scheduler>(&clock_, Options(SchedulingPolicy::kLas));
-  ASSERT_TRUE(sched_->AddNode(MakeNode("n1", 1)).ok());
-  JobRequest old = MakeJob("old", 1, 1);
-  old.preemptible = true;
-  ASSERT_TRUE(sched_->Submit(old).ok());
-  ASSERT_EQ(sched_->Schedule().size(), 1u);
-  clock_.Advance(seconds(100));  // 100 GPU-s: queue 1
+  OldRunningInQueue1();
   ASSERT_TRUE(sched_->OnCheckpoint("old", clock_.Now()).ok());
   ASSERT_TRUE(sched_->Submit(MakeJob("fresh", 1, 1)).ok());
   auto d = sched_->Schedule();
