@@ -52,6 +52,17 @@ std::map<std::string, std::string> RankEnv::ToEnvironment() const {
       {"ATHANOR_COORDINATOR", coordinator},
   };
   env["CUDA_VISIBLE_DEVICES"] = cuda_visible_devices;
+  // What torchrun's elastic agent adds, for programs that read it (the node's
+  // place as GROUP_RANK, the worker group's restarts so far).
+  env["GROUP_RANK"] = std::to_string(node_rank);
+  if (local_world_size > 0 && world_size % local_world_size == 0) {
+    env["GROUP_WORLD_SIZE"] = std::to_string(world_size / local_world_size);
+  }
+  env["ROLE_NAME"] = "default";
+  env["ROLE_RANK"] = std::to_string(rank);
+  env["ROLE_WORLD_SIZE"] = std::to_string(world_size);
+  env["TORCHELASTIC_RUN_ID"] = job_id.empty() ? "none" : job_id;
+  env["TORCHELASTIC_RESTART_COUNT"] = std::to_string(attempt > 0 ? attempt - 1 : 0);
   return env;
 }
 

@@ -34,7 +34,15 @@ TEST(RankEnv, ContractRoundTrips) {
   in.attempt = 2;
   in.checkpoint_uri = "file:///tmp/c";
   in.coordinator = "127.0.0.1:7000";
-  auto out = ParseRankEnv(FromMap(in.ToEnvironment()));
+  const std::map<std::string, std::string> contract = in.ToEnvironment();
+  // torchrun's elastic additions: node 1 of 2, the second attempt.
+  EXPECT_EQ(contract.at("GROUP_RANK"), "1");
+  EXPECT_EQ(contract.at("GROUP_WORLD_SIZE"), "2");
+  EXPECT_EQ(contract.at("ROLE_RANK"), "3");
+  EXPECT_EQ(contract.at("ROLE_WORLD_SIZE"), "4");
+  EXPECT_EQ(contract.at("TORCHELASTIC_RUN_ID"), "17");
+  EXPECT_EQ(contract.at("TORCHELASTIC_RESTART_COUNT"), "1");
+  auto out = ParseRankEnv(FromMap(contract));
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(out->rank, 3);
   EXPECT_EQ(out->world_size, 4);

@@ -106,8 +106,8 @@ TEST(ElasticEnvTest, ShrinksOnALostAgentAndGrowsBackAtACheckpoint) {
   EXPECT_EQ(cluster.Cli({"cancel", id}).exit_code, 0);
 }
 
-// The lines "WORLD_SIZE RANK RESUMED_STEP SUM" of elastic_torch_worker.py
-// starts at world size `world`.
+// The lines "WORLD_SIZE RANK RESUMED_STEP SUM RESTARTS" of
+// elastic_torch_worker.py's starts at world size `world`.
 std::vector<std::vector<int64_t>> TorchStarts(const std::string& path, int world) {
   std::vector<std::vector<int64_t>> out;
   for (const std::string& line : Starts(path)) {
@@ -118,7 +118,7 @@ std::vector<std::vector<int64_t>> TorchStarts(const std::string& path, int world
       if (!absl::SimpleAtoi(x, &n)) n = -1;
       v.push_back(n);
     }
-    if (v.size() == 4 && v[0] == world) out.push_back(v);
+    if (v.size() == 5 && v[0] == world) out.push_back(v);
   }
   return out;
 }
@@ -159,6 +159,7 @@ TEST(ElasticEnvTest, AnElasticPyTorchScriptRunsAt3Then2Then3) {
   for (const auto& start : TorchStarts(log, 3)) {
     EXPECT_EQ(start[2], 0);  // nothing to resume from yet
     EXPECT_EQ(start[3], 1 + 2 + 3);
+    EXPECT_EQ(start[4], 0);  // TORCHELASTIC_RESTART_COUNT
   }
 
   cluster.KillAgent("node-c");
@@ -168,6 +169,7 @@ TEST(ElasticEnvTest, AnElasticPyTorchScriptRunsAt3Then2Then3) {
     EXPECT_EQ(start[2], resumed);  // both ranks from the same checkpoint
     EXPECT_GT(start[2], 0);
     EXPECT_EQ(start[3], 1 + 2);
+    EXPECT_EQ(start[4], 1);
   }
   rpc::Job job = cluster.GetJob(id);
   EXPECT_EQ(job.restarts(), 0);
@@ -184,12 +186,13 @@ TEST(ElasticEnvTest, AnElasticPyTorchScriptRunsAt3Then2Then3) {
     EXPECT_EQ(grown[i][2], grown[3][2]);
     EXPECT_GT(grown[i][2], resumed);  // trained at world 2 in between
     EXPECT_EQ(grown[i][3], 1 + 2 + 3);
+    EXPECT_EQ(grown[i][4], 2);
   }
   job = cluster.GetJob(id);
   EXPECT_EQ(job.attempt(), 3);
   EXPECT_EQ(job.restarts(), 0);
   EXPECT_EQ(cluster.Cli({"cancel", id}).exit_code, 0);
-  std::cout << "PyTorch starts (WORLD_SIZE RANK RESUMED_STEP SUM):\n" << ReadFile(log);
+  std::cout << "PyTorch starts (WORLD_SIZE RANK RESUMED_STEP SUM RESTARTS):\n" << ReadFile(log);
 }
 
 }  // namespace

@@ -4,8 +4,9 @@ expects one: nothing in it knows the platform it runs on. Each start of the
 worker group joins the process group from the env contract (RANK,
 WORLD_SIZE, MASTER_ADDR, MASTER_PORT; gloo on CPU), resumes from the
 checkpoint rank 0 keeps in CKPT_DIR, checks one all-reduce over the whole
-world, and appends "WORLD_SIZE RANK RESUMED_STEP SUM" to LOG (SUM is the
-all-reduced 1 + 2 + ... + WORLD_SIZE). Then it trains until it is stopped:
+world, and appends "WORLD_SIZE RANK RESUMED_STEP SUM RESTARTS" to LOG (SUM
+is the all-reduced 1 + 2 + ... + WORLD_SIZE, RESTARTS torchrun's
+TORCHELASTIC_RESTART_COUNT). Then it trains until it is stopped:
 each step all-reduces a gradient, and rank 0 saves the step and the weights
 (torch.save to a temporary file, then a rename).
 
@@ -35,7 +36,8 @@ def main():
     probe = torch.tensor([float(rank + 1)])
     dist.all_reduce(probe)
     with open(log_path, "a") as log:
-        log.write(f"{world} {rank} {int(step.item())} {int(probe.item())}\n")
+        restarts = os.environ.get("TORCHELASTIC_RESTART_COUNT", "-1")
+        log.write(f"{world} {rank} {int(step.item())} {int(probe.item())} {restarts}\n")
     s = int(step.item())
     while True:
         grad = torch.full((4,), float(rank + 1))

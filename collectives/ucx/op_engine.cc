@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "collectives/blocking_hint.h"
+#include "common/logging.h"
 
 namespace athanor {
 namespace ucx_internal {
@@ -40,7 +41,10 @@ void OpEngine::Advance(PendingOp* op) {
 
 unsigned OpEngine::ProgressLocked() {
   unsigned events = 0;
-  for (unsigned n; (n = ucp_worker_progress(o_.worker)) != 0;) events += n;
+  // Halted: UCX may hold requests into buffers their callers have freed.
+  if (!halted_) {
+    for (unsigned n; (n = ucp_worker_progress(o_.worker)) != 0;) events += n;
+  }
   o_.peers->Tick();
   if (!o_.peers->error().ok()) SetError(o_.peers->error());
   if (sweep_) sweep_();
@@ -71,6 +75,21 @@ void OpEngine::Fail(PendingOp* op, const absl::Status& status) {
   op->finished_ = true;
   op->status_ = status;
   op->Cancel(o_.worker);
+  // Cancelling completed the receives UCX had not matched. What is left (a
+  // matched receive, a send) would move data through the caller's buffers
+  // the next time anyone progressed the worker, and the caller may free
+  // them once it sees this op fail: nobody may progress it again. No caller
+  // can see the failure before this returns (all under the lock).
+  if (op->outstanding() > 0) Halt(status);
+}
+
+void OpEngine::Halt(const absl::Status& status) {
+  if (halted_) return;
+  halted_ = true;
+  ATHANOR_LOG(DEBUG) << "ucx: rank " << o_.rank << ": a failed call left UCX requests in flight "
+                     << "(" << status.message() << "); the worker is no longer progressed";
+  SetError(status);
+  FailAll(error_);
 }
 
 void OpEngine::FailAll(const absl::Status& status) {
@@ -79,7 +98,7 @@ void OpEngine::FailAll(const absl::Status& status) {
 
 void OpEngine::FailAndSettle(const absl::Status& status) {
   FailAll(status);
-  for (int i = 0; i < 1000 && !ops_.empty(); ++i) ProgressLocked();
+  for (int i = 0; i < 1000 && !ops_.empty() && !halted_; ++i) ProgressLocked();
 }
 
 void OpEngine::LeakUnsettled() {

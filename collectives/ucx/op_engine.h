@@ -9,6 +9,21 @@
 // deadline or Abort, and runs the progress thread (see "Thread model" in
 // ucx_communicator.h): the thread sleeps in poll() without the lock.
 //
+// Failed ops and the caller's buffers: cancelling an op's receives stops
+// only those UCX has not matched yet. A receive already matched (a
+// rendezvous whose data is on its way, the rest of a fragmented message)
+// and every send keep pointing into the caller's buffers, which the caller
+// may free as soon as it sees the op fail. So an op that fails with
+// requests still in flight halts the engine (Halt) before anyone can see it
+// fail: the worker is never progressed again, and on this rank's side UCX
+// moves data only inside ucp_worker_progress (TCP, shared memory, CMA
+// reads), so nothing touches those buffers; the communicator fails every
+// later call. Force-closing the endpoints instead would complete those
+// requests, but it would also show the peers this rank as failed before
+// some may have seen the rank that actually died (they would blame this
+// one), and UCX cannot force-close the endpoints of peers on this host
+// (they have no peer error handling).
+//
 // Thread model: mu() guards the worker, every PendingOp and the members
 // marked below; UCX callbacks run inside ucp_worker_progress, which is only
 // called with mu() held, and so does every PendingOp method. Work::Wait and
@@ -114,8 +129,8 @@ class OpEngine {
   absl::Status StartProgressThread();  // errors: eventfd
   void StopProgressThread();
 
-  // The communicator's sticky error: set by a peer's death, a timeout or
-  // Abort; every pending and later op fails with it.
+  // The communicator's sticky error: set by a peer's death, a timeout,
+  // Abort or Halt; every pending and later op fails with it.
   const absl::Status& error() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return error_; }
   void SetError(const absl::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (error_.ok()) error_ = status;
@@ -127,14 +142,22 @@ class OpEngine {
   // thread progresses it in Wait; otherwise the progress thread is woken.
   std::unique_ptr<Work> Enqueue(std::shared_ptr<PendingOp> op) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool idle() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return ops_.empty(); }
+  // Ends `op` with `status` and drops what it waits for; halts the engine
+  // where UCX still holds requests of it (see the top of this file).
   void Fail(PendingOp* op, const absl::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Progresses the worker and advances every op; returns how many UCX
-  // events and finished ops it saw.
+  // Stops progressing the worker for good: `status` becomes the sticky
+  // error (unless one is set) and every op fails with it. Whatever UCX
+  // still holds requests of stays where it is (LeakUnsettled). Idempotent.
+  void Halt(const absl::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool halted() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return halted_; }
+  // Progresses the worker (not once halted) and advances every op; returns
+  // how many UCX events and finished ops it saw.
   unsigned ProgressLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Tear-down: fails every op and progresses a bounded number of times so
-  // UCX hands their requests back; LeakUnsettled then keeps alive (leaks)
-  // those UCX still holds requests of, rather than freeing them under a
-  // late callback.
+  // Tear-down: fails every op and, unless that halted the engine,
+  // progresses a bounded number of times so UCX hands their requests back;
+  // LeakUnsettled then keeps alive (leaks) the ops UCX still holds requests
+  // of, rather than freeing them under a late callback (the worker's
+  // destruction completes them).
   void FailAndSettle(const absl::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void LeakUnsettled() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -171,6 +194,7 @@ class OpEngine {
   // detection on every Lock.
   StdMutex mu_;
   absl::Status error_ ABSL_GUARDED_BY(mu_);
+  bool halted_ ABSL_GUARDED_BY(mu_) = false;  // Halt ran: the worker is never progressed again
   std::list<std::shared_ptr<PendingOp>> ops_ ABSL_GUARDED_BY(mu_);
   std::map<uint64_t, uint32_t> sequence_ ABSL_GUARDED_BY(mu_);
   std::atomic<size_t> num_ops_{0};      // ops_.size(), readable without mu_

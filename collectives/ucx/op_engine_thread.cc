@@ -79,7 +79,9 @@ void OpEngine::ProgressThreadMain() {
       pending = !ops_.empty();
       if (pending && waiters_.load(std::memory_order_acquire) == 0) {
         idle = ProgressLocked() > 0 ? 0 : idle + 1;
-        pending = !ops_.empty();
+        // Halted (OpEngine::Halt): what is left never moves; sleep until
+        // woken, without arming the worker (its events are never taken).
+        pending = !ops_.empty() && !halted_;
         if (pending && idle < kSpinRounds) continue;
         // Shared-memory ops raise no UCX event: nap briefly instead.
         if (pending && worker_fd_ >= 0 && silent_ops_.load(std::memory_order_acquire) == 0) {

@@ -182,12 +182,16 @@ UcxCommunicator::~UcxCommunicator() {
   }
   if (engine_ != nullptr) {
     StdMutexLock lock(&engine_->mu());
+    // Where a failed call left UCX requests into its caller's buffers, the
+    // engine halted before the call returned, and the caller may have freed
+    // them since: from then on nothing here progresses the worker.
     engine_->FailAndSettle(absl::AbortedError("communicator destroyed"));
     if (shm_ != nullptr) shm_->ReleaseKeys();
     if (hier_ != nullptr) hier_->ReleaseKeys();
-    ucx_->CloseEndpoints();
-    // An op UCX still holds requests of (a rendezvous send nobody matched)
-    // is leaked rather than freed under a late callback.
+    ucx_->CloseEndpoints(/*progress=*/!engine_->halted());
+    // An op UCX still holds requests of (a rendezvous send nobody matched,
+    // anything left in flight when the engine halted) is leaked rather than
+    // freed under a late callback.
     engine_->LeakUnsettled();
     if (hier_ != nullptr) hier_->DropExchange();
   }

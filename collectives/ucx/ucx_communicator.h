@@ -62,7 +62,11 @@
 // host are watched through pidfds (see UcxTuning). Either way a dead rank fails every
 // pending and later call with Unavailable naming it; an operation past its
 // CollectiveOptions::timeout fails with DeadlineExceeded. Either leaves the
-// communicator unusable. A Work must not outlive its communicator.
+// communicator unusable, as does any failed call that UCX still held
+// requests of (a receive already matched, a send): once a call has
+// returned its error, or Abort has returned, UCX moves no data through that
+// call's buffers again, so the caller may free them (OpEngine::Halt, in
+// op_engine.h). A Work must not outlive its communicator.
 #pragma once
 
 #include <chrono>

@@ -2,10 +2,15 @@
 // its failure behaviour (a killed rank, a rank that never joins).
 #include "collectives/ucx/ucx_communicator.h"
 
+#include <sched.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <fstream>
+#include <new>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -377,6 +382,171 @@ TEST(UcxCommunicator, KilledRankIsNamedThroughUcxPeerErrorHandling) {
     EXPECT_EQ(results[r].code(), absl::StatusCode::kUnavailable) << "rank " << r << ": " << results[r];
     EXPECT_THAT(results[r].message(), HasSubstr("peer rank 1")) << "rank " << r << ": " << results[r];
   }
+}
+
+// Whether process `pid` is stopped (SIGSTOP; "t" under a tracer), from
+// /proc/<pid>/stat.
+bool IsStopped(pid_t pid) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() &&
+         (stat[paren + 2] == 'T' || stat[paren + 2] == 't');
+}
+
+// For the tests below: ranks as processes over TCP endpoints with UCX peer
+// error handling (as between hosts), the ring over tag messages receiving
+// straight into the caller's buffer, and what the ranks tell each other
+// (in memory shared across the fork).
+struct StopShared {
+  std::atomic<pid_t> pid[3] = {0, 0, 0};
+  std::atomic<bool> stopping{false};  // the stopped rank is about to stop
+  std::atomic<bool> done{false};      // ... and its call has returned since
+};
+
+HarnessOptions StopHarness(int world_size) {
+  HarnessOptions h;
+  h.world_size = world_size;
+  h.timeout = std::chrono::seconds(30);
+  h.watchdog = std::chrono::seconds(60);
+  h.create = [](const CommunicatorOptions& o) {
+    setenv("UCX_TLS", "tcp,self", 1);  // in the forked child only: rendezvous over TCP
+    UcxTuning t;
+    t.shared_memory = false;
+    t.watch_local_peers = false;
+    CommunicatorOptions with_tuning = o;
+    with_tuning.ucx = t;
+    return CreateUcxCommunicator(with_tuning);
+  };
+  return h;
+}
+
+constexpr size_t kStopCount = 4 << 20;  // 16 MiB of f32: 512 KiB rendezvous segments
+
+float* MapFloats() {
+  void* p = mmap(nullptr, kStopCount * sizeof(float), PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? nullptr : static_cast<float*>(p);
+}
+
+// The stopped rank: posts its all-reduce, lets its requests to send go
+// out, stops (SIGSTOP) and, once resumed, returns its call's status.
+absl::Status PostAndStop(StopShared* shared, Communicator* comm, const float* send, float* recv,
+                         const CollectiveOptions& o) {
+  auto work = comm->AllReduceAsync(send, recv, kStopCount, DataType::kF32, ReduceOp::kSum, o);
+  for (int i = 0; i < 1000; ++i) work->Done();
+  shared->stopping = true;
+  raise(SIGSTOP);
+  absl::Status s = work->Wait(std::chrono::seconds(30));
+  shared->done = true;
+  return s;
+}
+
+// Once a call has returned its error the caller may free its buffers at
+// once, even while a peer still owes data that UCX had already matched to
+// them. Rank 1 posts a ring all-reduce and stops, so rank 0's receives
+// match its rendezvous requests but no data comes; rank 0 aborts, sees its
+// call fail, unmaps its receive buffer and lets rank 1 go on, which then
+// sends that data. Rank 0 must not write it there, whoever progresses the
+// worker (Done here, the progress thread, the destructor). Its send buffer
+// stays mapped: sending from unmapped memory fails the endpoint (EFAULT)
+// before any data comes in, and would hide the receive.
+TEST(UcxCommunicator, FailedCallNeverTouchesItsBuffersAgain) {
+  void* mem = mmap(nullptr, sizeof(StopShared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                   -1, 0);
+  ASSERT_NE(mem, MAP_FAILED);
+  StopShared* shared = new (mem) StopShared;
+  auto body = [shared](int rank, Communicator* comm) -> absl::Status {
+    shared->pid[rank] = getpid();
+    float* send = MapFloats();
+    float* recv = MapFloats();
+    if (send == nullptr || recv == nullptr) return absl::InternalError("mmap failed");
+    for (size_t i = 0; i < kStopCount; ++i) send[i] = 1.0f;
+    // Wires up the rendezvous lanes (UCX does that on the first large message).
+    RETURN_IF_ERROR(comm->AllReduce(send, recv, kStopCount, DataType::kF32, ReduceOp::kSum));
+    CollectiveOptions o;
+    o.timeout = std::chrono::seconds(2);
+    if (rank == 1) {
+      absl::Status s = PostAndStop(shared, comm, send, recv, o);  // rank 0 left the call
+      return s.ok() ? absl::InternalError("the call succeeded although rank 0 aborted")
+                    : absl::OkStatus();
+    }
+    while (!shared->stopping || !IsStopped(shared->pid[1])) sched_yield();
+    struct Resume {
+      pid_t pid;
+      ~Resume() { kill(pid, SIGCONT); }
+    } resume{shared->pid[1]};
+    // Rank 1's requests to send are in our socket: progressing matches them.
+    auto work = comm->AllReduceAsync(send, recv, kStopCount, DataType::kF32, ReduceOp::kSum, o);
+    for (int i = 0; i < 1000; ++i) work->Done();
+    comm->Abort();
+    absl::Status s = work->Wait(std::chrono::seconds(10));
+    if (!absl::IsAborted(s)) {
+      return absl::InternalError(absl::StrCat("want Aborted, got ", s.ToString()));
+    }
+    munmap(recv, kStopCount * sizeof(float));
+    kill(shared->pid[1], SIGCONT);
+    // Rank 1 sends what it owes, then its call fails.
+    while (!shared->done) {
+      work->Done();
+      sched_yield();
+    }
+    munmap(send, kStopCount * sizeof(float));
+    return absl::OkStatus();
+  };
+  auto results = RunRanksAsProcesses(StopHarness(2), body);
+  EXPECT_TRUE(results[0].ok()) << "rank 0: " << results[0];
+  EXPECT_TRUE(results[1].ok()) << "rank 1: " << results[1];
+  munmap(mem, sizeof(StopShared));
+}
+
+// As above, the call failed by a peer's death, as when a host dies: rank 2,
+// which sends to rank 0 in the ring, stops owing it matched data; rank 0
+// kills rank 1, sees its call fail naming rank 1, unmaps its receive buffer
+// and lets rank 2 go on. Both survivors still name rank 1.
+TEST(UcxCommunicator, CallFailedByDeadPeerNeverTouchesItsBuffersAgain) {
+  void* mem = mmap(nullptr, sizeof(StopShared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                   -1, 0);
+  ASSERT_NE(mem, MAP_FAILED);
+  StopShared* shared = new (mem) StopShared;
+  auto body = [shared](int rank, Communicator* comm) -> absl::Status {
+    shared->pid[rank] = getpid();
+    float* send = MapFloats();
+    float* recv = MapFloats();
+    if (send == nullptr || recv == nullptr) return absl::InternalError("mmap failed");
+    for (size_t i = 0; i < kStopCount; ++i) send[i] = 1.0f;
+    RETURN_IF_ERROR(comm->AllReduce(send, recv, kStopCount, DataType::kF32, ReduceOp::kSum));
+    CollectiveOptions o;
+    o.timeout = std::chrono::seconds(20);
+    if (rank == 1) {
+      for (;;) pause();  // until rank 0 kills it
+    }
+    if (rank == 2) return PostAndStop(shared, comm, send, recv, o);
+    while (!shared->stopping || !IsStopped(shared->pid[2])) sched_yield();
+    struct Resume {
+      pid_t pid;
+      ~Resume() { kill(pid, SIGCONT); }
+    } resume{shared->pid[2]};
+    auto work = comm->AllReduceAsync(send, recv, kStopCount, DataType::kF32, ReduceOp::kSum, o);
+    for (int i = 0; i < 1000; ++i) work->Done();
+    kill(shared->pid[1], SIGKILL);
+    absl::Status s = work->Wait(std::chrono::seconds(30));
+    munmap(recv, kStopCount * sizeof(float));
+    kill(shared->pid[2], SIGCONT);
+    while (!shared->done) {
+      work->Done();
+      sched_yield();
+    }
+    munmap(send, kStopCount * sizeof(float));
+    return s;
+  };
+  auto results = RunRanksAsProcesses(StopHarness(3), body);
+  EXPECT_THAT(results[1].message(), HasSubstr("died without a report")) << results[1];
+  for (int r : {0, 2}) {
+    EXPECT_EQ(results[r].code(), absl::StatusCode::kUnavailable) << "rank " << r << ": " << results[r];
+    EXPECT_THAT(results[r].message(), HasSubstr("peer rank 1 ")) << "rank " << r << ": " << results[r];
+  }
+  munmap(mem, sizeof(StopShared));
 }
 
 TEST(UcxCommunicator, RankThatNeverJoinsFailsBootstrapNamingIt) {

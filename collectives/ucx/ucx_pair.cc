@@ -99,8 +99,16 @@ std::unique_ptr<Work> TagSchedulePath::PairAllReduce(const void* send, void* rec
         }
       }
       if (!status.ok()) {
-        // Released by UCX once they complete; pair_scratch_ outlives the worker.
-        if (rreq != nullptr) ucp_request_cancel(engine_->worker(), rreq), ucp_request_free(rreq);
+        // Cancelling completes the receive if UCX has not matched it. A
+        // matched one (into pair_scratch_, which outlives the worker) or the
+        // send (from the caller's `send`, which it may free once this
+        // returns) would move again the next time the worker is
+        // progressed: halt the engine instead (OpEngine::Halt).
+        if (rreq != nullptr) ucp_request_cancel(engine_->worker(), rreq);
+        const bool received = Settle(&rreq, &ucs);
+        if (!Settle(&sreq, &ucs) || !received) engine_->Halt(status);
+        // Released by UCX should they ever complete.
+        if (rreq != nullptr) ucp_request_free(rreq);
         if (sreq != nullptr) ucp_request_free(sreq);
         if (on_done) on_done(options.tag, status);
         return MakeDoneWork(status);

@@ -9,7 +9,7 @@
 
 namespace athanor {
 namespace ucx_internal {
-void CloseEndpoints(ucp_worker_h worker, const std::vector<ucp_ep_h>& eps) {
+void CloseEndpoints(ucp_worker_h worker, const std::vector<ucp_ep_h>& eps, bool progress) {
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
   param.flags = UCP_EP_CLOSE_FLAG_FORCE;
@@ -17,7 +17,8 @@ void CloseEndpoints(ucp_worker_h worker, const std::vector<ucp_ep_h>& eps) {
     if (ep == nullptr) continue;
     ucs_status_ptr_t p = ucp_ep_close_nbx(ep, &param);
     if (UCS_PTR_IS_PTR(p)) {
-      for (int i = 0; i < 100000 && ucp_request_check_status(p) == UCS_INPROGRESS; ++i) {
+      for (int i = 0; i < 100000 && progress; ++i) {
+        if (ucp_request_check_status(p) != UCS_INPROGRESS) break;
         ucp_worker_progress(worker);
       }
       ucp_request_free(p);
@@ -172,9 +173,9 @@ std::string UcxWorker::Lanes(int peer) const {
   return lanes;
 }
 
-void UcxWorker::CloseEndpoints() {
+void UcxWorker::CloseEndpoints(bool progress) {
   if (worker_ == nullptr) return;
-  ucx_internal::CloseEndpoints(worker_, eps_);
+  ucx_internal::CloseEndpoints(worker_, eps_, progress);
   eps_.assign(eps_.size(), nullptr);
 }
 

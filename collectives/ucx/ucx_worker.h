@@ -70,7 +70,9 @@ class UcxWorker {
   // UCX's lanes to `peer`, as ucp_ep_print_info names them ("lane[0]: ...; ...").
   std::string Lanes(int peer) const;
 
-  void CloseEndpoints();
+  // `progress`: whether it may progress the worker while a close completes
+  // (false where the engine halted, OpEngine::Halt).
+  void CloseEndpoints(bool progress = true);
   void DestroyWorker();
 
  private:
@@ -89,9 +91,11 @@ class UcxWorker {
 };
 
 // Closes `eps` (null entries skipped) with UCP_EP_CLOSE_FLAG_FORCE, driving
-// `worker` a bounded number of times per endpoint: a peer that is gone
-// cannot hold a destructor forever.
-void CloseEndpoints(ucp_worker_h worker, const std::vector<ucp_ep_h>& eps);
+// `worker` a bounded number of times per endpoint where a close does not
+// complete at once (a peer that is gone cannot hold a destructor forever),
+// or, with `progress` false, not at all (the close finishes in
+// ucp_worker_destroy).
+void CloseEndpoints(ucp_worker_h worker, const std::vector<ucp_ep_h>& eps, bool progress = true);
 
 }  // namespace ucx_internal
 }  // namespace athanor

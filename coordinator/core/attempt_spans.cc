@@ -28,16 +28,11 @@ void EndAttemptSpan(JobRecord* job, JobState outcome, bool preempted, bool platf
 }
 
 void CreditLateCheckpoint(JobRecord* job, int64_t committed_before) {
-  // The resized attempt: the current one while the job waits, else the one
-  // before it while the next has reported no step yet (after that, a commit
-  // is the next attempt's own).
-  int32_t resized = job->attempt;
-  if (job->allocated) {
-    if (job->last_telemetry.attempt >= job->attempt) return;
-    resized = job->attempt - 1;
-  }
-  if (resized <= 0 || static_cast<size_t>(resized) > job->attempt_spans.size()) return;
-  AttemptSpan& span = job->attempt_spans[resized - 1];
+  // Only while the job waits: its next attempt will resume from this commit
+  // (the coordinator holds it while a newer checkpoint uploads). Once placed,
+  // the next attempt may have read an older one already.
+  if (job->allocated || job->attempt <= 0 || static_cast<size_t>(job->attempt) > job->attempt_spans.size()) return;
+  AttemptSpan& span = job->attempt_spans[job->attempt - 1];
   if (span.end == 0 || (span.outcome != "grown" && span.outcome != "shrunk")) return;
   const int64_t gained = job->committed_step - std::max<int64_t>(committed_before, 0);
   span.steps_lost = std::max<int64_t>(0, span.steps_lost - gained);

@@ -20,11 +20,10 @@ void EndAttemptSpan(JobRecord* job, JobState outcome, bool preempted, bool platf
                     const std::string& reason, double now);
 
 // A checkpoint committed after a resized attempt ended (the one its ranks
-// save on SIGTERM, which lands once they have exited): the next attempt
-// resumes from it, so the ended span threw away `job->committed_step -
-// committed_before` fewer steps. The resized attempt is the current one while
-// the job is pending, or the one before while the next has reported no step;
-// no-op otherwise.
+// save on SIGTERM, which lands once they have exited) while the job waits to
+// be placed again: the next attempt resumes from it, so the ended span threw
+// away `job->committed_step - committed_before` fewer steps. No-op unless the
+// job is pending after a resize of its current attempt.
 void CreditLateCheckpoint(JobRecord* job, int64_t committed_before);
 
 }  // namespace athanor::coord

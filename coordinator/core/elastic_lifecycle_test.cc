@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "coordinator/core/attempt_spans.h"
 #include "coordinator/core/cluster_state.h"
 #include "coordinator/core/test_util.h"
 
@@ -129,10 +130,8 @@ TEST_F(ElasticLifecycleTest, ShrinksOnALostNodeAndGrowsBackAtACheckpoint) {
   EXPECT_EQ(Job(id).attempt_spans[1].outcome, "grown");
   EXPECT_EQ(Job(id).attempt_spans[1].steps_lost, 0);
 
-  // A drain shrinks it again; its ranks save on SIGTERM, and that checkpoint
-  // (11) commits once attempt 4 runs, before its first step report: it is
-  // what attempt 4 resumed from, so fewer steps were lost. Attempt 4's own
-  // commits, after it reported a step, change nothing.
+  // A drain shrinks it again. A checkpoint that commits once attempt 4 runs
+  // is not credited: attempt 4 may have read checkpoint 10 already.
   Telemetry(id, 12);
   ASSERT_TRUE(state_->admin().DrainNode("n3", Seconds(5), "maintenance").ok());
   ASSERT_TRUE(Job(id).stopping);
@@ -141,12 +140,36 @@ TEST_F(ElasticLifecycleTest, ShrinksOnALostNodeAndGrowsBackAtACheckpoint) {
   EXPECT_EQ(Job(id).attempt_spans[2].outcome, "shrunk");
   EXPECT_EQ(Job(id).attempt_spans[2].steps_lost, 3);  // steps 10, 11 and 12 after checkpoint 10
   ASSERT_TRUE(state_->checkpoints().ReportCheckpoint(id, 11, 0).ok());
-  EXPECT_EQ(Job(id).attempt_spans[2].steps_lost, 2);  // steps 11 and 12
-  Telemetry(id, 13);
-  ASSERT_TRUE(state_->checkpoints().ReportCheckpoint(id, 13, 0).ok());
-  EXPECT_EQ(Job(id).attempt_spans[2].steps_lost, 2);
+  EXPECT_EQ(Job(id).attempt_spans[2].steps_lost, 3);
   EXPECT_FALSE(Job(id).attempt_spans[1].platform_fault);
   EXPECT_EQ(Job(id).restarts, 0);
+}
+
+// The checkpoint a resized attempt's ranks save on SIGTERM commits after the
+// attempt ended; while the job waits to be placed again, it is what the next
+// attempt resumes from, and the span's steps_lost shrinks by what it gained.
+TEST(CreditLateCheckpointTest, CreditsACommitWhileTheJobWaits) {
+  JobRecord job;
+  job.attempt = 2;
+  job.attempt_spans = {AttemptSpan{}, AttemptSpan{}};
+  job.attempt_spans[1].end = 100;
+  job.attempt_spans[1].outcome = "grown";
+  job.attempt_spans[1].steps_lost = 9;  // step 18 reported, checkpoint 10 committed
+  job.committed_step = 16;
+  CreditLateCheckpoint(&job, 10);
+  EXPECT_EQ(job.attempt_spans[1].steps_lost, 3);
+  job.committed_step = 19;  // past the last step reported: nothing was lost
+  CreditLateCheckpoint(&job, 16);
+  EXPECT_EQ(job.attempt_spans[1].steps_lost, 0);
+
+  job.attempt_spans[1].steps_lost = 9;
+  job.allocated = true;  // placed already: not credited
+  CreditLateCheckpoint(&job, 10);
+  EXPECT_EQ(job.attempt_spans[1].steps_lost, 9);
+  job.allocated = false;
+  job.attempt_spans[1].outcome = "preempted";  // not a resize
+  CreditLateCheckpoint(&job, 10);
+  EXPECT_EQ(job.attempt_spans[1].steps_lost, 9);
 }
 
 // A lost node's peers usually see it gone first: their collectives fail and
