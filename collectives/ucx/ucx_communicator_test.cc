@@ -429,6 +429,17 @@ float* MapFloats() {
   return p == MAP_FAILED ? nullptr : static_cast<float*>(p);
 }
 
+// Maps the call's buffers (ones to send) and runs one all-reduce of them,
+// which wires up the rendezvous lanes (UCX does that on the first large
+// message).
+absl::Status MapAndWireUp(Communicator* comm, float** send, float** recv) {
+  *send = MapFloats();
+  *recv = MapFloats();
+  if (*send == nullptr || *recv == nullptr) return absl::InternalError("mmap failed");
+  for (size_t i = 0; i < kStopCount; ++i) (*send)[i] = 1.0f;
+  return comm->AllReduce(*send, *recv, kStopCount, DataType::kF32, ReduceOp::kSum);
+}
+
 // The stopped rank: posts its all-reduce, lets its requests to send go
 // out, stops (SIGSTOP) and, once resumed, returns its call's status.
 absl::Status PostAndStop(StopShared* shared, Communicator* comm, const float* send, float* recv,
@@ -458,12 +469,8 @@ TEST(UcxCommunicator, FailedCallNeverTouchesItsBuffersAgain) {
   StopShared* shared = new (mem) StopShared;
   auto body = [shared](int rank, Communicator* comm) -> absl::Status {
     shared->pid[rank] = getpid();
-    float* send = MapFloats();
-    float* recv = MapFloats();
-    if (send == nullptr || recv == nullptr) return absl::InternalError("mmap failed");
-    for (size_t i = 0; i < kStopCount; ++i) send[i] = 1.0f;
-    // Wires up the rendezvous lanes (UCX does that on the first large message).
-    RETURN_IF_ERROR(comm->AllReduce(send, recv, kStopCount, DataType::kF32, ReduceOp::kSum));
+    float *send = nullptr, *recv = nullptr;
+    RETURN_IF_ERROR(MapAndWireUp(comm, &send, &recv));
     CollectiveOptions o;
     o.timeout = std::chrono::seconds(2);
     if (rank == 1) {
@@ -511,11 +518,8 @@ TEST(UcxCommunicator, CallFailedByDeadPeerNeverTouchesItsBuffersAgain) {
   StopShared* shared = new (mem) StopShared;
   auto body = [shared](int rank, Communicator* comm) -> absl::Status {
     shared->pid[rank] = getpid();
-    float* send = MapFloats();
-    float* recv = MapFloats();
-    if (send == nullptr || recv == nullptr) return absl::InternalError("mmap failed");
-    for (size_t i = 0; i < kStopCount; ++i) send[i] = 1.0f;
-    RETURN_IF_ERROR(comm->AllReduce(send, recv, kStopCount, DataType::kF32, ReduceOp::kSum));
+    float *send = nullptr, *recv = nullptr;
+    RETURN_IF_ERROR(MapAndWireUp(comm, &send, &recv));
     CollectiveOptions o;
     o.timeout = std::chrono::seconds(20);
     if (rank == 1) {
