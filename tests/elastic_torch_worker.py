@@ -48,7 +48,7 @@ def main():
             tmp = ckpt + ".tmp"
             torch.save({"step": s, "w": w}, tmp)
             os.replace(tmp, ckpt)
-        time.sleep(0.05)  # pacing: a step of real work
+        time.sleep(0.05)  # sleep override: pacing, a step of real work
 
 
 if __name__ == "__main__":
