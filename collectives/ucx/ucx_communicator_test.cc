@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <fstream>
+#include <functional>
 #include <new>
 #include <string>
 #include <thread>
@@ -453,6 +455,39 @@ absl::Status PostAndStop(StopShared* shared, Communicator* comm, const float* se
   return s;
 }
 
+// The other side: once rank `stopped` is stopped owing matched data, posts
+// the same call, lets `fail` end it, unmaps the receive buffer, resumes the
+// stopped rank and progresses the worker until that rank's call is over (so
+// the data it owed has come). Returns this call's status.
+absl::Status FailWhileOwed(StopShared* shared, Communicator* comm, int stopped, float* send, float* recv,
+                           const CollectiveOptions& o, const std::function<void()>& fail,
+                           std::chrono::seconds wait) {
+  while (!shared->stopping || !IsStopped(shared->pid[stopped])) sched_yield();
+  struct Resume {
+    pid_t pid;
+    ~Resume() { kill(pid, SIGCONT); }
+  } resume{shared->pid[stopped]};
+  // The stopped rank's requests to send are in our socket: progressing matches them.
+  auto work = comm->AllReduceAsync(send, recv, kStopCount, DataType::kF32, ReduceOp::kSum, o);
+  for (int i = 0; i < 1000; ++i) work->Done();
+  fail();
+  absl::Status s = work->Wait(wait);
+  munmap(recv, kStopCount * sizeof(float));
+  kill(shared->pid[stopped], SIGCONT);
+  while (!shared->done) {
+    work->Done();
+    sched_yield();
+  }
+  munmap(send, kStopCount * sizeof(float));
+  return s;
+}
+
+// The shared page of the stop tests.
+StopShared* MapStopShared() {
+  void* mem = mmap(nullptr, sizeof(StopShared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  return mem == MAP_FAILED ? nullptr : new (mem) StopShared;
+}
+
 // Once a call has returned its error the caller may free its buffers at
 // once, even while a peer still owes data that UCX had already matched to
 // them. Rank 1 posts a ring all-reduce and stops, so rank 0's receives
@@ -463,10 +498,8 @@ absl::Status PostAndStop(StopShared* shared, Communicator* comm, const float* se
 // stays mapped: sending from unmapped memory fails the endpoint (EFAULT)
 // before any data comes in, and would hide the receive.
 TEST(UcxCommunicator, FailedCallNeverTouchesItsBuffersAgain) {
-  void* mem = mmap(nullptr, sizeof(StopShared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                   -1, 0);
-  ASSERT_NE(mem, MAP_FAILED);
-  StopShared* shared = new (mem) StopShared;
+  StopShared* shared = MapStopShared();
+  ASSERT_NE(shared, nullptr);
   auto body = [shared](int rank, Communicator* comm) -> absl::Status {
     shared->pid[rank] = getpid();
     float *send = nullptr, *recv = nullptr;
@@ -478,33 +511,14 @@ TEST(UcxCommunicator, FailedCallNeverTouchesItsBuffersAgain) {
       return s.ok() ? absl::InternalError("the call succeeded although rank 0 aborted")
                     : absl::OkStatus();
     }
-    while (!shared->stopping || !IsStopped(shared->pid[1])) sched_yield();
-    struct Resume {
-      pid_t pid;
-      ~Resume() { kill(pid, SIGCONT); }
-    } resume{shared->pid[1]};
-    // Rank 1's requests to send are in our socket: progressing matches them.
-    auto work = comm->AllReduceAsync(send, recv, kStopCount, DataType::kF32, ReduceOp::kSum, o);
-    for (int i = 0; i < 1000; ++i) work->Done();
-    comm->Abort();
-    absl::Status s = work->Wait(std::chrono::seconds(10));
-    if (!absl::IsAborted(s)) {
-      return absl::InternalError(absl::StrCat("want Aborted, got ", s.ToString()));
-    }
-    munmap(recv, kStopCount * sizeof(float));
-    kill(shared->pid[1], SIGCONT);
-    // Rank 1 sends what it owes, then its call fails.
-    while (!shared->done) {
-      work->Done();
-      sched_yield();
-    }
-    munmap(send, kStopCount * sizeof(float));
-    return absl::OkStatus();
+    // Rank 1 sends what it owes once resumed, then its call fails.
+    absl::Status s = FailWhileOwed(shared, comm, 1, send, recv, o, [comm] { comm->Abort(); }, std::chrono::seconds(10));
+    return absl::IsAborted(s) ? absl::OkStatus() : absl::InternalError(absl::StrCat("want Aborted, got ", s.ToString()));
   };
   auto results = RunRanksAsProcesses(StopHarness(2), body);
   EXPECT_TRUE(results[0].ok()) << "rank 0: " << results[0];
   EXPECT_TRUE(results[1].ok()) << "rank 1: " << results[1];
-  munmap(mem, sizeof(StopShared));
+  munmap(shared, sizeof(StopShared));
 }
 
 // As above, the call failed by a peer's death, as when a host dies: rank 2,
@@ -512,10 +526,8 @@ TEST(UcxCommunicator, FailedCallNeverTouchesItsBuffersAgain) {
 // kills rank 1, sees its call fail naming rank 1, unmaps its receive buffer
 // and lets rank 2 go on. Both survivors still name rank 1.
 TEST(UcxCommunicator, CallFailedByDeadPeerNeverTouchesItsBuffersAgain) {
-  void* mem = mmap(nullptr, sizeof(StopShared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                   -1, 0);
-  ASSERT_NE(mem, MAP_FAILED);
-  StopShared* shared = new (mem) StopShared;
+  StopShared* shared = MapStopShared();
+  ASSERT_NE(shared, nullptr);
   auto body = [shared](int rank, Communicator* comm) -> absl::Status {
     shared->pid[rank] = getpid();
     float *send = nullptr, *recv = nullptr;
@@ -526,23 +538,8 @@ TEST(UcxCommunicator, CallFailedByDeadPeerNeverTouchesItsBuffersAgain) {
       for (;;) pause();  // until rank 0 kills it
     }
     if (rank == 2) return PostAndStop(shared, comm, send, recv, o);
-    while (!shared->stopping || !IsStopped(shared->pid[2])) sched_yield();
-    struct Resume {
-      pid_t pid;
-      ~Resume() { kill(pid, SIGCONT); }
-    } resume{shared->pid[2]};
-    auto work = comm->AllReduceAsync(send, recv, kStopCount, DataType::kF32, ReduceOp::kSum, o);
-    for (int i = 0; i < 1000; ++i) work->Done();
-    kill(shared->pid[1], SIGKILL);
-    absl::Status s = work->Wait(std::chrono::seconds(30));
-    munmap(recv, kStopCount * sizeof(float));
-    kill(shared->pid[2], SIGCONT);
-    while (!shared->done) {
-      work->Done();
-      sched_yield();
-    }
-    munmap(send, kStopCount * sizeof(float));
-    return s;
+    return FailWhileOwed(shared, comm, 2, send, recv, o, [shared] { kill(shared->pid[1], SIGKILL); },
+                         std::chrono::seconds(30));
   };
   auto results = RunRanksAsProcesses(StopHarness(3), body);
   EXPECT_THAT(results[1].message(), HasSubstr("died without a report")) << results[1];
@@ -550,7 +547,7 @@ TEST(UcxCommunicator, CallFailedByDeadPeerNeverTouchesItsBuffersAgain) {
     EXPECT_EQ(results[r].code(), absl::StatusCode::kUnavailable) << "rank " << r << ": " << results[r];
     EXPECT_THAT(results[r].message(), HasSubstr("peer rank 1 ")) << "rank " << r << ": " << results[r];
   }
-  munmap(mem, sizeof(StopShared));
+  munmap(shared, sizeof(StopShared));
 }
 
 TEST(UcxCommunicator, RankThatNeverJoinsFailsBootstrapNamingIt) {

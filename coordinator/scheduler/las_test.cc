@@ -109,7 +109,7 @@ TEST_F(OrderTest, FifoIgnoresPriorityAndNeverPreemptsForIt) {
 }
 
 TEST_F(OrderTest, LasPreemptsAHigherQueueOnlyJustAfterItsCheckpoint) {
-  OldRunningInQueue1();
+  ASSERT_NO_FATAL_FAILURE(OldRunningInQueue1());
   ASSERT_TRUE(sched_->Submit(MakeJob("fresh", 1, 1)).ok());
   EXPECT_TRUE(sched_->Schedule().empty());  // no checkpoint yet: it would lose 100 s
 
@@ -127,7 +127,7 @@ TEST_F(OrderTest, LasPreemptsAHigherQueueOnlyJustAfterItsCheckpoint) {
 // A job preempted for LAS order comes back ahead of jobs submitted after it,
 // and is never preempted for order again (LasOptions::max_order_preemptions).
 TEST_F(OrderTest, LasPreemptsAJobForOrderOnceAndItReturnsFirst) {
-  OldRunningInQueue1();
+  ASSERT_NO_FATAL_FAILURE(OldRunningInQueue1());
   ASSERT_TRUE(sched_->OnCheckpoint("old", clock_.Now()).ok());
   ASSERT_TRUE(sched_->Submit(MakeJob("fresh", 1, 1)).ok());
   auto d = sched_->Schedule();
