@@ -87,7 +87,7 @@ absl::StatusOr<std::vector<std::string>> ParseCoordinatorList(const std::string&
 
 absl::StatusOr<CoordinatorTarget> CoordinatorTargetFor(const std::string& list) {
   ASSIGN_OR_RETURN(std::vector<std::string> entries, ParseCoordinatorList(list));
-  if (entries.size() == 1) return CoordinatorTarget{.target = entries[0], .authority = ""};
+  if (entries.size() == 1) return CoordinatorTarget{.target = entries[0]};
   std::vector<std::string> v4, v6;
   bool all_v4 = true, all_v6 = true;
   for (const std::string& e : entries) {
@@ -102,8 +102,11 @@ absl::StatusOr<CoordinatorTarget> CoordinatorTargetFor(const std::string& list) 
     for (const std::string& a : a4) v4.push_back(absl::StrCat(a, ":", hp.port));
     for (const std::string& a : a6) v6.push_back(absl::StrCat("[", a, "]:", hp.port));
   }
-  if (all_v4) return CoordinatorTarget{.target = "ipv4:" + absl::StrJoin(v4, ","), .authority = entries[0]};
-  if (all_v6) return CoordinatorTarget{.target = "ipv6:" + absl::StrJoin(v6, ","), .authority = entries[0]};
+  // Calls go only to the member whose health says it leads (the header).
+  const std::string config = absl::StrCat(R"({"loadBalancingConfig":[{"round_robin":{}}],)",
+                                          R"("healthCheckConfig":{"serviceName":")", kLeaderHealthService, R"("}})");
+  if (all_v4) return CoordinatorTarget{"ipv4:" + absl::StrJoin(v4, ","), config};
+  if (all_v6) return CoordinatorTarget{"ipv6:" + absl::StrJoin(v6, ","), config};
   return absl::InvalidArgumentError(absl::StrCat(
       "coordinator list '", list, "': some hosts have only IPv4 addresses and others only IPv6; use one family"));
 }

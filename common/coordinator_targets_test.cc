@@ -9,14 +9,15 @@ TEST(CoordinatorTargets, OneAddressStaysAsGiven) {
   absl::StatusOr<CoordinatorTarget> t = CoordinatorTargetFor("coord.example:7700");
   ASSERT_TRUE(t.ok()) << t.status();
   EXPECT_EQ(t->target, "coord.example:7700");
-  EXPECT_EQ(t->authority, "");
+  EXPECT_EQ(t->service_config, "");  // pick_first, no health checks: as before
 }
 
 TEST(CoordinatorTargets, ListBecomesAddressesInOrder) {
   absl::StatusOr<CoordinatorTarget> t = CoordinatorTargetFor("127.0.0.2:7701, 127.0.0.1:7700,127.0.0.3:7702");
   ASSERT_TRUE(t.ok()) << t.status();
   EXPECT_EQ(t->target, "ipv4:127.0.0.2:7701,127.0.0.1:7700,127.0.0.3:7702");
-  EXPECT_EQ(t->authority, "127.0.0.2:7701");
+  EXPECT_EQ(t->service_config,
+            R"({"loadBalancingConfig":[{"round_robin":{}}],"healthCheckConfig":{"serviceName":"athanor.leader"}})");
 }
 
 TEST(CoordinatorTargets, HostNamesAreResolved) {
@@ -26,7 +27,7 @@ TEST(CoordinatorTargets, HostNamesAreResolved) {
   EXPECT_EQ(t->target.substr(0, 5), "ipv4:");
   EXPECT_NE(t->target.find("127.0.0.1:7700"), std::string::npos) << t->target;
   EXPECT_EQ(t->target.substr(t->target.size() - 15), ",127.0.0.9:7709");
-  EXPECT_EQ(t->authority, "localhost:7700");
+  EXPECT_FALSE(t->service_config.empty());
 }
 
 TEST(CoordinatorTargets, Ipv6) {

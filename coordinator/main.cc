@@ -7,8 +7,9 @@
 //                       --local-dir /var/lib/athanor --tls-dir /etc/athanor/tls
 //
 // With --state etcd://..., several coordinators share the state and one
-// leads (store/etcd/leader_election.h): a standby waits without listening;
-// the leader loads the state, builds the core and serves. A leader that can
+// leads (store/etcd/leader_election.h): a standby answers every call with
+// the leader's address (rpc/standby_server.h) while it waits; the leader
+// loads the state, builds the core and serves. A leader that can
 // no longer be sure it leads exits at once (status 3) for its supervisor to
 // start it again as a candidate.
 //
@@ -27,6 +28,7 @@
 #include <thread>
 
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -37,6 +39,7 @@
 #include "absl/time/clock.h"
 #include "absl/synchronization/mutex.h"
 #include "checkpoint/builtin_stores.h"
+#include "common/coordinator_targets.h"
 #include "common/logging.h"
 #include "common/options.h"
 #include "common/status.h"
@@ -58,6 +61,7 @@
 #include "coordinator/rpc/interactive_service.h"
 #include "coordinator/rpc/notebook_proxy.h"
 #include "coordinator/rpc/node_data_service.h"
+#include "coordinator/rpc/standby_server.h"
 #include "coordinator/rpc/workdir_data_service.h"
 #include "coordinator/rpc/volumes_service.h"
 #include "coordinator/store/etcd/etcd_client.h"
@@ -135,7 +139,8 @@ struct EtcdLeadership {
 
 // Campaigns until this process leads (nullptr and OK when `stop` came first).
 absl::StatusOr<std::unique_ptr<EtcdLeadership>> Lead(const etcd::EtcdUri& uri, const StateFlags& flags,
-                                                     const std::string& self, absl::Notification* stop) {
+                                                     const std::string& self, StandbyServer* standby,
+                                                     absl::Notification* stop) {
   auto lead = std::make_unique<EtcdLeadership>();
   ASSIGN_OR_RETURN(lead->client, etcd::EtcdClient::Create(uri, flags.tls));
   lead->location = absl::StrCat("etcd://", absl::StrJoin(uri.endpoints, ","), uri.prefix);
@@ -148,8 +153,9 @@ absl::StatusOr<std::unique_ptr<EtcdLeadership>> Lead(const etcd::EtcdUri& uri, c
   // and a takeover starts within 0.1 s of the key going.
   options.retry = std::chrono::milliseconds(100);
   options.on_lost = [] { ExitLostLead("lost the lead (its etcd lease)"); };
-  options.on_waiting = [](const std::string& leader, int64_t term) {
+  options.on_waiting = [standby](const std::string& leader, int64_t term) {
     ATHANOR_LOG(INFO) << "standby: " << leader << " leads (term " << term << "); waiting";
+    standby->SetLeader(leader, term);
   };
   ATHANOR_LOG(INFO) << "campaigning on " << lead->location << " as " << self;
   absl::StatusOr<std::unique_ptr<etcd::LeaderElection>> election =
@@ -170,7 +176,8 @@ absl::StatusOr<std::unique_ptr<EtcdLeadership>> Lead(const etcd::EtcdUri& uri, c
 int Run(int argc, char** argv) {
   std::string listen, state_path, advertise, port_range, log_level, job_network;
   double heartbeat_timeout_s = 10, default_grace_s = ToSeconds(sched::kDefaultGrace),
-         min_run_time_s = ToSeconds(sched::kDefaultMinRunTime);
+         min_run_time_s = ToSeconds(sched::kDefaultMinRunTime),
+         age_limit_s = ToSeconds(sched::SchedulerOptions{}.age_limit);
   double idle_reclaim_grace_s = 60, checkpoint_poll_s = 30, checkpoint_upload_wait_s = 600;
   double idle_cpu_fraction = 0.01, idle_net_bytes_per_s = 64 * 1024, idle_disk_bytes_per_s = 64 * 1024;
   double volume_store_wait_s = 600;
@@ -242,6 +249,8 @@ int Run(int argc, char** argv) {
       ("scheduling-policy", po::value(&scheduling_policy)->default_value("default"),
        "order of pending jobs: default (priorities, fair share) or las (least attained GPU "
        "time first; docs/operations.md, \"Scheduling policy\")")
+      ("age-limit-s", po::value(&age_limit_s)->default_value(age_limit_s),
+       "a job pending this long goes ahead of every priority class and tenant (0: never)")
       ("idle-reclaim-grace-s", po::value(&idle_reclaim_grace_s)->default_value(60),
        "an idle interactive allocation is reclaimed this long after its warning")
       ("idle-cpu-fraction", po::value(&idle_cpu_fraction)->default_value(0.01, "0.01"),
@@ -319,10 +328,10 @@ int Run(int argc, char** argv) {
                  "positive rate\n";
     return 2;
   }
-  if (default_grace_s < 0 || min_run_time_s < 0 || idle_reclaim_grace_s < 0 || checkpoint_poll_s < 0 ||
+  if (default_grace_s < 0 || min_run_time_s < 0 || age_limit_s < 0 || idle_reclaim_grace_s < 0 || checkpoint_poll_s < 0 ||
       checkpoint_upload_wait_s < 0 || volume_store_wait_s < 0 || billing_interval_s <= 0 || snapshot_keep < 1 ||
       snapshot_max_bytes < 1) {
-    std::cerr << "athanor-coordinator: grace, run time and poll periods must be >= 0, and "
+    std::cerr << "athanor-coordinator: grace, run time, age limit and poll periods must be >= 0, and "
                  "--billing-interval-s, --snapshot-keep and --snapshot-max-bytes > 0\n";
     return 2;
   }
@@ -337,6 +346,7 @@ int Run(int argc, char** argv) {
   }
   options.default_grace = Seconds(default_grace_s);
   options.min_run_time = Seconds(min_run_time_s);
+  options.age_limit = Seconds(age_limit_s);
   options.backfill = !no_backfill;
   const std::optional<sched::SchedulingPolicy> policy =
       sched::ParseSchedulingPolicy(scheduling_policy);
@@ -482,13 +492,24 @@ int Run(int argc, char** argv) {
     metrics = std::make_unique<CoordinatorMetrics>(telemetry.get());
   }
   // On etcd, nothing below runs before this process leads: a standby has no
-  // core (no scheduler, timers or hang detection) and does not listen.
+  // core (no scheduler, timers or hang detection); it only names the leader
+  // to whoever calls it.
   std::unique_ptr<EtcdLeadership> lead;
   std::unique_ptr<Store> store;
   CoordinatorService::StateStatusFn state_status;
+  // Until the leader's server listens: gRPC binds with SO_REUSEPORT, so both
+  // hold the port for a moment and no client is ever refused.
+  std::unique_ptr<StandbyServer> standby;
   if (on_etcd) {
+    absl::StatusOr<std::unique_ptr<StandbyServer>> started =
+        StandbyServer::Start(listen, (*security)->server_credentials(), nullptr);
+    if (!started.ok()) {
+      ATHANOR_LOG(ERROR) << started.status();
+      return 1;
+    }
+    standby = std::move(*started);
     absl::StatusOr<std::unique_ptr<EtcdLeadership>> led =
-        Lead(*etcd_uri, state_flags, options.coordinator_address, &stop);
+        Lead(*etcd_uri, state_flags, options.coordinator_address, standby.get(), &stop);
     if (!led.ok()) {
       ATHANOR_LOG(ERROR) << "cannot campaign on " << state_path << ": " << led.status();
       return 1;
@@ -544,6 +565,9 @@ int Run(int argc, char** argv) {
                                                                   const std::string& uri) {
     return secrets->UriForTenant(tenant, uri);
   });
+  // Its health says it leads (common/coordinator_targets.h): a list's
+  // channel sends calls only here.
+  grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   // The CLI's synchronous calls get a bounded pool; agents' calls and
   // submissions take no thread while they wait (callback API).
@@ -601,6 +625,8 @@ int Run(int argc, char** argv) {
     ATHANOR_LOG(ERROR) << "cannot listen on " << listen;
     return 1;
   }
+  server->GetHealthCheckService()->SetServingStatus(kLeaderHealthService, true);
+  standby.reset();  // its connections close; clients reconnect to this server
   ATHANOR_LOG(INFO) << "athanor-coordinator serving on " << listen << " (port " << port
                     << "), state " << state_path;
   std::unique_ptr<security::HttpEndpoint> http;

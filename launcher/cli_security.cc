@@ -5,7 +5,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "common/coordinator_targets.h"
+#include "common/coordinator_channel.h"
 #include "common/status.h"
 #include "security/cluster_ca.h"
 #include "security/private_file.h"
@@ -50,18 +50,17 @@ absl::StatusOr<std::string> ReadCliToken(const CliSecurity& s) {
 absl::StatusOr<std::shared_ptr<grpc::Channel>> ConnectCoordinator(const std::string& coordinator,
                                                                   const CliSecurity& s) {
   // A list of coordinators: the one that leads answers (common/coordinator_targets.h).
-  ASSIGN_OR_RETURN(CoordinatorTarget target, CoordinatorTargetFor(coordinator));
   grpc::ChannelArguments args;
-  if (!target.authority.empty()) args.SetString(GRPC_ARG_DEFAULT_AUTHORITY, target.authority);
+  ASSIGN_OR_RETURN(std::string target, CoordinatorDialTarget(coordinator, &args));
   if (s.ca_path.empty()) {
-    return grpc::CreateCustomChannel(target.target, grpc::InsecureChannelCredentials(), args);
+    return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
   }
   security::TlsMaterial m;
   ASSIGN_OR_RETURN(m.ca_pem, security::ReadSmallFile(s.ca_path));
   ASSIGN_OR_RETURN(std::string token, ReadCliToken(s));
   std::shared_ptr<grpc::ChannelCredentials> creds =
       security::ClientCredentials(m, security::kCoordinatorName, token, &args);
-  return grpc::CreateCustomChannel(target.target, creds, args);
+  return grpc::CreateCustomChannel(target, creds, args);
 }
 
 }  // namespace athanor::cli

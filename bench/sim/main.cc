@@ -76,9 +76,9 @@ int main(int argc, char** argv) {
   std::string traces, csv, plots, thresholds;
   SyntheticOptions synth;
   SimOptions sim;
-  double compress = 1, keep_nodes = 1, min_run_time_s = 300, promote_knob = 2, las_window_s = 300;
+  double compress = 1, keep_nodes = 1, min_run_time_s = 300, las_window_s = 300;
   int las_max_order = athanor::sched::LasOptions{}.max_order_preemptions;
-  int64_t las_age_s = std::chrono::duration_cast<std::chrono::seconds>(athanor::sched::LasOptions{}.age_limit).count();
+  int64_t age_s = std::chrono::duration_cast<std::chrono::seconds>(athanor::sched::SchedulerOptions{}.age_limit).count();
   bool json = false;
   po::options_description desc("athanor-sim");
   desc.add_options()
@@ -108,14 +108,12 @@ int main(int argc, char** argv) {
        "a job runs at least this long before it may be preempted")
       ("las-thresholds-gpu-s", po::value(&thresholds)->default_value("36000,360000"),
        "LAS queue boundaries in attained GPU-seconds, ascending")
-      ("las-promote-knob", po::value(&promote_knob)->default_value(promote_knob),
-       "LAS: a job waiting this many times as long as it has run goes back to queue 0 (0: never)")
       ("las-checkpoint-window-s", po::value(&las_window_s)->default_value(las_window_s),
        "LAS: a running job may be preempted for order only this long after its checkpoint (0: never)")
       ("las-max-order-preemptions", po::value(&las_max_order)->default_value(las_max_order),
        "LAS: preempt one job for order at most this often (0: never)")
-      ("las-age-limit-s", po::value(&las_age_s)->default_value(las_age_s),
-       "LAS: a job pending this long goes ahead of every class (0: never)")
+      ("age-limit-s", po::value(&age_s)->default_value(age_s),
+       "default and LAS: a job pending this long goes ahead of every class and tenant (0: never)")
       ("json", po::bool_switch(&json), "print one JSON object instead of the table")
       ("plots", po::value(&plots), "write plot data, plots.gp and PNGs (gnuplot) into this folder");
   athanor::ParsedCommandLine cl;
@@ -141,10 +139,9 @@ int main(int argc, char** argv) {
     std::cerr << "athanor-sim: --keep-nodes must be in (0, 1]\n";
     return 2;
   }
-  if (!(compress > 0) || min_run_time_s < 0 || promote_knob < 0 || las_window_s < 0 || las_max_order < 0 ||
-      las_age_s < 0) {
-    std::cerr << "athanor-sim: --compress must be > 0; --min-run-time-s, --las-promote-knob, "
-                 "--las-checkpoint-window-s, --las-max-order-preemptions and --las-age-limit-s >= 0\n";
+  if (!(compress > 0) || min_run_time_s < 0 || las_window_s < 0 || las_max_order < 0 || age_s < 0) {
+    std::cerr << "athanor-sim: --compress must be > 0; --min-run-time-s, --las-checkpoint-window-s, "
+                 "--las-max-order-preemptions and --age-limit-s >= 0\n";
     return 2;
   }
   auto las_thresholds = ParseThresholds(thresholds);
@@ -165,10 +162,9 @@ int main(int argc, char** argv) {
   athanor::sched::SchedulerOptions base;
   base.min_run_time = athanor::Seconds(min_run_time_s);
   base.las.thresholds_gpu_s = *las_thresholds;
-  base.las.promote_knob = promote_knob;
   base.las.checkpoint_window = athanor::Seconds(las_window_s);
   base.las.max_order_preemptions = las_max_order;
-  base.las.age_limit = athanor::Seconds(las_age_s);
+  base.age_limit = athanor::Seconds(age_s);
   std::vector<SimResult> results;
   for (const PolicyRun& policy : ComparedPolicies(base)) {
     auto result = Simulate(*workload, policy, sim);
@@ -190,8 +186,8 @@ int main(int argc, char** argv) {
          {{"seed", sim.seed}, {"checkpoint_interval_s", sim.checkpoint_interval_s}, {"mtbf_s", sim.mtbf_s},
           {"repair_s", sim.repair_s}, {"preempt_exit_s", sim.preempt_exit_s}, {"tick_s", sim.tick_s},
           {"limit_factor", sim.limit_factor}, {"min_run_time_s", min_run_time_s},
-          {"las_thresholds_gpu_s", *las_thresholds}, {"las_promote_knob", promote_knob}, {"las_checkpoint_window_s", las_window_s},
-           {"las_max_order_preemptions", las_max_order}, {"las_age_limit_s", las_age_s}}},
+          {"las_thresholds_gpu_s", *las_thresholds}, {"las_checkpoint_window_s", las_window_s},
+          {"las_max_order_preemptions", las_max_order}, {"age_limit_s", age_s}}},
         {"policies", athanor::sim::ToJson(rows)},
         {"goal", Goal(rows)}};
     std::cout << out.dump(2) << "\n";

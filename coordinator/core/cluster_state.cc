@@ -14,6 +14,7 @@ sched::SchedulerOptions SchedOptions(const StateOptions& o) {
   s.policy = o.scheduling_policy;
   s.default_grace = o.default_grace;
   s.min_run_time = o.min_run_time;
+  s.age_limit = o.age_limit;
   return s;
 }
 

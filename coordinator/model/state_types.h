@@ -35,6 +35,7 @@ struct StateOptions {
   Duration min_run_time = sched::kDefaultMinRunTime;  // before the scheduler may preempt a job again
   bool backfill = true;
   sched::SchedulingPolicy scheduling_policy = sched::SchedulingPolicy::kDefault;  // --scheduling-policy
+  Duration age_limit = sched::SchedulerOptions{}.age_limit;  // --age-limit-s; zero: no ageing
   std::map<std::string, int32_t> quotas;  // tenant -> GPUs (--quota); the store's win
   Duration idle_reclaim_grace = Seconds(60);  // idle warning -> reclaim
   // Use of an interactive instance (tenant_accounts.h): at least this share

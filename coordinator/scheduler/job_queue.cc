@@ -2,13 +2,15 @@
 
 namespace athanor::sched {
 
-void JobQueue::Add(const JobRequest& job) {
+void JobQueue::Add(const JobRequest& job, TimePoint queued_at) {
   if (classes_[job.priority][job.tenant][ShapeOf(job)].emplace(job.submit_seq, job.id).second) {
     ++size_;
+    by_wait_.emplace(queued_at, job.submit_seq, job.id);
   }
 }
 
-void JobQueue::Remove(const JobRequest& job) {
+void JobQueue::Remove(const JobRequest& job, TimePoint queued_at) {
+  by_wait_.erase({queued_at, job.submit_seq, job.id});
   auto cls = classes_.find(job.priority);
   if (cls == classes_.end()) return;
   auto tenant = cls->second.find(job.tenant);

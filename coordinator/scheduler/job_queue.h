@@ -6,6 +6,10 @@
 // shape at once when that shape cannot be placed any more, so a pass costs
 // what it starts, not the length of the queue.
 //
+// It also keeps every pending job by when it last became pending, oldest
+// first, so a pass finds the jobs waiting past SchedulerOptions::age_limit
+// at the cost of how many there are.
+//
 // Threading: none; confined to the owning Scheduler's caller.
 #pragma once
 
@@ -14,6 +18,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "coordinator/scheduler/types.h"
@@ -26,10 +31,13 @@ class JobQueue {
   using TenantQueue = std::map<ShapeKey, ShapeQueue>;        // by shape
   using PriorityClass = std::map<std::string, TenantQueue>;  // by tenant
   using Classes = std::map<int, PriorityClass, std::greater<int>>;
+  using ByWait = std::set<std::tuple<TimePoint, uint64_t, JobId>>;  // (queued_at, submit_seq, id)
 
-  void Add(const JobRequest& job);
-  void Remove(const JobRequest& job);
+  // `queued_at`: when the job last became pending; Remove takes the same.
+  void Add(const JobRequest& job, TimePoint queued_at);
+  void Remove(const JobRequest& job, TimePoint queued_at);
   const Classes& classes() const { return classes_; }
+  const ByWait& by_wait() const { return by_wait_; }
   size_t size() const { return size_; }
   // Pending jobs of `tenant`, over every class and shape.
   size_t TenantSize(const std::string& tenant) const;
@@ -38,6 +46,7 @@ class JobQueue {
 
  private:
   Classes classes_;
+  ByWait by_wait_;
   size_t size_ = 0;
 };
 

@@ -28,18 +28,4 @@ int LasQueue(const LasOptions& options, const QueuedJob& job, double attained_gp
   return queue;
 }
 
-bool LasStarved(const LasOptions& options, const QueuedJob& job, double attained_gpu_s, TimePoint now) {
-  const double since_forgiven = attained_gpu_s - job.las_forgiven_gpu_s;
-  if (job.state != QueuedJobState::kPending || since_forgiven <= 0 || options.promote_knob <= 0) {
-    return false;
-  }
-  const double ran_s = since_forgiven / static_cast<double>(job.req.total_gpus());
-  return ToSeconds(now - job.queued_at) >= options.promote_knob * ran_s;
-}
-
-bool LasAged(const LasOptions& options, const QueuedJob& job, TimePoint now) {
-  return job.state == QueuedJobState::kPending && options.age_limit > Duration::zero() &&
-         now - job.queued_at >= options.age_limit;
-}
-
 }  // namespace athanor::sched

@@ -15,13 +15,14 @@
 // exact LAS keep jobs of similar service from preempting each other back and
 // forth.
 //
-// Starvation: a pending job that has waited (since it last became pending)
-// `promote_knob` times as long as it has run goes back to queue 0, and the
-// service it had is forgiven (QueuedJob::las_forgiven_gpu_s), as Tiresias
-// resets a promoted job: it then keeps queue 0 until it has received a
-// threshold's worth again, instead of being preempted at once.
+// Starvation: every requeue (a preemption, a failure, a resize) forgives the
+// service the job had (QueuedJob::las_forgiven_gpu_s), as Tiresias resets a
+// promoted job, so it returns to queue 0 at its own submit place; one
+// preempted for order returns right behind the job that took its place
+// (QueuedJob::las_behind_seq). A job pending SchedulerOptions::age_limit goes
+// ahead of every class (schedule_pass.h).
 //
-// Pure functions of the job, its attained service and the time.
+// A pure function of the job and its attained service.
 #pragma once
 
 #include "coordinator/scheduler/queued_job.h"
@@ -32,10 +33,5 @@ namespace athanor::sched {
 // The job's queue, 0 .. thresholds.size(), from `attained_gpu_s` (all it
 // has received, Accounting's count) less what was forgiven.
 int LasQueue(const LasOptions& options, const QueuedJob& job, double attained_gpu_s);
-// Whether a pending job has waited long enough to be promoted at `now`.
-bool LasStarved(const LasOptions& options, const QueuedJob& job, double attained_gpu_s, TimePoint now);
-// Whether a pending job has waited LasOptions::age_limit since it last
-// became pending: it is then ordered ahead of every class and queue.
-bool LasAged(const LasOptions& options, const QueuedJob& job, TimePoint now);
 
 }  // namespace athanor::sched

@@ -16,27 +16,19 @@ using std::chrono::seconds;
 using testing::MakeJob;
 using testing::MakeNode;
 
-TEST(LasQueueTest, ThresholdsForgivenessAndPromotion) {
+TEST(LasQueueTest, ThresholdsAndForgiveness) {
   LasOptions o;
   o.thresholds_gpu_s = {100, 1000};
-  o.promote_knob = 2;
   QueuedJob job;
   job.req = MakeJob("j", 1, 2);  // 2 GPUs
   EXPECT_EQ(LasQueue(o, job, 0), 0);
   EXPECT_EQ(LasQueue(o, job, 99.9), 0);
   EXPECT_EQ(LasQueue(o, job, 100), 1);
+  EXPECT_EQ(LasQueue(o, job, 999.9), 1);
   EXPECT_EQ(LasQueue(o, job, 5000), 2);
   job.las_forgiven_gpu_s = 4950;
   EXPECT_EQ(LasQueue(o, job, 5000), 0);
-
-  // 200 GPU-s on 2 GPUs is 100 s run: promoted after 200 s pending.
-  job.las_forgiven_gpu_s = 0;
-  job.queued_at = TimePoint{} + seconds(1000);
-  EXPECT_FALSE(LasStarved(o, job, 200, TimePoint{} + seconds(1199)));
-  EXPECT_TRUE(LasStarved(o, job, 200, TimePoint{} + seconds(1200)));
-  EXPECT_FALSE(LasStarved(o, job, 0, TimePoint{} + seconds(5000)));  // never ran: queue 0 already
-  job.state = QueuedJobState::kRunning;
-  EXPECT_FALSE(LasStarved(o, job, 200, TimePoint{} + seconds(5000)));
+  EXPECT_EQ(LasQueue(o, job, 5050), 1);
 }
 
 TEST(SchedulingPolicyTest, Names) {
@@ -151,27 +143,58 @@ TEST_F(OrderTest, LasPreemptsAJobForOrderOnceAndItReturnsFirst) {
   EXPECT_EQ(sched_->view().job("newer")->reason.code, PendingReason::Code::kHoldsReservation);
 }
 
-// A job pending for LasOptions::age_limit goes ahead of every class: it gets
-// the reservation, though it preempts no one for it.
-TEST_F(OrderTest, LasPutsAJobWaitingPastTheAgeLimitAheadOfHigherClasses) {
-  SchedulerOptions o = Options(SchedulingPolicy::kLas);
-  o.las.age_limit = seconds(3600);
+// Under the default policy and LAS, a job pending for
+// SchedulerOptions::age_limit goes ahead of every class: it gets the
+// reservation, though it preempts no one for it.
+TEST_F(OrderTest, AJobWaitingPastTheAgeLimitGoesAheadOfHigherClasses) {
+  for (SchedulingPolicy p : {SchedulingPolicy::kDefault, SchedulingPolicy::kLas}) {
+    SCOPED_TRACE(SchedulingPolicyName(p));
+    SchedulerOptions o = Options(p);
+    o.age_limit = seconds(3600);
+    sched_ = std::make_unique<Scheduler>(&clock_, o);
+    ASSERT_TRUE(sched_->AddNode(MakeNode("n1", 1)).ok());
+    ASSERT_TRUE(sched_->Submit(MakeJob("running", 1, 1)).ok());
+    ASSERT_EQ(sched_->Schedule().size(), 1u);
+    ASSERT_TRUE(sched_->Submit(MakeJob("low", 1, 1, "t", 0)).ok());
+    clock_.Advance(seconds(1800));
+    ASSERT_TRUE(sched_->Submit(MakeJob("high", 1, 1, "t", 5)).ok());
+    EXPECT_TRUE(sched_->Schedule().empty());
+    EXPECT_EQ(sched_->view().job("high")->reason.code, PendingReason::Code::kHoldsReservation);
+    clock_.Advance(seconds(1799));
+    EXPECT_TRUE(sched_->Schedule().empty());
+    EXPECT_EQ(sched_->view().job("high")->reason.code, PendingReason::Code::kHoldsReservation);
+    clock_.Advance(seconds(1));  // "low" has waited an hour
+    EXPECT_TRUE(sched_->Schedule().empty());
+    EXPECT_EQ(sched_->view().job("low")->reason.code, PendingReason::Code::kHoldsReservation);
+    ASSERT_TRUE(sched_->OnJobExited("running", /*requeue=*/false).ok());
+    auto d = sched_->Schedule();
+    ASSERT_EQ(d.size(), 1u);
+    EXPECT_EQ(d[0].job, "low");
+  }
+}
+
+// The default policy's fair share serves the tenant using least first, so a
+// busy tenant's job could wait for ever; past the age limit it goes first.
+TEST_F(OrderTest, DefaultPutsAJobWaitingPastTheAgeLimitAheadOfFairShare) {
+  SchedulerOptions o = Options(SchedulingPolicy::kDefault);
+  o.age_limit = seconds(3600);
   sched_ = std::make_unique<Scheduler>(&clock_, o);
-  ASSERT_TRUE(sched_->AddNode(MakeNode("n1", 1)).ok());
-  ASSERT_TRUE(sched_->Submit(MakeJob("running", 1, 1)).ok());
+  ASSERT_TRUE(sched_->AddNode(MakeNode("n1", 2)).ok());
+  ASSERT_TRUE(sched_->Submit(MakeJob("a-run", 1, 1, "a")).ok());
   ASSERT_EQ(sched_->Schedule().size(), 1u);
-  ASSERT_TRUE(sched_->Submit(MakeJob("low", 1, 1, "t", 0)).ok());
+  ASSERT_TRUE(sched_->Submit(MakeJob("a-wait", 1, 2, "a")).ok());
   clock_.Advance(seconds(1800));
-  ASSERT_TRUE(sched_->Submit(MakeJob("high", 1, 1, "t", 5)).ok());
+  ASSERT_TRUE(sched_->Submit(MakeJob("b-wait", 1, 2, "b")).ok());
   EXPECT_TRUE(sched_->Schedule().empty());
-  EXPECT_EQ(sched_->view().job("high")->reason.code, PendingReason::Code::kHoldsReservation);
-  clock_.Advance(seconds(1800));  // "low" has waited an hour
+  // Tenant b uses nothing, a one GPU: b's newer job is the head.
+  EXPECT_EQ(sched_->view().job("b-wait")->reason.code, PendingReason::Code::kHoldsReservation);
+  clock_.Advance(seconds(1800));
   EXPECT_TRUE(sched_->Schedule().empty());
-  EXPECT_EQ(sched_->view().job("low")->reason.code, PendingReason::Code::kHoldsReservation);
-  ASSERT_TRUE(sched_->OnJobExited("running", /*requeue=*/false).ok());
+  EXPECT_EQ(sched_->view().job("a-wait")->reason.code, PendingReason::Code::kHoldsReservation);
+  ASSERT_TRUE(sched_->OnJobExited("a-run", /*requeue=*/false).ok());
   auto d = sched_->Schedule();
   ASSERT_EQ(d.size(), 1u);
-  EXPECT_EQ(d[0].job, "low");
+  EXPECT_EQ(d[0].job, "a-wait");
 }
 
 // Under LAS no job of the head's class borrows its reserved GPUs: a borrower

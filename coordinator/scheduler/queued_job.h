@@ -49,8 +49,8 @@ struct QueuedJob {
   std::vector<int> nodes;       // held node indices, in node-rank order
   TimePoint started{};          // start of the current attempt
   TimePoint queued_at{};        // when it last became pending (submit or requeue)
-  // LAS (las.h): attained GPU time forgiven when it was last promoted for
-  // waiting too long; its queue counts only what it received since.
+  // LAS (las.h): attained GPU time forgiven when it was last requeued; its
+  // queue counts only what it received since.
   double las_forgiven_gpu_s = 0;
   // LAS: how often it was preempted for order (LasOptions::max_order_preemptions).
   int order_preemptions = 0;

@@ -1,6 +1,5 @@
 #include <algorithm>
 #include <chrono>
-#include <limits>
 #include <map>
 #include <tuple>
 
@@ -31,12 +30,16 @@ PlacementResult SchedulePass::Place(const JobRequest& job, const NodeCaps* caps)
 
 std::vector<Decision> SchedulePass::Run() {
   ++s_.pass_id;
+  VisitAged();
   if (options_.policy == SchedulingPolicy::kDefault) {
     RunFairShare();
   } else {
     RunOrdered();
   }
-  for (const JobId& id : started_) s_.queue.Remove(s_.jobs.at(id).req);
+  for (const JobId& id : started_) {
+    const QueuedJob& job = s_.jobs.at(id);
+    s_.queue.Remove(job.req, job.queued_at);
+  }
   s_.last_pass.reservation = std::move(reservation_);
   s_.last_pass.head = head_;
   s_.last_pass.strict_blocked = strict_blocked_;
@@ -49,6 +52,23 @@ bool SchedulePass::Dead(const ShapeKey& shape) const {
   // resources only shrink): its jobs are skipped unvisited, and Why() works
   // their reason out when asked.
   return failed_uncapped_.count(shape) > 0;
+}
+
+bool SchedulePass::Aged(const QueuedJob& job) const {
+  // Every job in the queue was pending as the pass began; queued_at stays
+  // as it was when the pass starts one, so a started job still counts.
+  return options_.policy != SchedulingPolicy::kFifo && options_.age_limit > Duration::zero() &&
+         now_ - job.queued_at >= options_.age_limit;
+}
+
+void SchedulePass::VisitAged() {
+  if (options_.policy == SchedulingPolicy::kFifo || options_.age_limit <= Duration::zero()) return;
+  const TimePoint cutoff = now_ - options_.age_limit;
+  for (const auto& [since, seq, id] : s_.queue.by_wait()) {
+    if (since > cutoff || strict_blocked_) break;
+    QueuedJob& job = s_.jobs.at(id);
+    if (!Dead(ShapeOf(job.req))) Visit(job);
+  }
 }
 
 void SchedulePass::RunFairShare() {
@@ -89,7 +109,7 @@ void SchedulePass::RunFairShare() {
       if (next == nullptr) break;
       QueuedJob& job = s_.jobs.at(next->front->it->second);
       ++next->front->it;
-      Visit(job);
+      if (!Aged(job)) Visit(job);  // an aged one was visited first
     }
   }
 }
@@ -120,15 +140,10 @@ void SchedulePass::RunOrdered() {
             order.push_back({0, 0, seq, false, &id, &shape, &job});
             continue;
           }
-          PromoteIfStarved(job);
+          if (Aged(job)) continue;  // visited first
           const bool behind = job.las_behind_seq > seq;
           const uint64_t place = behind ? job.las_behind_seq : seq;
-          // Waited past the age limit: ahead of every class, oldest first (las.h).
-          if (LasAged(options_.las, job, now_)) {
-            order.push_back({std::numeric_limits<int>::min(), 0, seq, false, &id, &shape, &job});
-          } else {
-            order.push_back({-priority, LasQueueOf(job), place, behind, &id, &shape, &job});
-          }
+          order.push_back({-priority, LasQueueOf(job), place, behind, &id, &shape, &job});
         }
       }
     }
@@ -146,11 +161,6 @@ void SchedulePass::RunOrdered() {
 
 int SchedulePass::LasQueueOf(const QueuedJob& job) const {
   return LasQueue(options_.las, job, s_.accounting.JobGpuSeconds(job.req.id, now_));
-}
-
-void SchedulePass::PromoteIfStarved(QueuedJob& job) {
-  const double attained = s_.accounting.JobGpuSeconds(job.req.id, now_);
-  if (LasStarved(options_.las, job, attained, now_)) job.las_forgiven_gpu_s = attained;
 }
 
 bool SchedulePass::Outranks(const QueuedJob& head, const QueuedJob& holder) const {
@@ -307,14 +317,11 @@ void SchedulePass::HandleHead(QueuedJob& job, int eligible_free) {
                                    options_.exact_preemption_limit)) {
       for (const JobId& id : plan->victims) {
         QueuedJob& victim = s_.jobs.at(id);
-        if (options_.policy == SchedulingPolicy::kLas) {
-          // Preempted, it is back in queue 0 at its own place; preempted
-          // for order, right behind the job that took its place (las.h).
-          victim.las_forgiven_gpu_s = s_.accounting.JobGpuSeconds(id, now_);
-          if (victim.req.priority == job.req.priority) {
-            ++victim.order_preemptions;
-            victim.las_behind_seq = job.req.submit_seq;
-          }
+        if (options_.policy == SchedulingPolicy::kLas && victim.req.priority == job.req.priority) {
+          // Preempted for order: once requeued (its service forgiven), it
+          // returns right behind the job that took its place (las.h).
+          ++victim.order_preemptions;
+          victim.las_behind_seq = job.req.submit_seq;
         }
         victim.state = QueuedJobState::kPreempting;
         victim.preempt_deadline = now_ + victim.req.grace;

@@ -27,6 +27,10 @@ class SchedulePass {
   std::vector<Decision> Run();
 
  private:
+  // Whether a job waited SchedulerOptions::age_limit by `now_` (not under FIFO).
+  bool Aged(const QueuedJob& job) const;
+  // The aged jobs, longest waiting first, ahead of any policy's order.
+  void VisitAged();
   // The default policy's order: classes, then fair share between tenants.
   void RunFairShare();
   // kFifo and kLas: every pending job sorted once by the policy's key.
@@ -36,8 +40,6 @@ class SchedulePass {
   // Whether `head` may preempt running `holder` for order (not for borrowing).
   bool Outranks(const QueuedJob& head, const QueuedJob& holder) const;
   int LasQueueOf(const QueuedJob& job) const;
-  // LAS: forgives a starved pending job's service (las.h).
-  void PromoteIfStarved(QueuedJob& job);
   bool Dead(const ShapeKey& shape) const;
   // Places with the failure cache (caps null: on everything free).
   PlacementResult Place(const JobRequest& job, const NodeCaps* caps);

@@ -92,7 +92,7 @@ absl::Status Scheduler::Submit(JobRequest job) {
   QueuedJob& record = s_.jobs[job.id];
   record.req = std::move(job);
   record.queued_at = clock_->Now();
-  s_.queue.Add(record.req);
+  s_.queue.Add(record.req, record.queued_at);
   return absl::OkStatus();
 }
 
@@ -103,7 +103,7 @@ absl::Status Scheduler::Cancel(const JobId& id) {
     return absl::FailedPreconditionError(absl::StrCat(
         "job ", id, " is ", QueuedJobStateName(it->second.state), "; end it and report its exit"));
   }
-  s_.queue.Remove(it->second.req);
+  s_.queue.Remove(it->second.req, it->second.queued_at);
   s_.jobs.erase(it);
   return absl::OkStatus();
 }
@@ -118,9 +118,9 @@ absl::Status Scheduler::OnJobExited(const JobId& id, bool requeue) {
   const TimePoint now = clock_->Now();
   for (int node : job.nodes) s_.membership.Release(node, id);
   s_.accounting.Stop(id, now);
-  // LAS: a requeue the job did not cause by running long (its node failed,
-  // it crashed, it was resized) returns it ahead of newer jobs (las.h).
-  if (requeue && job.state == QueuedJobState::kRunning && options_.policy == SchedulingPolicy::kLas) {
+  // LAS: every requeue (a preemption, a failure, a resize) forgives the
+  // service so far, so the job returns at its own place in queue 0 (las.h).
+  if (requeue && options_.policy == SchedulingPolicy::kLas) {
     job.las_forgiven_gpu_s = s_.accounting.JobGpuSeconds(id, now);
   }
   s_.holders.erase(id);
@@ -134,7 +134,7 @@ absl::Status Scheduler::OnJobExited(const JobId& id, bool requeue) {
   job.borrowed_from.clear();
   job.reason = PendingReason{};
   job.queued_at = now;
-  s_.queue.Add(job.req);
+  s_.queue.Add(job.req, job.queued_at);
   return absl::OkStatus();
 }
 

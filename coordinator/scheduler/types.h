@@ -124,23 +124,26 @@ const char* SchedulingPolicyName(SchedulingPolicy policy);
 std::optional<SchedulingPolicy> ParseSchedulingPolicy(const std::string& name);
 
 // The least-attained-service policy's queues (las.h). A job's queue is the
-// number of thresholds its attained GPU time has reached; a pending job that
-// has waited `promote_knob` times as long as it has run goes back to queue 0.
-// A running job is preempted for LAS order only within `checkpoint_window`
-// after it committed a checkpoint in its current attempt, so that it loses
-// at most that much work, and at most `max_order_preemptions` times in its
-// life (priority preemption is not limited so).
+// number of thresholds its attained GPU time has reached since its service
+// was last forgiven (at every requeue). A running job is preempted for LAS
+// order only within `checkpoint_window` after it committed a checkpoint in
+// its current attempt, so that it loses at most that much work, and at most
+// `max_order_preemptions` times in its life (priority preemption is not
+// limited so).
 struct LasOptions {
   std::vector<double> thresholds_gpu_s = {36000.0, 360000.0};  // ascending
-  double promote_knob = 2.0;                                 // <= 0: no promotion
   Duration checkpoint_window = std::chrono::seconds(300);
   int max_order_preemptions = 1;  // per job; 0: LAS order never preempts
-  Duration age_limit = std::chrono::hours(12);  // zero: no ageing
 };
 
 struct SchedulerOptions {
   SchedulingPolicy policy = SchedulingPolicy::kDefault;
   LasOptions las;                        // kLas only
+  // Default and LAS: a job pending this long in one spell is visited before
+  // the policy's order, longest waiting first, so it is the head (and gets
+  // the reservation) ahead of every class, tenant and LAS queue; it preempts
+  // only what its own class may. Zero: no ageing.
+  Duration age_limit = std::chrono::hours(12);
   bool backfill = true;                  // off: strict order
   Duration default_grace = kDefaultGrace;  // preemption grace when a job names none
   Duration min_run_time = kDefaultMinRunTime;  // before a job may be preempted

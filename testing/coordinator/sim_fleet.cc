@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
+#include "common/coordinator_channel.h"
 #include "security/cluster_ca.h"
 #include "security/tls.h"
 
@@ -130,7 +131,9 @@ SimFleet::SimFleet(SimFleetOptions options) : options_(std::move(options)) {
       absl::StatusOr<security::TlsMaterial> m = security::LoadTlsMaterial(options_.tls_dir, "agent-" + node);
       if (m.ok()) creds = security::ClientCredentials(*m, security::kCoordinatorName, "", &args);
     }
-    channels_.push_back(grpc::CreateCustomChannel(options_.address, creds, args));
+    // A list of coordinators: the one that leads, as a real agent dials it.
+    std::string target = CoordinatorDialTarget(options_.address, &args).value_or(options_.address);
+    channels_.push_back(grpc::CreateCustomChannel(target, creds, args));
     stubs_.push_back(rpc::NodeAgent::NewStub(channels_.back()));
   }
   for (int i = 0; i < options_.agents; ++i) {

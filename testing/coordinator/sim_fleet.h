@@ -43,7 +43,7 @@ struct SimRankPlan {
 };
 
 struct SimFleetOptions {
-  std::string address;               // the coordinator, HOST:PORT
+  std::string address;               // the coordinator, HOST:PORT, or a list of them (a,b,c)
   int agents = 1000;
   int connections = 0;               // TCP connections shared round-robin; 0: one per agent
   // A cluster CA folder: each agent presents its own node certificate (issued

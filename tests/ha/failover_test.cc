@@ -1,6 +1,6 @@
 // Coordinators on etcd, under failures. Failover: a real 3-member etcd
-// cluster on loopback, three athanor-coordinator processes on it (one leads
-// and listens, two wait as standbys), a fleet of simulated agents and a submission storm whose
+// cluster on loopback, three athanor-coordinator processes on it (one leads,
+// two wait as standbys that only name the leader), a fleet of simulated agents and a submission storm whose
 // clients dial all three addresses and retry with idempotency keys. The
 // leader is killed with SIGKILL ten times (each time restarted as a
 // standby). Afterwards:
@@ -17,6 +17,8 @@
 //
 // A watchdog (SIGALRM) fails the binary if anything hangs; every child
 // process dies with the test's thread (PR_SET_PDEATHSIG).
+#include <signal.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -40,7 +42,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/coordinator_channel.h"
 #include "common/net.h"
+#include "common/subprocess.h"
 #include "proto/athanor.grpc.pb.h"
 #include "testing/coordinator/coordinator_process.h"
 #include "testing/coordinator/retrying_client.h"
@@ -150,16 +154,17 @@ class Answers {
   std::map<std::string, Clock::time_point> last_ack_ ABSL_GUARDED_BY(mu_);  // by who answered
 };
 
-// Every coordinator's address in one gRPC target: the channel connects to the
-// one that listens (the leader) and follows it to the next.
+// Every coordinator's address, as a list (`--coordinator a,b,c`): the
+// channel calls the one whose health says it leads and follows the lead
+// (common/coordinator_targets.h), as agents and the CLI do.
 std::string AllCoordinators(const std::vector<std::unique_ptr<bench::CoordinatorProcess>>& cs) {
   std::vector<std::string> addresses;
   for (const auto& c : cs) addresses.push_back(c->address());
-  return absl::StrCat("ipv4:", absl::StrJoin(addresses, ","));
+  return absl::StrJoin(addresses, ",");
 }
 
-std::shared_ptr<grpc::Channel> FollowingChannel(const std::string& target, const std::string& tls_dir, int index) {
-  grpc::ChannelArguments args;  // reconnect at once to whichever listens next
+std::shared_ptr<grpc::Channel> FollowingChannel(const std::string& list, const std::string& tls_dir, int index) {
+  grpc::ChannelArguments args;  // reconnect at once to a restarted member
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 50);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 50);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 200);
@@ -167,7 +172,37 @@ std::shared_ptr<grpc::Channel> FollowingChannel(const std::string& target, const
   args.SetInt("athanor.test.client", index);
   args.SetMaxReceiveMessageSize(-1);
   std::shared_ptr<grpc::ChannelCredentials> creds = bench::BenchCredentials(tls_dir, &args);
-  return grpc::CreateCustomChannel(target, creds, args);
+  absl::StatusOr<std::string> target = CoordinatorDialTarget(list, &args);
+  EXPECT_TRUE(target.ok()) << target.status();
+  return grpc::CreateCustomChannel(target.value_or(list), creds, args);
+}
+
+struct CliRun {
+  int exit_code = -1;
+  std::string out;  // stdout and stderr together
+};
+
+// The `athanor` CLI beside the coordinator binary, as the admin (TLS, the
+// bootstrap token from a file), with `--coordinator` set to `coordinators`.
+CliRun RunCli(const std::string& coordinators, const std::string& tls_dir, const std::vector<std::string>& args) {
+  SubprocessOptions o;
+  std::string bin = bench::DefaultCoordinatorBinary();
+  bin = bin.substr(0, bin.size() - std::string("-coordinator").size());
+  o.argv = {bin, "--coordinator", coordinators, "--ca", tls_dir + "/ca.crt"};
+  o.argv.insert(o.argv.end(), args.begin(), args.end());
+  o.env["ATHANOR_TOKEN_FILE"] = tls_dir + "/admin.token";
+  o.capture_stdout = true;
+  o.stderr_path = "=stdout";
+  o.parent_death_signal = SIGKILL;
+  CliRun r;
+  absl::StatusOr<std::unique_ptr<Subprocess>> p = Subprocess::Start(o);
+  if (!p.ok()) {
+    r.out = std::string(p.status().message());
+    return r;
+  }
+  r.out = (*p)->ReadAllStdout();
+  r.exit_code = (*p)->Wait().exit_code;
+  return r;
 }
 
 // Which coordinator answers (the leader): polls each one's own address until
@@ -343,6 +378,23 @@ TEST(CoordinatorFailoverTest, KillingTheLeaderTenTimesLosesNothingAndRestartsNoR
   fleet.Start();
   ASSERT_TRUE(fleet.WaitRegistered(std::chrono::seconds(30))) << logs();
 
+  // The CLI given every coordinator reaches the leader; given a standby
+  // alone, it is told which one leads.
+  {
+    CliRun listed = RunCli(target, base->tls_dir, {"nodes", "--json"});
+    EXPECT_EQ(listed.exit_code, 0) << listed.out;
+    for (int i = 0; i < fo.agents; ++i) {
+      EXPECT_NE(listed.out.find(absl::StrFormat("\"ha-node-%05d\"", i)), std::string::npos) << listed.out;
+    }
+    const int standby = (leader + 1) % kCoordinators;
+    CliRun alone = RunCli(coordinators[standby]->address(), base->tls_dir, {"nodes"});
+    EXPECT_NE(alone.exit_code, 0) << alone.out;
+    EXPECT_NE(alone.out.find(absl::StrCat("this coordinator is a standby; the leader is ",
+                                          coordinators[leader]->address(), " (term ")),
+              std::string::npos)
+        << alone.out;
+  }
+
   std::unique_ptr<rpc::Coordinator::Stub> admin = rpc::Coordinator::NewStub(FollowingChannel(target, base->tls_dir, 99));
   {
     rpc::SubmitJobRequest req = Request("long-running");
@@ -453,7 +505,7 @@ TEST(CoordinatorFailoverTest, LosingAnEtcdMemberUnderLoadLosesNothing) {
   o.extra_flags = {"--local-dir", dir + "/local", "--etcd-max-txn-ops", "4096"};
   bench::CoordinatorProcess coordinator(o);
   ASSERT_TRUE(coordinator.Start().ok());  // alone, it leads at once
-  const std::string target = absl::StrCat("ipv4:", coordinator.address());
+  const std::string target = coordinator.address();
   std::unique_ptr<rpc::Coordinator::Stub> admin = rpc::Coordinator::NewStub(FollowingChannel(target, base->tls_dir, 99));
   bench::SimFleetOptions fo;  // nodes the jobs fit on (each runs 100 ms)
   fo.address = target;

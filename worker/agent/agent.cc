@@ -14,7 +14,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
-#include "common/coordinator_targets.h"
+#include "common/coordinator_channel.h"
 #include "common/escape.h"
 #include "common/logging.h"
 #include "common/truncate.h"
@@ -84,9 +84,8 @@ Agent::Agent(AgentOptions options, RankSupervisor* supervisor, TelemetryHub* tel
   // A list of coordinators: the channel follows the one that leads
   // (common/coordinator_targets.h); main checked the list.
   std::string target = options_.coordinator;
-  if (absl::StatusOr<CoordinatorTarget> t = CoordinatorTargetFor(options_.coordinator); t.ok()) {
-    target = t->target;
-    if (!t->authority.empty()) args.SetString(GRPC_ARG_DEFAULT_AUTHORITY, t->authority);
+  if (absl::StatusOr<std::string> t = CoordinatorDialTarget(options_.coordinator, &args); t.ok()) {
+    target = *t;
   } else {
     ATHANOR_LOG(ERROR) << "--coordinator: " << t.status();
   }

@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "common/coordinator_targets.h"
+#include "common/coordinator_channel.h"
 #include "security/cluster_ca.h"
 
 namespace athanor::agent {
@@ -19,11 +19,8 @@ std::shared_ptr<grpc::Channel> CoordinatorDataChannel(const std::string& coordin
   std::shared_ptr<grpc::ChannelCredentials> creds =
       tls ? security::ClientCredentials(*tls, security::kCoordinatorName, "", &args)
           : grpc::InsecureChannelCredentials();
-  std::string target = coordinator;  // a list: the one that leads (common/coordinator_targets.h)
-  if (absl::StatusOr<CoordinatorTarget> t = CoordinatorTargetFor(coordinator); t.ok()) {
-    target = t->target;
-    if (!t->authority.empty()) args.SetString(GRPC_ARG_DEFAULT_AUTHORITY, t->authority);
-  }
+  // A list: the one that leads (common/coordinator_targets.h).
+  std::string target = CoordinatorDialTarget(coordinator, &args).value_or(coordinator);
   return grpc::CreateCustomChannel(target, creds, args);
 }
 

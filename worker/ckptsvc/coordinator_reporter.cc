@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "common/coordinator_targets.h"
+#include "common/coordinator_channel.h"
 #include "common/logging.h"
 
 namespace athanor::ckptsvc {
@@ -43,11 +43,7 @@ absl::Status ToStatus(const grpc::Status& s, const char* rpc) {
 std::shared_ptr<grpc::Channel> CoordinatorChannel(const std::string& coordinator,
                                                   std::shared_ptr<grpc::ChannelCredentials> credentials,
                                                   grpc::ChannelArguments args) {
-  std::string target = coordinator;
-  if (absl::StatusOr<CoordinatorTarget> t = CoordinatorTargetFor(coordinator); t.ok()) {
-    target = t->target;
-    if (!t->authority.empty()) args.SetString(GRPC_ARG_DEFAULT_AUTHORITY, t->authority);
-  }
+  std::string target = CoordinatorDialTarget(coordinator, &args).value_or(coordinator);
   return grpc::CreateCustomChannel(target, credentials, args);
 }
 
