@@ -85,6 +85,11 @@ absl::StatusOr<std::vector<std::string>> ParseCoordinatorList(const std::string&
   return entries;
 }
 
+std::string LeaderServiceConfig() {
+  return absl::StrCat(R"({"loadBalancingConfig":[{"round_robin":{}}],)", R"("healthCheckConfig":{"serviceName":")",
+                      kLeaderHealthService, R"("}})");
+}
+
 absl::StatusOr<CoordinatorTarget> CoordinatorTargetFor(const std::string& list) {
   ASSIGN_OR_RETURN(std::vector<std::string> entries, ParseCoordinatorList(list));
   if (entries.size() == 1) return CoordinatorTarget{.target = entries[0]};
@@ -103,8 +108,7 @@ absl::StatusOr<CoordinatorTarget> CoordinatorTargetFor(const std::string& list) 
     for (const std::string& a : a6) v6.push_back(absl::StrCat("[", a, "]:", hp.port));
   }
   // Calls go only to the member whose health says it leads (the header).
-  const std::string config = absl::StrCat(R"({"loadBalancingConfig":[{"round_robin":{}}],)",
-                                          R"("healthCheckConfig":{"serviceName":")", kLeaderHealthService, R"("}})");
+  const std::string config = LeaderServiceConfig();
   if (all_v4) return CoordinatorTarget{"ipv4:" + absl::StrJoin(v4, ","), config};
   if (all_v6) return CoordinatorTarget{"ipv6:" + absl::StrJoin(v6, ","), config};
   return absl::InvalidArgumentError(absl::StrCat(

@@ -31,6 +31,12 @@ namespace athanor {
 // The health service name whose status says whether a coordinator leads.
 inline constexpr char kLeaderHealthService[] = "athanor.leader";
 
+// The service config of a list's channel: round_robin over its addresses,
+// each health-checked for kLeaderHealthService. A single address's channel
+// may take it too: its calls that wait_for_ready then wait until that
+// coordinator leads (tests that restart one on etcd do).
+std::string LeaderServiceConfig();
+
 struct CoordinatorTarget {
   std::string target;          // for grpc::CreateChannel
   std::string service_config;  // empty: gRPC's default; else GRPC_ARG_SERVICE_CONFIG (a list)

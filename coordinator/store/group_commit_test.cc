@@ -4,6 +4,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <map>
+#include <set>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -196,6 +199,204 @@ TEST(GroupCommitTest, BillingRecordsAreDurable) {
   EXPECT_EQ(contents->plans[0].warn_micros(), 19);
   ASSERT_EQ(contents->ledger.size(), 20u);
   for (int i = 0; i < 20; ++i) EXPECT_EQ(contents->ledger[i].amount_micros(), -i);
+}
+
+
+// Rounds written as a store takes them (Store::CommitRound), each held until
+// the test releases its round, so that rounds overlap as on etcd. Rounds
+// land in order: one that arrives before the round before it landed is
+// Aborted. `fail` makes a round's writes fail; `lose_answer` applies the
+// round and then reports a failure (an answer lost on the way back).
+class Rounds {
+ public:
+  absl::Status CommitRound(const Changes& changes, uint64_t round) {
+    absl::MutexLock lock(&mu_);
+    ++calls_[round];
+    ++writing_;
+    max_writing_ = std::max(max_writing_, writing_);
+    auto released = [this, round]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return released_.count(round) > 0; };
+    mu_.Await(absl::Condition(&released));
+    --writing_;
+    ++returned_[round];
+    if (fail_.erase(round)) return absl::UnavailableError(absl::StrCat("round ", round, " fails"));
+    if (last_ != round - 1) return absl::AbortedError(absl::StrCat("round ", round, " before ", round - 1));
+    for (const JobRecord& j : changes.jobs) jobs_[j.seq] = j.spec.name;
+    last_ = round;
+    if (lose_answer_.erase(round)) return absl::DeadlineExceededError(absl::StrCat("round ", round, " answer lost"));
+    return absl::OkStatus();
+  }
+  absl::StatusOr<uint64_t> LastRound() {
+    absl::MutexLock lock(&mu_);
+    return last_;
+  }
+  void Release(uint64_t round) {
+    absl::MutexLock lock(&mu_);
+    released_.insert(round);
+  }
+  // Blocks until a write of round `round` has returned `n` times.
+  void AwaitReturned(uint64_t round, int n) {
+    absl::MutexLock lock(&mu_);
+    auto reached = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return returned_[round] >= n; };
+    mu_.Await(absl::Condition(&reached));
+  }
+  // The next write of `round` fails.
+  void Fail(uint64_t round) {
+    absl::MutexLock lock(&mu_);
+    fail_.insert(round);
+  }
+  // The next write of `round` lands and then fails.
+  void LoseAnswer(uint64_t round) {
+    absl::MutexLock lock(&mu_);
+    lose_answer_.insert(round);
+  }
+  // Blocks until round `round` has been tried `n` times.
+  void AwaitCalls(uint64_t round, int n) {
+    absl::MutexLock lock(&mu_);
+    auto reached = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return calls_[round] >= n; };
+    mu_.Await(absl::Condition(&reached));
+  }
+  int calls(uint64_t round) {
+    absl::MutexLock lock(&mu_);
+    return calls_[round];
+  }
+  int max_writing() {
+    absl::MutexLock lock(&mu_);
+    return max_writing_;
+  }
+  std::map<int64_t, std::string> jobs() {
+    absl::MutexLock lock(&mu_);
+    return jobs_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::set<uint64_t> released_ ABSL_GUARDED_BY(mu_), fail_ ABSL_GUARDED_BY(mu_), lose_answer_ ABSL_GUARDED_BY(mu_);
+  std::map<uint64_t, int> calls_ ABSL_GUARDED_BY(mu_), returned_ ABSL_GUARDED_BY(mu_);
+  int writing_ ABSL_GUARDED_BY(mu_) = 0, max_writing_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t last_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<int64_t, std::string> jobs_ ABSL_GUARDED_BY(mu_);
+};
+
+// The Store over Rounds, which the test keeps after the committer (and
+// this, which it owns) is gone.
+class RoundStore final : public Store {
+ public:
+  explicit RoundStore(std::shared_ptr<Rounds> rounds) : rounds_(std::move(rounds)) {}
+  int max_rounds_in_flight() const override { return 4; }
+  absl::Status Commit(const Changes&) override { return absl::InternalError("RoundStore: rounds only"); }
+  absl::Status CommitRound(const Changes& changes, uint64_t round) override {
+    return rounds_->CommitRound(changes, round);
+  }
+  absl::StatusOr<uint64_t> LastRound() override { return rounds_->LastRound(); }
+  absl::StatusOr<Contents> LoadAll() override { return Contents(); }
+  StoreLog log() const override { return {}; }
+
+ private:
+  std::shared_ptr<Rounds> rounds_;
+};
+
+// What each batch's caller heard, in the order they heard it.
+struct Heard {
+  absl::Mutex mu;
+  std::vector<std::pair<std::string, absl::StatusCode>> said ABSL_GUARDED_BY(mu);
+  GroupCommitter::Done For(const std::string& name) {
+    return [this, name](absl::Status s) {
+      absl::MutexLock lock(&mu);
+      said.emplace_back(name, s.code());
+    };
+  }
+  void AwaitCount(size_t n) {
+    absl::MutexLock lock(&mu);
+    auto reached = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return said.size() >= n; };
+    mu.Await(absl::Condition(&reached));
+  }
+  std::vector<std::pair<std::string, absl::StatusCode>> Get() {
+    absl::MutexLock lock(&mu);
+    return said;
+  }
+};
+
+// Two rounds in flight at once; the second reaches the store first, is
+// refused (Aborted), and lands once the first has: callers hear in order.
+TEST(GroupCommitTest, PipelinedRoundsOverlapLandInOrderAndFinishInOrder) {
+  auto store = std::make_shared<Rounds>();
+  auto owned = std::make_unique<RoundStore>(store);
+  Heard heard;
+  std::vector<uint64_t> durable;
+  {
+    GroupCommitter committer(std::move(owned),
+                             [&](const std::set<std::string>&, uint64_t gen) { durable.push_back(gen); });
+    committer.Commit(OneJob(1, "a"), {}, 1, heard.For("a"));
+    store->AwaitCalls(1, 1);
+    committer.Commit(OneJob(2, "b"), {}, 2, heard.For("b"));
+    store->AwaitCalls(2, 1);
+    EXPECT_EQ(store->max_writing(), 2);  // both in the store at once
+    store->Release(2);  // before round 1 has landed: refused, tried again after it
+    store->AwaitReturned(2, 1);
+    store->Release(1);
+    heard.AwaitCount(2);
+    EXPECT_EQ(store->calls(2), 2);
+    EXPECT_EQ(committer.stats().rounds, 2u);
+  }
+  EXPECT_EQ(heard.Get(), (std::vector<std::pair<std::string, absl::StatusCode>>{{"a", absl::StatusCode::kOk},
+                                                                               {"b", absl::StatusCode::kOk}}));
+  EXPECT_EQ(durable, (std::vector<uint64_t>{1, 2}));
+  EXPECT_EQ(store->jobs(), (std::map<int64_t, std::string>{{1, "a"}, {2, "b"}}));
+}
+
+// Round 1 fails while round 2 is in flight: neither lands, both callers hear
+// Unavailable, and both changes go again in the next round (round 1 again).
+TEST(GroupCommitTest, AFailedPipelinedRoundTakesTheRoundsAfterItIntoTheRetry) {
+  auto store = std::make_shared<Rounds>();
+  auto owned = std::make_unique<RoundStore>(store);
+  Heard heard;
+  {
+    GroupCommitter committer(std::move(owned), [](const std::set<std::string>&, uint64_t) {});
+    store->Fail(1);
+    committer.Commit(OneJob(1, "a"), {}, 1, heard.For("a"));
+    store->AwaitCalls(1, 1);
+    committer.Commit(OneJob(2, "b"), {}, 2, heard.For("b"));
+    store->AwaitCalls(2, 1);
+    store->Release(2);  // Aborted: it waits for round 1, which fails
+    store->AwaitReturned(2, 1);
+    store->Release(1);
+    heard.AwaitCount(2);
+    committer.Commit(OneJob(3, "c"), {}, 3, heard.For("c"));
+    heard.AwaitCount(3);
+  }
+  // Round 1's second try (after the failure) carried a and b.
+  EXPECT_EQ(store->calls(1), 2);
+  EXPECT_EQ(heard.Get(), (std::vector<std::pair<std::string, absl::StatusCode>>{
+                             {"a", absl::StatusCode::kUnavailable},
+                             {"b", absl::StatusCode::kUnavailable},
+                             {"c", absl::StatusCode::kOk}}));
+  EXPECT_EQ(store->jobs(), (std::map<int64_t, std::string>{{1, "a"}, {2, "b"}, {3, "c"}}));
+}
+
+// A round whose answer was lost had landed: the store's last round says so,
+// and its caller hears OK; the round after it failed, and is written again.
+TEST(GroupCommitTest, APipelinedRoundWhoseAnswerWasLostCountsAsLanded) {
+  auto store = std::make_shared<Rounds>();
+  auto owned = std::make_unique<RoundStore>(store);
+  Heard heard;
+  {
+    GroupCommitter committer(std::move(owned), [](const std::set<std::string>&, uint64_t) {});
+    store->LoseAnswer(1);
+    store->Fail(2);
+    committer.Commit(OneJob(1, "a"), {}, 1, heard.For("a"));
+    store->AwaitCalls(1, 1);
+    committer.Commit(OneJob(2, "b"), {}, 2, heard.For("b"));
+    store->AwaitCalls(2, 1);
+    store->Release(1);
+    store->Release(2);
+    heard.AwaitCount(2);
+    store->AwaitReturned(2, 2);  // b again, as round 2 (its caller was told Unavailable)
+  }
+  EXPECT_EQ(heard.Get(), (std::vector<std::pair<std::string, absl::StatusCode>>{
+                             {"a", absl::StatusCode::kOk}, {"b", absl::StatusCode::kUnavailable}}));
+  EXPECT_EQ(store->calls(1), 1);
+  EXPECT_EQ(store->calls(2), 2);  // numbered on from the round that landed
+  EXPECT_EQ(store->jobs(), (std::map<int64_t, std::string>{{1, "a"}, {2, "b"}}));
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "testing/coordinator/retrying_client.h"
 
+#include "common/coordinator_targets.h"
+
 namespace athanor::bench {
 
 std::shared_ptr<grpc::Channel> RestartTolerantChannel(const CoordinatorProcess& coordinator,
@@ -11,6 +13,10 @@ std::shared_ptr<grpc::Channel> RestartTolerantChannel(const CoordinatorProcess& 
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   args.SetInt("athanor.test.client", index);
   args.SetMaxReceiveMessageSize(-1);
+  // Calls that wait_for_ready wait until it leads: on etcd a restarted
+  // coordinator is a standby until the killed one's lease runs out, and
+  // answers every call at once meanwhile (coordinator/rpc/standby_server.h).
+  args.SetServiceConfigJSON(LeaderServiceConfig());
   std::shared_ptr<grpc::ChannelCredentials> creds = coordinator.ChannelCredentials(&args);
   return grpc::CreateCustomChannel(coordinator.address(), creds, args);
 }

@@ -19,6 +19,7 @@ namespace athanor::bench {
 
 // A channel to `coordinator`, with its credentials (TLS + the admin token,
 // or plaintext). Channels of different `index` never share a connection.
+// Calls that wait_for_ready wait until it leads (its health says so).
 std::shared_ptr<grpc::Channel> RestartTolerantChannel(const CoordinatorProcess& coordinator,
                                                       int index);
 
