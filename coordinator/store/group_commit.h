@@ -19,16 +19,6 @@
 // the next one. A batch is never split (it is one operation's atomic change):
 // one over the cap alone still makes a round of its own.
 //
-// Pipelined rounds: with a store whose max_rounds_in_flight() is above 1
-// (etcd), up to that many rounds are written at once, each numbered and
-// written by a writer thread with Store::CommitRound, which lands a round
-// only right after the one before it. Rounds finish in order: a round's
-// callers hear of it only once every earlier round has been heard of. When
-// a round fails, the committer waits for the rounds after it, asks the store
-// which round landed last (Store::LastRound), tells the callers of those that
-// did OK, carries the rest (in order) into the next round and tells their
-// callers Unavailable, as with one round at a time.
-//
 // Thread-safe. `on_durable` and the `done` callbacks run on the committer
 // thread with no lock of this class held. The store is owned.
 #pragma once
@@ -41,7 +31,6 @@
 #include <set>
 #include <string>
 #include <thread>
-#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -63,9 +52,8 @@ class GroupCommitter {
   // in it and the newest generation it holds, after the round's `done` callbacks.
   using OnDurable = std::function<void(const std::set<std::string>& nodes, uint64_t generation)>;
 
-  // Called with how long each store write took and the store's log after
-  // it: on the committer thread, or (pipelined) on a writer's, one call at a
-  // time either way.
+  // Called on the committer thread with how long each store write took and
+  // the store's log after it.
   using OnWrite = std::function<void(Duration, const StoreLog&)>;
   static constexpr size_t kNoLimit = SIZE_MAX;
   GroupCommitter(std::unique_ptr<Store> store, OnDurable on_durable, OnWrite on_write = nullptr,
@@ -90,23 +78,7 @@ class GroupCommitter {
     uint64_t generation = 0;
     Done done;
   };
-  // A pipelined round.
-  struct Flight {
-    uint64_t round = 0;  // 0: nothing to write (empty batches only)
-    std::deque<Batch> batches;
-    Changes merged;
-    std::set<std::string> touched;
-    uint64_t generation = 0;
-    std::shared_ptr<Flight> before;  // the round written before it (null once written)
-    bool written = false;            // its write returned (under mu_)
-    absl::Status status;             // set with written
-  };
   void Loop();
-  // With max_rounds_in_flight() > 1.
-  void LoopPipelined(size_t depth);
-  void WriterLoop();
-  // Tells a finished round's callers `s`, then (OK) on_durable.
-  void Finish(Flight& f, const absl::Status& s);
   // Merges `from` into `into`: later records replace earlier ones.
   static void Merge(Changes* into, Changes from);
 
@@ -118,12 +90,6 @@ class GroupCommitter {
   std::deque<Batch> queue_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   Stats stats_ ABSL_GUARDED_BY(mu_);
-  // Pipelined: rounds in flight, oldest first, and those no writer took yet.
-  std::deque<std::shared_ptr<Flight>> flights_ ABSL_GUARDED_BY(mu_);
-  std::deque<std::shared_ptr<Flight>> to_write_ ABSL_GUARDED_BY(mu_);
-  bool writers_stop_ ABSL_GUARDED_BY(mu_) = false;
-  absl::Mutex on_write_mu_;  // pipelined writers call on_write_ one at a time
-  std::vector<std::thread> writers_;
   std::thread thread_;
 };
 

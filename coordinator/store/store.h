@@ -62,23 +62,6 @@ class Store {
   // most: the group committer keeps its rounds within it. No limit unless a
   // backend has one (etcd's --max-txn-ops).
   virtual size_t max_commit_records() const { return SIZE_MAX; }
-
-  // Rounds. A store where one Commit is a round trip that others can share
-  // (etcd: Raft appends concurrent proposals together, one fsync for all)
-  // says how many commits it takes at once; the group committer then
-  // numbers its rounds and writes up to that many with CommitRound, each
-  // from its own thread. 1 (the default): Commit, one at a time.
-  virtual int max_rounds_in_flight() const { return 1; }
-  // Writes `changes` as round `round`, atomically with the store's record of
-  // the last round that landed, and only if that is round - 1: rounds land
-  // in order whatever order they arrive in, so a crash leaves a prefix of
-  // them. Aborted when round - 1 has not landed yet (write this one again
-  // once it has). OK too when this round had already landed (an answer lost
-  // and the write retried). Thread-safe.
-  virtual absl::Status CommitRound(const Changes& changes, uint64_t round) { return Commit(changes); }
-  // The last round that landed (0: none yet): where numbering goes on at
-  // start and after a failed round.
-  virtual absl::StatusOr<uint64_t> LastRound() { return uint64_t{0}; }
 };
 
 }  // namespace athanor::coord

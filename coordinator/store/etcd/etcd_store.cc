@@ -6,7 +6,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
@@ -127,38 +126,13 @@ EtcdStore::EtcdStore(EtcdClient* client, Options options) : client_(client), opt
 
 EtcdStore::~EtcdStore() = default;
 
-absl::Status EtcdStore::Commit(const Changes& changes) { return Write(changes, std::nullopt); }
-
-absl::Status EtcdStore::CommitRound(const Changes& changes, uint64_t round) {
-  if (round == 0) return absl::InvalidArgumentError("etcd store: rounds count from 1");
-  return Write(changes, round);
-}
-
-absl::StatusOr<uint64_t> EtcdStore::LastRound() {
-  absl::StatusOr<RangeResult> r = client_->Range(RoundKey());
-  if (!r.ok()) return absl::UnavailableError(absl::StrCat("etcd store: last round: ", r.status().ToString()));
-  return RoundIn(r->kvs);
-}
-
-std::string EtcdStore::RoundKey() const { return options_.prefix + "/round"; }
-
-absl::StatusOr<uint64_t> EtcdStore::RoundIn(const std::vector<KeyValue>& found) const {
-  if (found.empty()) return uint64_t{0};
-  uint64_t n = 0;
-  if (!absl::SimpleAtoi(found[0].value, &n)) {
-    return absl::InternalError(absl::StrCat("etcd store: ", RoundKey(), " holds '", found[0].value.substr(0, 64),
-                                            "', not a round number"));
-  }
-  return n;
-}
-
-absl::Status EtcdStore::Write(const Changes& changes, std::optional<uint64_t> round) {
+absl::Status EtcdStore::Commit(const Changes& changes) {
   if (changes.empty()) return absl::OkStatus();
   const size_t records = RecordCount(changes);
-  if (options_.max_txn_ops < 3 || records > static_cast<size_t>(max_batch_records())) {
+  if (options_.max_txn_ops < 2 || records > static_cast<size_t>(max_batch_records())) {
     return absl::InvalidArgumentError(absl::StrCat("etcd store: a batch of ", records, " records, over the ",
                                                    max_batch_records(), " one transaction takes (--max-txn-ops ",
-                                                   options_.max_txn_ops, " less the fence and the round)"));
+                                                   options_.max_txn_ops, " less the fence)"));
   }
   if (options_.fence.key.empty()) return absl::FailedPreconditionError("fenced: no leader fence to write under");
   ASSIGN_OR_RETURN(Writes w, PlanWrites(options_.prefix, changes));
@@ -172,28 +146,12 @@ absl::Status EtcdStore::Write(const Changes& changes, std::optional<uint64_t> ro
     success.push_back(Op::Put(key, row));
     failure.push_back(Op::Range(key));
   }
-  // A round lands only right after the one before it (store.h).
-  std::optional<Compare> after;
-  if (round) {
-    success.push_back(Op::Put(RoundKey(), Number(static_cast<int64_t>(*round))));
-    failure.push_back(Op::Range(RoundKey()));
-    Compare c;
-    c.key = RoundKey();
-    if (*round == 1) {
-      c.target = Compare::Target::kVersion;  // 0: no round yet
-    } else {
-      c.target = Compare::Target::kValue;
-      c.value = Number(static_cast<int64_t>(*round - 1));
-    }
-    after = std::move(c);
-  }
   // Ledger keys found holding this batch's own rows: an earlier try of this
   // very batch was applied though its answer was lost (the client retries a
   // call on another member; the committer retries a failed round).
   std::vector<bool> written(w.ledger.size(), false);
   for (;;) {
     std::vector<Compare> compares = {options_.fence};
-    if (after) compares.push_back(*after);
     for (size_t i = 0; i < w.ledger.size(); ++i) {
       Compare c;
       c.key = w.ledger[i].first;
@@ -224,18 +182,6 @@ absl::Status EtcdStore::Write(const Changes& changes, std::optional<uint64_t> ro
                          : absl::StrCat(" was created at revision ", leader[0].create_revision, " by ",
                                        leader[0].value.substr(0, 256)),
           " (this coordinator's term: ", options_.fence.number, "); nothing written"));
-    }
-    if (round) {
-      ASSIGN_OR_RETURN(uint64_t last, RoundIn(txn->ranges.back()));
-      if (last == *round) return absl::OkStatus();  // it landed; the answer was lost
-      if (last < *round - 1) {
-        return absl::AbortedError(absl::StrCat("etcd store: round ", *round, " before round ", *round - 1,
-                                               " landed (the last is ", last, "); nothing written"));
-      }
-      if (last != *round - 1) {
-        return absl::InternalError(absl::StrCat("etcd store: round ", *round, " refused: round ", last,
-                                                " has landed already; nothing written"));
-      }
     }
     bool again = false;
     for (size_t i = 0; i < w.ledger.size(); ++i) {

@@ -11,7 +11,6 @@
 //   P/ledger/<id, 20 digits>
 //   P/images/<tenant>/<name>, P/volumes/<tenant>/<name>, P/snapshots/<id>
 //   P/leader                     the leader's address (leader_election.h)
-//   P/round                      the last round that landed (20 digits)
 // A '/' or '%' in a name is written %2F or %25, so that keys stay apart.
 //
 // Commit: one etcd transaction per batch, guarded by the leader's fence: the
@@ -21,9 +20,6 @@
 // operations than etcd takes in one transaction (`max_txn_ops`, etcd's
 // --max-txn-ops) is refused InvalidArgument before it is sent: the group
 // committer caps its batches below it (max_batch_records()).
-// CommitRound (store.h): the same transaction, also comparing P/round with
-// the round before and setting it to this one; up to kRoundsInFlight at once
-// from the group committer's writers, which etcd's Raft appends together.
 // Ledger keys are only ever created (each compared version 0); one that
 // already holds the very row being written counts as written (a retried
 // batch whose first answer was lost), one holding another entry fails the
@@ -32,14 +28,12 @@
 // page must see the revision the first one saw, else (a write in between)
 // the load starts over, at most 5 times, then fails Unavailable.
 //
-// Thread-safe (the client is; the store keeps no state of its own).
+// Not thread-safe: the owner (the GroupCommitter's thread) serialises calls.
 #pragma once
 
 #include <functional>
 #include <memory>
-#include <optional>
 #include <string>
-#include <vector>
 
 #include "coordinator/store/etcd/etcd_client.h"
 #include "coordinator/store/store.h"
@@ -59,28 +53,17 @@ class EtcdStore final : public Store {
   EtcdStore(EtcdClient* client, Options options);
   ~EtcdStore() override;
 
-  static constexpr int kRoundsInFlight = 4;
-
   absl::Status Commit(const Changes& changes) override;
-  int max_rounds_in_flight() const override { return kRoundsInFlight; }
-  absl::Status CommitRound(const Changes& changes, uint64_t round) override;
-  absl::StatusOr<uint64_t> LastRound() override;
   absl::StatusOr<Contents> LoadAll() override;
   StoreLog log() const override { return {}; }
 
-  // How many records one Commit may hold (one put per record, beside the
-  // round's; one compare each for the fence and the round).
-  int max_batch_records() const { return options_.max_txn_ops - 2; }
+  // How many records one Commit may hold (one put per record).
+  int max_batch_records() const { return options_.max_txn_ops - 1; }
   size_t max_commit_records() const override {
     return max_batch_records() > 0 ? static_cast<size_t>(max_batch_records()) : 1;
   }
 
  private:
-  absl::Status Write(const Changes& changes, std::optional<uint64_t> round);
-  std::string RoundKey() const;
-  // The round a range of RoundKey() read (0: the key does not exist).
-  absl::StatusOr<uint64_t> RoundIn(const std::vector<KeyValue>& found) const;
-
   EtcdClient* const client_;
   const Options options_;
 };

@@ -1,8 +1,7 @@
 // EtcdStore against a real etcd (Debian's, one member on loopback): every
 // kind of record reads back as SqliteStore gives it for the same commits,
 // snapshots replace and deletions remove, the fence refuses a deposed
-// leader's batch whole, LoadAll pages, a batch over the cap never leaves, and
-// rounds land in order and once.
+// leader's batch whole, LoadAll pages, and a batch over the cap never leaves.
 #include "coordinator/store/etcd/etcd_store.h"
 
 #include <gtest/gtest.h>
@@ -332,18 +331,18 @@ TEST_F(EtcdStoreTest, LoadAllPagesInSeqOrder) {
 }
 
 TEST_F(EtcdStoreTest, ABatchOverTheCapIsRefusedBeforeItIsSent) {
-  std::unique_ptr<EtcdStore> store = MakeStore(/*max_txn_ops=*/5);
+  std::unique_ptr<EtcdStore> store = MakeStore(/*max_txn_ops=*/4);
   EXPECT_EQ(store->max_batch_records(), 3);
   Changes c;
   c.jobs = {Job(1, "a"), Job(2, "b")};
   c.ledger = {Entry(1, 5), Entry(2, 6)};
-  EXPECT_EQ(store->CommitRound(c, 1).ToString(),
+  EXPECT_EQ(store->Commit(c).ToString(),
             "INVALID_ARGUMENT: etcd store: a batch of 4 records, over the 3 one transaction takes "
-            "(--max-txn-ops 5 less the fence and the round)");
+            "(--max-txn-ops 4 less the fence)");
   EXPECT_EQ(Keys(), std::vector<std::string>{"/leader"});
   c.ledger.pop_back();
-  EXPECT_TRUE(store->CommitRound(c, 1).ok());  // 4 puts and 3 compares: within 5
-  EXPECT_EQ(Keys().size(), 5u);
+  EXPECT_TRUE(store->Commit(c).ok());
+  EXPECT_EQ(Keys().size(), 4u);
 }
 
 // The group committer capped at the store's max_batch_records(): batches
@@ -351,7 +350,7 @@ TEST_F(EtcdStoreTest, ABatchOverTheCapIsRefusedBeforeItIsSent) {
 // into one it refuses.
 TEST_F(EtcdStoreTest, TheCommitterKeepsRoundsWithinTheStoresCap) {
   std::unique_ptr<EtcdStore> store = MakeStore(/*max_txn_ops=*/8);
-  EXPECT_EQ(store->max_commit_records(), 6u);
+  EXPECT_EQ(store->max_commit_records(), 7u);
   constexpr int kBatches = 30;
   std::vector<absl::Status> results(kBatches, absl::UnknownError("not answered"));
   GroupCommitter::Stats stats;
@@ -371,40 +370,10 @@ TEST_F(EtcdStoreTest, TheCommitterKeepsRoundsWithinTheStoresCap) {
     stats = committer.stats();
   }
   for (int i = 0; i < kBatches; ++i) EXPECT_TRUE(results[i].ok()) << "batch " << i << ": " << results[i];
-  EXPECT_GE(stats.rounds, 15u);  // at most two batches of 3 in a round of 6
+  EXPECT_GE(stats.rounds, 15u);  // at most two batches of 3 in a round of 7
   absl::StatusOr<Store::Contents> got = MakeStore()->LoadAll();
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(got->jobs.size(), 90u);
-}
-
-// Rounds land in order and once: a round ahead of its predecessor is
-// refused (Aborted) with nothing written, a round written again after it
-// landed (its answer lost) is OK and changes nothing, and a deposed leader's
-// round is fenced like any commit.
-TEST_F(EtcdStoreTest, RoundsLandInOrderAndOnce) {
-  std::unique_ptr<EtcdStore> store = MakeStore();
-  EXPECT_EQ(store->LastRound().value_or(99), 0u);
-  Changes one, two;
-  one.jobs = {Job(1, "one")};
-  one.ledger = {Entry(1, 5)};
-  two.jobs = {Job(2, "two")};
-  EXPECT_EQ(store->CommitRound(one, 2).ToString(),
-            "ABORTED: etcd store: round 2 before round 1 landed (the last is 0); nothing written");
-  EXPECT_EQ(Keys(), std::vector<std::string>{"/leader"});
-  ASSERT_TRUE(store->CommitRound(one, 1).ok());
-  EXPECT_EQ(store->LastRound().value_or(99), 1u);
-  ASSERT_TRUE(store->CommitRound(one, 1).ok());  // again: it had landed
-  EXPECT_EQ(store->CommitRound(two, 3).code(), absl::StatusCode::kAborted);
-  ASSERT_TRUE(store->CommitRound(two, 2).ok());
-  EXPECT_EQ(store->LastRound().value_or(99), 2u);
-  EXPECT_EQ(store->CommitRound(one, 1).ToString(),
-            "INTERNAL: etcd store: round 1 refused: round 2 has landed already; nothing written");
-  EXPECT_EQ(Keys(), (std::vector<std::string>{"/jobs/00000000000000000001", "/jobs/00000000000000000002", "/leader",
-                                              "/ledger/00000000000000000001", "/round"}));
-  ASSERT_TRUE(client_->Txn({}, {Op::Delete(fence_.key)}).ok());
-  EXPECT_EQ(store->CommitRound(two, 3).code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(fenced_, 1);
-  EXPECT_EQ(store->LastRound().value_or(99), 2u);
 }
 
 TEST_F(EtcdStoreTest, TheLedgerIsAppendOnly) {
