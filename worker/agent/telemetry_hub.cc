@@ -116,6 +116,10 @@ bool TelemetryHub::Parse(const char* data, size_t size, int32_t* rank, StepSampl
     *why = "a checkpoint figure is out of range";
     return false;
   }
+  if (skipped_steps > 9e18) {  // cast to int64 below
+    *why = "skipped_steps: out of range";
+    return false;
+  }
   out->ckpt_step = ckpt_step >= 0 ? static_cast<int64_t>(ckpt_step) : -1;
   if (comm_wait_ms >= 0 && out->step_ms > 0) out->comm_wait_share = std::min(1.0, comm_wait_ms / out->step_ms);
   out->total_steps = total_steps > 0 && total_steps < 9e18 ? static_cast<int64_t>(total_steps) : 0;

@@ -47,6 +47,10 @@ TEST(TelemetryHubTest, ParsesTheStepLine) {
   EXPECT_EQ(s.ckpt_upload_ms, 12.5);
   EXPECT_FALSE(Parse(R"({"step":20,"loss":1,"ckpt_bytes":1e30})", &rank, &s, &skipped, &why));
   EXPECT_EQ(why, "a checkpoint figure is out of range");
+  // Found by fuzz_telemetry: a count past int64 was cast regardless.
+  EXPECT_FALSE(Parse(R"({"step":1,"loss":1,"comm_wait_share":0.5,"skipped_steps":31e40})", &rank, &s, &skipped,
+                     &why));
+  EXPECT_EQ(why, "skipped_steps: out of range");
   // The minimum a script sends: step and loss; rank 0 by default.
   ASSERT_TRUE(Parse(R"({"step":0,"loss":1})", &rank, &s, &skipped, &why));
   EXPECT_EQ(rank, 0);
