@@ -79,7 +79,8 @@ int main(int argc, char** argv) {
   double compress = 1, keep_nodes = 1, min_run_time_s = 300, las_window_s = 300;
   int las_max_order = athanor::sched::LasOptions{}.max_order_preemptions;
   int64_t age_s = std::chrono::duration_cast<std::chrono::seconds>(athanor::sched::SchedulerOptions{}.age_limit).count();
-  bool json = false;
+  bool json = false, list_starved = false, keep_head = athanor::sched::SchedulerOptions{}.keep_head;
+  athanor::sim::StarvationRule starvation;
   po::options_description desc("athanor-sim");
   desc.add_options()
       ("traces", po::value(&traces), "folder with the openb CSVs (instead of the synthetic workload)")
@@ -114,7 +115,14 @@ int main(int argc, char** argv) {
        "LAS: preempt one job for order at most this often (0: never)")
       ("age-limit-s", po::value(&age_s)->default_value(age_s),
        "default and LAS: a job pending this long goes ahead of every class and tenant (0: never)")
+      ("keep-head", po::value(&keep_head)->default_value(keep_head),
+       "default: the job holding the reservation keeps it until it starts (0: the head is chosen afresh "
+       "each pass by class and fair share)")
+      ("starvation-run-fraction", po::value(&starvation.run_fraction)->default_value(0),
+       "also floor the fifo delay a job is compared with at this fraction of its run time (0: only at 60 s)")
       ("json", po::bool_switch(&json), "print one JSON object instead of the table")
+      ("starved", po::bool_switch(&list_starved),
+       "after the table, list each policy's starved jobs (queued > 3x fifo's): size, waits, preemptions")
       ("plots", po::value(&plots), "write plot data, plots.gp and PNGs (gnuplot) into this folder");
   athanor::ParsedCommandLine cl;
   absl::Status parsed = athanor::ParseOptions(
@@ -137,6 +145,10 @@ int main(int argc, char** argv) {
   }
   if (!(keep_nodes > 0) || keep_nodes > 1) {
     std::cerr << "athanor-sim: --keep-nodes must be in (0, 1]\n";
+    return 2;
+  }
+  if (!(starvation.run_fraction >= 0) || starvation.run_fraction > 1) {
+    std::cerr << "athanor-sim: --starvation-run-fraction must be in [0, 1]\n";
     return 2;
   }
   if (!(compress > 0) || min_run_time_s < 0 || las_window_s < 0 || las_max_order < 0 || age_s < 0) {
@@ -165,6 +177,7 @@ int main(int argc, char** argv) {
   base.las.checkpoint_window = athanor::Seconds(las_window_s);
   base.las.max_order_preemptions = las_max_order;
   base.age_limit = athanor::Seconds(age_s);
+  base.keep_head = keep_head;
   std::vector<SimResult> results;
   for (const PolicyRun& policy : ComparedPolicies(base)) {
     auto result = Simulate(*workload, policy, sim);
@@ -175,7 +188,7 @@ int main(int argc, char** argv) {
     results.push_back(std::move(*result));
   }
   std::vector<PolicySummary> rows;
-  for (const SimResult& r : results) rows.push_back(Summarise(r, results.front()));
+  for (const SimResult& r : results) rows.push_back(Summarise(r, results.front(), starvation));
 
   if (json) {
     nlohmann::json out = {
@@ -187,7 +200,8 @@ int main(int argc, char** argv) {
           {"repair_s", sim.repair_s}, {"preempt_exit_s", sim.preempt_exit_s}, {"tick_s", sim.tick_s},
           {"limit_factor", sim.limit_factor}, {"min_run_time_s", min_run_time_s},
           {"las_thresholds_gpu_s", *las_thresholds}, {"las_checkpoint_window_s", las_window_s},
-          {"las_max_order_preemptions", las_max_order}, {"age_limit_s", age_s}}},
+          {"las_max_order_preemptions", las_max_order}, {"age_limit_s", age_s},
+          {"keep_head", keep_head}, {"starvation_run_fraction", starvation.run_fraction}}},
         {"policies", athanor::sim::ToJson(rows)},
         {"goal", Goal(rows)}};
     std::cout << out.dump(2) << "\n";
@@ -200,8 +214,16 @@ int main(int argc, char** argv) {
               << "; x_fifo, starved and worst_q are against fifo (no backfill)\n\n";
     athanor::sim::PrintTable(std::cout, rows);
     std::cout << "\ngoal (las <= 0.5x fifo's mean JCT, default <= 0.7x, utilisation no lower, no job "
-                 "queued > 3x fifo's): "
-              << Goal(rows).dump() << "\n";
+                 "queued > 3x fifo's, floored at 60 s"
+              << (starvation.run_fraction > 0 ? absl::StrCat(" and ", starvation.run_fraction, " of its run time") : "")
+              << "): " << Goal(rows).dump() << "\n";
+    if (list_starved) {
+      std::cout << "\nstarved jobs (first_h: until the first start; fifo_q_h: queued under fifo; ratio: queued over "
+                   "fifo's, floored)\n";
+      for (size_t i = 1; i < results.size(); ++i) {
+        athanor::sim::PrintStarved(std::cout, results[i], results.front(), starvation);
+      }
+    }
   }
   if (!plots.empty()) {
     absl::Status drawn = athanor::sim::WritePlots(plots, results);

@@ -34,7 +34,12 @@ constexpr Range kSizes[] = {{"1", 1}, {"2-8", 8}, {"9-64", 64}, {"65-256", 256},
 
 }  // namespace
 
-PolicySummary Summarise(const SimResult& r, const SimResult& baseline) {
+double StarvationRule::Base(const JobOutcome& job) const {
+  return std::max({static_cast<double>(job.queued_s()), kStarvationFloorS,
+                   run_fraction * static_cast<double>(job.run_s)});
+}
+
+PolicySummary Summarise(const SimResult& r, const SimResult& baseline, const StarvationRule& rule) {
   PolicySummary s;
   s.policy = r.policy;
   s.rejected = r.rejected;
@@ -60,7 +65,7 @@ PolicySummary Summarise(const SimResult& r, const SimResult& baseline) {
     while (bucket + 1 < std::size(kSizes) && job.gpus > kSizes[bucket].hi) ++bucket;
     by_size[bucket].push_back(queued.back());
     if (i < baseline.jobs.size() && baseline.jobs[i].finish_s >= 0) {
-      const double base = std::max(static_cast<double>(baseline.jobs[i].queued_s()), kStarvationFloorS);
+      const double base = rule.Base(baseline.jobs[i]);
       const double ratio = static_cast<double>(job.queued_s()) / base;
       s.worst_queue_ratio = std::max(s.worst_queue_ratio, ratio);
       s.starved += ratio > 3;
@@ -102,6 +107,33 @@ PolicySummary Summarise(const SimResult& r, const SimResult& baseline) {
     s.jct_floor_vs_baseline = s.jct_mean_s > 0 ? s.run_mean_s / s.jct_mean_s : 0;
   }
   return s;
+}
+
+void PrintStarved(std::ostream& out, const SimResult& r, const SimResult& baseline, const StarvationRule& rule) {
+  struct Row {
+    double ratio;
+    size_t i;
+  };
+  std::vector<Row> rows;
+  for (size_t i = 0; i < r.jobs.size() && i < baseline.jobs.size(); ++i) {
+    const JobOutcome& job = r.jobs[i];
+    if (job.finish_s < 0 || baseline.jobs[i].finish_s < 0) continue;
+    const double ratio = static_cast<double>(job.queued_s()) / rule.Base(baseline.jobs[i]);
+    if (ratio > 3) rows.push_back({ratio, i});
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.ratio > b.ratio; });
+  out << absl::StrFormat("%s: %d starved\n", r.policy, rows.size());
+  if (rows.empty()) return;
+  out << absl::StrFormat("  %6s %5s %4s %9s %8s %8s %8s %8s %6s %5s %4s\n", "job", "gpus", "prio", "submit_h",
+                         "run_h", "first_h", "queued_h", "fifo_q_h", "ratio", "preem", "fail");
+  auto hours = [](int64_t s) { return static_cast<double>(s) / 3600; };
+  for (const Row& row : rows) {
+    const JobOutcome& job = r.jobs[row.i];
+    out << absl::StrFormat("  %6d %5d %4d %9.2f %8.2f %8.2f %8.2f %8.2f %6.1f %5d %4d\n", row.i, job.gpus,
+                           job.priority, hours(job.submit_s - r.start_s), hours(job.run_s),
+                           hours(job.first_start_s - job.submit_s), hours(job.queued_s()),
+                           hours(baseline.jobs[row.i].queued_s()), row.ratio, job.preemptions, job.failures);
+  }
 }
 
 void PrintTable(std::ostream& out, const std::vector<PolicySummary>& rows) {

@@ -50,8 +50,8 @@ struct PolicySummary {
   double jct_vs_baseline = 1;   // mean JCT ratio
   double util_vs_baseline = 1;
   // Jobs queued more than 3x as long as under the baseline, the baseline's
-  // delay floored at kStarvationFloorS (a job that waited nothing there
-  // may wait that long here without counting).
+  // delay floored (StarvationBase: a job that waited nothing there may wait
+  // a little here without counting).
   int starved = 0;
   // The starved, by what FIFO never does to a job: preempted (for priority,
   // order or a reservation) at least once; else in a class below the
@@ -66,7 +66,23 @@ struct PolicySummary {
 
 inline constexpr double kStarvationFloorS = 60;
 
-PolicySummary Summarise(const SimResult& result, const SimResult& baseline);
+// What a job's queueing delay is compared with (x3) to call it starved: its
+// delay under the baseline, floored at kStarvationFloorS and at
+// `run_fraction` of its own run time (0: no such floor). The second floor
+// reads a few minutes' wait after a preemption as no starvation for a job
+// that runs for hours, as bounded slowdown does.
+struct StarvationRule {
+  double run_fraction = 0;
+  double Base(const JobOutcome& baseline_job) const;
+};
+
+PolicySummary Summarise(const SimResult& result, const SimResult& baseline, const StarvationRule& rule = {});
+
+// The jobs of `result` counted in PolicySummary::starved, worst ratio first,
+// one line each: what the job was, how long it waited here and under the
+// baseline, and how often it was preempted or lost a node.
+void PrintStarved(std::ostream& out, const SimResult& result, const SimResult& baseline,
+                  const StarvationRule& rule = {});
 
 void PrintTable(std::ostream& out, const std::vector<PolicySummary>& rows);
 nlohmann::json ToJson(const std::vector<PolicySummary>& rows);

@@ -1,6 +1,7 @@
 // athanor-sim on workloads small enough to work out by hand: exact JCTs
 // under FIFO and LAS, lost work, determinism for a seed, and parse errors
 // that name the line and field.
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -95,6 +96,43 @@ TEST(SimTest, LasPreemptsTheGangAtItsCheckpoint) {
   // A queued 100 s where FIFO queued it 0, floored at 60 s: 1.67x, not starved.
   EXPECT_EQ(las.starved, 0);
   EXPECT_DOUBLE_EQ(las.worst_queue_ratio, 100.0 / 60);
+}
+
+// Starvation against the baseline: 3x its queueing delay, floored at 60 s
+// and, with a run fraction, at that share of the job's run time.
+TEST(SimTest, StarvationFloorsAndTheListOfStarvedJobs) {
+  auto outcome = [](int64_t queued, int preemptions) {
+    JobOutcome job;
+    job.gpus = 8;
+    job.run_s = 1000;
+    job.held_s = 1000;
+    job.first_start_s = 0;
+    job.finish_s = 1000 + queued;
+    job.preemptions = preemptions;
+    return job;
+  };
+  SimResult fifo, las;
+  fifo.policy = "fifo";
+  fifo.jobs = {outcome(0, 0), outcome(0, 0)};
+  las.policy = "las";
+  las.jobs = {outcome(200, 1), outcome(180, 1)};  // 200 s > 3 x 60 s; 180 s is not
+  PolicySummary strict = Summarise(las, fifo);
+  EXPECT_EQ(strict.starved, 1);
+  EXPECT_EQ(strict.starved_preempted, 1);
+  EXPECT_DOUBLE_EQ(strict.worst_queue_ratio, 200.0 / 60);
+  PolicySummary relative = Summarise(las, fifo, StarvationRule{0.1});  // floor 100 s
+  EXPECT_EQ(relative.starved, 0);
+  EXPECT_DOUBLE_EQ(relative.worst_queue_ratio, 2.0);
+
+  std::ostringstream out;
+  PrintStarved(out, las, fifo);
+  EXPECT_EQ(out.str(),
+            "las: 1 starved\n"
+            "     job  gpus prio  submit_h    run_h  first_h queued_h fifo_q_h  ratio preem fail\n"
+            "       0     8    0      0.00     0.28     0.00     0.06     0.00    3.3     1    0\n");
+  out.str("");
+  PrintStarved(out, las, fifo, StarvationRule{0.1});
+  EXPECT_EQ(out.str(), "las: 0 starved\n");
 }
 
 TEST(SimTest, LasPreemptsAJobForOrderOnlyOnce) {

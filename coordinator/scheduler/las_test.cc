@@ -197,6 +197,59 @@ TEST_F(OrderTest, DefaultPutsAJobWaitingPastTheAgeLimitAheadOfFairShare) {
   EXPECT_EQ(d[0].job, "a-wait");
 }
 
+// Fair share would hand the head's place to another tenant's job as soon as
+// that tenant uses less; the default keeps the head (keep_head), so its
+// reserved GPUs do not drain for one gang and then go to another. Off, the
+// place moves.
+TEST_F(OrderTest, DefaultHeadKeepsItsPlaceWhileFairShareShifts) {
+  for (bool keep : {true, false}) {
+    SCOPED_TRACE(keep ? "keep_head" : "no keep_head");
+    SchedulerOptions o = Options(SchedulingPolicy::kDefault);
+    o.keep_head = keep;
+    sched_ = std::make_unique<Scheduler>(&clock_, o);
+    ASSERT_TRUE(sched_->AddNode(MakeNode("n1", 4)).ok());
+    ASSERT_TRUE(sched_->AddNode(MakeNode("n2", 1)).ok());
+    ASSERT_TRUE(sched_->Submit(MakeJob("a-run", 1, 1, "a")).ok());
+    auto d = sched_->Schedule();
+    ASSERT_EQ(d.size(), 1u);
+    EXPECT_EQ(testing::Where(d[0]), std::vector<std::string>{"n2:0"});
+    ASSERT_TRUE(sched_->Submit(MakeJob("b-run", 1, 2, "b")).ok());
+    ASSERT_TRUE(sched_->Submit(MakeJob("c-run", 1, 1, "c")).ok());
+    ASSERT_EQ(sched_->Schedule().size(), 2u);  // both on n1
+    ASSERT_TRUE(sched_->Submit(MakeJob("a-big", 1, 4, "a")).ok());
+    ASSERT_TRUE(sched_->Submit(MakeJob("b-big", 1, 4, "b")).ok());
+    EXPECT_TRUE(sched_->Schedule().empty());  // a uses 1 GPU, b 2: a's job is the head
+    EXPECT_EQ(sched_->view().job("a-big")->reason.code, PendingReason::Code::kHoldsReservation);
+    ASSERT_TRUE(sched_->OnJobExited("b-run", /*requeue=*/false).ok());
+    EXPECT_TRUE(sched_->Schedule().empty());  // now b uses 0, a 1; n1 has 3 free
+    const JobId head = keep ? "a-big" : "b-big";
+    EXPECT_EQ(sched_->view().job(head)->reason.code, PendingReason::Code::kHoldsReservation);
+    ASSERT_TRUE(sched_->OnJobExited("c-run", /*requeue=*/false).ok());
+    d = sched_->Schedule();
+    ASSERT_EQ(d.size(), 1u);
+    EXPECT_EQ(d[0].job, head);
+  }
+}
+
+// A kept head gives way to a job of a higher class, as the order would.
+TEST_F(OrderTest, DefaultKeptHeadGivesWayToAHigherClass) {
+  sched_ = std::make_unique<Scheduler>(&clock_, Options(SchedulingPolicy::kDefault));
+  ASSERT_TRUE(sched_->AddNode(MakeNode("n1", 4)).ok());
+  ASSERT_TRUE(sched_->Submit(MakeJob("run", 1, 3, "a")).ok());
+  ASSERT_EQ(sched_->Schedule().size(), 1u);
+  ASSERT_TRUE(sched_->Submit(MakeJob("low", 1, 4, "a", 0)).ok());
+  EXPECT_TRUE(sched_->Schedule().empty());
+  EXPECT_EQ(sched_->view().job("low")->reason.code, PendingReason::Code::kHoldsReservation);
+  ASSERT_TRUE(sched_->Submit(MakeJob("high", 1, 2, "b", 1)).ok());
+  EXPECT_TRUE(sched_->Schedule().empty());
+  EXPECT_EQ(sched_->view().job("high")->reason.code, PendingReason::Code::kHoldsReservation);
+  // Kept, "low" would take all four GPUs once "run" ends.
+  ASSERT_TRUE(sched_->OnJobExited("run", /*requeue=*/false).ok());
+  auto d = sched_->Schedule();
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].job, "high");
+}
+
 // Under LAS no job of the head's class borrows its reserved GPUs: a borrower
 // would be preempted as the head starts, and then wait as a requeued job. A
 // lower class still borrows (the head preempts it for priority anyway).

@@ -31,6 +31,7 @@ PlacementResult SchedulePass::Place(const JobRequest& job, const NodeCaps* caps)
 std::vector<Decision> SchedulePass::Run() {
   ++s_.pass_id;
   VisitAged();
+  VisitLastHead();
   if (options_.policy == SchedulingPolicy::kDefault) {
     RunFairShare();
   } else {
@@ -71,6 +72,20 @@ void SchedulePass::VisitAged() {
   }
 }
 
+void SchedulePass::VisitLastHead() {
+  if (!options_.keep_head || options_.policy != SchedulingPolicy::kDefault || head_found_) return;
+  auto it = s_.jobs.find(s_.last_pass.head);
+  if (it == s_.jobs.end()) return;
+  QueuedJob& job = it->second;
+  // An aged head was visited already; classes() is not empty while it pends.
+  if (job.state != QueuedJobState::kPending || Aged(job) || Dead(ShapeOf(job.req)) ||
+      job.req.priority < s_.queue.classes().begin()->first) {
+    return;
+  }
+  kept_head_ = &job;
+  Visit(job);
+}
+
 void SchedulePass::RunFairShare() {
   for (const auto& [priority, tenants] : s_.queue.classes()) {
     struct ShapeCursor {
@@ -109,7 +124,7 @@ void SchedulePass::RunFairShare() {
       if (next == nullptr) break;
       QueuedJob& job = s_.jobs.at(next->front->it->second);
       ++next->front->it;
-      if (!Aged(job)) Visit(job);  // an aged one was visited first
+      if (!Aged(job) && &job != kept_head_) Visit(job);  // those were visited first
     }
   }
 }

@@ -31,6 +31,9 @@ class SchedulePass {
   bool Aged(const QueuedJob& job) const;
   // The aged jobs, longest waiting first, ahead of any policy's order.
   void VisitAged();
+  // kDefault: the last pass's head, before the policy's order, while it is
+  // pending and of the highest pending class (SchedulerOptions::keep_head).
+  void VisitLastHead();
   // The default policy's order: classes, then fair share between tenants.
   void RunFairShare();
   // kFifo and kLas: every pending job sorted once by the policy's key.
@@ -65,6 +68,7 @@ class SchedulePass {
   std::optional<Reservation> reservation_;
   std::vector<JobId> started_;
   size_t visited_ = 0;  // pending jobs looked at
+  const QueuedJob* kept_head_ = nullptr;  // visited by VisitLastHead
   std::map<ShapeKey, int> failed_uncapped_;  // -> eligible node count
   std::map<ShapeKey, int> failed_capped_;
 };

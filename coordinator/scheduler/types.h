@@ -145,6 +145,13 @@ struct SchedulerOptions {
   // only what its own class may. Zero: no ageing.
   Duration age_limit = std::chrono::hours(12);
   bool backfill = true;                  // off: strict order
+  // Default policy: the last pass's head is visited first again, so it
+  // keeps the reservation until it starts, rather than fair share handing
+  // the place to another tenant's job as usage shifts (the reserved nodes
+  // would drain for one gang, then another). It gives way to a pending job
+  // of a higher class, to aged jobs, and when it is held or over quota.
+  // kLas keeps its own order: a new job goes ahead of one with service.
+  bool keep_head = true;
   Duration default_grace = kDefaultGrace;  // preemption grace when a job names none
   Duration min_run_time = kDefaultMinRunTime;  // before a job may be preempted
   int exact_preemption_limit = 16;       // candidates searched exhaustively; greedy above
