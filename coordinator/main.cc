@@ -185,7 +185,7 @@ int Run(int argc, char** argv) {
   int64_t snapshot_max_bytes = kDefaultWorkdirMaxBytes;
   double billing_interval_s = 60;
   double max_heartbeats_per_s = 2000;
-  bool no_backfill = false, no_metrics = false;
+  bool no_backfill = false, no_metrics = false, keep_head = false;
   std::string scheduling_policy = "default";
   std::string http_listen, chartjs_dir;
   std::string notebook_listen;
@@ -251,6 +251,9 @@ int Run(int argc, char** argv) {
        "time first; docs/operations.md, \"Scheduling policy\")")
       ("age-limit-s", po::value(&age_limit_s)->default_value(age_limit_s),
        "a job pending this long goes ahead of every priority class and tenant (0: never)")
+      ("keep-head", po::bool_switch(&keep_head),
+       "default policy: the job holding the reservation keeps it until it starts, rather than class "
+       "and fair share choosing it afresh each pass (bounds the worst waits, costs mean JCT)")
       ("idle-reclaim-grace-s", po::value(&idle_reclaim_grace_s)->default_value(60),
        "an idle interactive allocation is reclaimed this long after its warning")
       ("idle-cpu-fraction", po::value(&idle_cpu_fraction)->default_value(0.01, "0.01"),
@@ -348,6 +351,7 @@ int Run(int argc, char** argv) {
   options.min_run_time = Seconds(min_run_time_s);
   options.age_limit = Seconds(age_limit_s);
   options.backfill = !no_backfill;
+  options.keep_head = keep_head;
   const std::optional<sched::SchedulingPolicy> policy =
       sched::ParseSchedulingPolicy(scheduling_policy);
   if (!policy || *policy == sched::SchedulingPolicy::kFifo) {

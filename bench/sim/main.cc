@@ -79,7 +79,7 @@ int main(int argc, char** argv) {
   double compress = 1, keep_nodes = 1, min_run_time_s = 300, las_window_s = 300;
   int las_max_order = athanor::sched::LasOptions{}.max_order_preemptions;
   int64_t age_s = std::chrono::duration_cast<std::chrono::seconds>(athanor::sched::SchedulerOptions{}.age_limit).count();
-  bool json = false, list_starved = false, keep_head = athanor::sched::SchedulerOptions{}.keep_head;
+  bool json = false, list_starved = false, keep_head = false;
   athanor::sim::StarvationRule starvation;
   po::options_description desc("athanor-sim");
   desc.add_options()
@@ -115,9 +115,9 @@ int main(int argc, char** argv) {
        "LAS: preempt one job for order at most this often (0: never)")
       ("age-limit-s", po::value(&age_s)->default_value(age_s),
        "default and LAS: a job pending this long goes ahead of every class and tenant (0: never)")
-      ("keep-head", po::value(&keep_head)->default_value(keep_head),
-       "default: the job holding the reservation keeps it until it starts (0: the head is chosen afresh "
-       "each pass by class and fair share)")
+      ("keep-head", po::bool_switch(&keep_head),
+       "default policy: the job holding the reservation keeps it until it starts (as the coordinator's "
+       "--keep-head)")
       ("starvation-run-fraction", po::value(&starvation.run_fraction)->default_value(0),
        "also floor the fifo delay a job is compared with at this fraction of its run time (0: only at 60 s)")
       ("json", po::bool_switch(&json), "print one JSON object instead of the table")

@@ -15,6 +15,7 @@ sched::SchedulerOptions SchedOptions(const StateOptions& o) {
   s.default_grace = o.default_grace;
   s.min_run_time = o.min_run_time;
   s.age_limit = o.age_limit;
+  s.keep_head = o.keep_head;
   return s;
 }
 

@@ -36,6 +36,7 @@ struct StateOptions {
   bool backfill = true;
   sched::SchedulingPolicy scheduling_policy = sched::SchedulingPolicy::kDefault;  // --scheduling-policy
   Duration age_limit = sched::SchedulerOptions{}.age_limit;  // --age-limit-s; zero: no ageing
+  bool keep_head = sched::SchedulerOptions{}.keep_head;        // --keep-head
   std::map<std::string, int32_t> quotas;  // tenant -> GPUs (--quota); the store's win
   Duration idle_reclaim_grace = Seconds(60);  // idle warning -> reclaim
   // Use of an interactive instance (tenant_accounts.h): at least this share

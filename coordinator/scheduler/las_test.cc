@@ -198,9 +198,9 @@ TEST_F(OrderTest, DefaultPutsAJobWaitingPastTheAgeLimitAheadOfFairShare) {
 }
 
 // Fair share would hand the head's place to another tenant's job as soon as
-// that tenant uses less; the default keeps the head (keep_head), so its
-// reserved GPUs do not drain for one gang and then go to another. Off, the
-// place moves.
+// that tenant uses less; with keep_head the default keeps the head, so its
+// reserved GPUs do not drain for one gang and then go to another. Without
+// it (the default), the place moves.
 TEST_F(OrderTest, DefaultHeadKeepsItsPlaceWhileFairShareShifts) {
   for (bool keep : {true, false}) {
     SCOPED_TRACE(keep ? "keep_head" : "no keep_head");
@@ -233,7 +233,9 @@ TEST_F(OrderTest, DefaultHeadKeepsItsPlaceWhileFairShareShifts) {
 
 // A kept head gives way to a job of a higher class, as the order would.
 TEST_F(OrderTest, DefaultKeptHeadGivesWayToAHigherClass) {
-  sched_ = std::make_unique<Scheduler>(&clock_, Options(SchedulingPolicy::kDefault));
+  SchedulerOptions o = Options(SchedulingPolicy::kDefault);
+  o.keep_head = true;
+  sched_ = std::make_unique<Scheduler>(&clock_, o);
   ASSERT_TRUE(sched_->AddNode(MakeNode("n1", 4)).ok());
   ASSERT_TRUE(sched_->Submit(MakeJob("run", 1, 3, "a")).ok());
   ASSERT_EQ(sched_->Schedule().size(), 1u);

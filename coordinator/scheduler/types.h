@@ -151,7 +151,9 @@ struct SchedulerOptions {
   // would drain for one gang, then another). It gives way to a pending job
   // of a higher class, to aged jobs, and when it is held or over quota.
   // kLas keeps its own order: a new job goes ahead of one with service.
-  bool keep_head = true;
+  // Off by default: it bounds the worst waits but costs mean JCT
+  // (docs/benchmarks.md, "Scheduler quality: athanor-sim").
+  bool keep_head = false;
   Duration default_grace = kDefaultGrace;  // preemption grace when a job names none
   Duration min_run_time = kDefaultMinRunTime;  // before a job may be preempted
   int exact_preemption_limit = 16;       // candidates searched exhaustively; greedy above
