@@ -122,7 +122,8 @@ int main(int argc, char** argv) {
        "also floor the fifo delay a job is compared with at this fraction of its run time (0: only at 60 s)")
       ("json", po::bool_switch(&json), "print one JSON object instead of the table")
       ("starved", po::bool_switch(&list_starved),
-       "after the table, list each policy's starved jobs (queued > 3x fifo's): size, waits, preemptions")
+       "list each policy's starved jobs (queued > 3x fifo's; job = index in the workload): size, waits, "
+       "preemptions (with --json: \"starved_jobs\")")
       ("plots", po::value(&plots), "write plot data, plots.gp and PNGs (gnuplot) into this folder");
   athanor::ParsedCommandLine cl;
   absl::Status parsed = athanor::ParseOptions(
@@ -204,6 +205,11 @@ int main(int argc, char** argv) {
           {"keep_head", keep_head}, {"starvation_run_fraction", starvation.run_fraction}}},
         {"policies", athanor::sim::ToJson(rows)},
         {"goal", Goal(rows)}};
+    if (list_starved) {
+      for (size_t i = 1; i < results.size(); ++i) {
+        out["starved_jobs"][results[i].policy] = athanor::sim::StarvedToJson(results[i], results.front(), starvation);
+      }
+    }
     std::cout << out.dump(2) << "\n";
   } else {
     std::cout << "workload " << workload->name << ": " << workload->jobs.size() << " jobs on "

@@ -109,31 +109,51 @@ PolicySummary Summarise(const SimResult& r, const SimResult& baseline, const Sta
   return s;
 }
 
-void PrintStarved(std::ostream& out, const SimResult& r, const SimResult& baseline, const StarvationRule& rule) {
-  struct Row {
-    double ratio;
-    size_t i;
-  };
-  std::vector<Row> rows;
+std::vector<StarvedJob> StarvedJobs(const SimResult& r, const SimResult& baseline, const StarvationRule& rule) {
+  std::vector<StarvedJob> out;
   for (size_t i = 0; i < r.jobs.size() && i < baseline.jobs.size(); ++i) {
     const JobOutcome& job = r.jobs[i];
     if (job.finish_s < 0 || baseline.jobs[i].finish_s < 0) continue;
     const double ratio = static_cast<double>(job.queued_s()) / rule.Base(baseline.jobs[i]);
-    if (ratio > 3) rows.push_back({ratio, i});
+    if (ratio > 3) out.push_back({i, ratio});
   }
-  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.ratio > b.ratio; });
+  std::stable_sort(out.begin(), out.end(), [](const StarvedJob& a, const StarvedJob& b) { return a.ratio > b.ratio; });
+  return out;
+}
+
+void PrintStarved(std::ostream& out, const SimResult& r, const SimResult& baseline, const StarvationRule& rule) {
+  const std::vector<StarvedJob> rows = StarvedJobs(r, baseline, rule);
   out << absl::StrFormat("%s: %d starved\n", r.policy, rows.size());
   if (rows.empty()) return;
   out << absl::StrFormat("  %6s %5s %4s %9s %8s %8s %8s %8s %6s %5s %4s\n", "job", "gpus", "prio", "submit_h",
                          "run_h", "first_h", "queued_h", "fifo_q_h", "ratio", "preem", "fail");
   auto hours = [](int64_t s) { return static_cast<double>(s) / 3600; };
-  for (const Row& row : rows) {
-    const JobOutcome& job = r.jobs[row.i];
-    out << absl::StrFormat("  %6d %5d %4d %9.2f %8.2f %8.2f %8.2f %8.2f %6.1f %5d %4d\n", row.i, job.gpus,
+  for (const StarvedJob& row : rows) {
+    const JobOutcome& job = r.jobs[row.index];
+    out << absl::StrFormat("  %6d %5d %4d %9.2f %8.2f %8.2f %8.2f %8.2f %6.1f %5d %4d\n", row.index, job.gpus,
                            job.priority, hours(job.submit_s - r.start_s), hours(job.run_s),
                            hours(job.first_start_s - job.submit_s), hours(job.queued_s()),
-                           hours(baseline.jobs[row.i].queued_s()), row.ratio, job.preemptions, job.failures);
+                           hours(baseline.jobs[row.index].queued_s()), row.ratio, job.preemptions, job.failures);
   }
+}
+
+nlohmann::json StarvedToJson(const SimResult& r, const SimResult& baseline, const StarvationRule& rule) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const StarvedJob& row : StarvedJobs(r, baseline, rule)) {
+    const JobOutcome& job = r.jobs[row.index];
+    out.push_back({{"job", row.index},
+                   {"gpus", job.gpus},
+                   {"priority", job.priority},
+                   {"submit_s", job.submit_s - r.start_s},
+                   {"run_s", job.run_s},
+                   {"first_wait_s", job.first_start_s - job.submit_s},
+                   {"queued_s", job.queued_s()},
+                   {"fifo_queued_s", baseline.jobs[row.index].queued_s()},
+                   {"ratio", row.ratio},
+                   {"preemptions", job.preemptions},
+                   {"failures", job.failures}});
+  }
+  return out;
 }
 
 void PrintTable(std::ostream& out, const std::vector<PolicySummary>& rows) {

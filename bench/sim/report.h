@@ -78,11 +78,21 @@ struct StarvationRule {
 
 PolicySummary Summarise(const SimResult& result, const SimResult& baseline, const StarvationRule& rule = {});
 
-// The jobs of `result` counted in PolicySummary::starved, worst ratio first,
-// one line each: what the job was, how long it waited here and under the
-// baseline, and how often it was preempted or lost a node.
+// The jobs of `result` counted in PolicySummary::starved, worst ratio first
+// (ties in workload order): the job's index in the workload and its ratio.
+struct StarvedJob {
+  size_t index = 0;
+  double ratio = 0;
+};
+std::vector<StarvedJob> StarvedJobs(const SimResult& result, const SimResult& baseline,
+                                    const StarvationRule& rule = {});
+
+// Those jobs one line each: what the job was, how long it waited here and
+// under the baseline, and how often it was preempted or lost a node.
 void PrintStarved(std::ostream& out, const SimResult& result, const SimResult& baseline,
                   const StarvationRule& rule = {});
+// The same as a JSON array of objects (times in seconds).
+nlohmann::json StarvedToJson(const SimResult& result, const SimResult& baseline, const StarvationRule& rule = {});
 
 void PrintTable(std::ostream& out, const std::vector<PolicySummary>& rows);
 nlohmann::json ToJson(const std::vector<PolicySummary>& rows);

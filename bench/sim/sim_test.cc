@@ -133,6 +133,10 @@ TEST(SimTest, StarvationFloorsAndTheListOfStarvedJobs) {
   out.str("");
   PrintStarved(out, las, fifo, StarvationRule{0.1});
   EXPECT_EQ(out.str(), "las: 0 starved\n");
+  EXPECT_EQ(StarvedToJson(las, fifo).dump(),
+            R"([{"failures":0,"fifo_queued_s":0,"first_wait_s":0,"gpus":8,"job":0,"preemptions":1,"priority":0,)"
+            R"("queued_s":200,"ratio":3.3333333333333335,"run_s":1000,"submit_s":0}])");
+  EXPECT_EQ(StarvedToJson(las, fifo, StarvationRule{0.1}).dump(), "[]");
 }
 
 TEST(SimTest, LasPreemptsAJobForOrderOnlyOnce) {
