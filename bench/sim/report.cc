@@ -65,16 +65,16 @@ PolicySummary Summarise(const SimResult& r, const SimResult& baseline, const Sta
     while (bucket + 1 < std::size(kSizes) && job.gpus > kSizes[bucket].hi) ++bucket;
     by_size[bucket].push_back(queued.back());
     if (i < baseline.jobs.size() && baseline.jobs[i].finish_s >= 0) {
-      const double base = rule.Base(baseline.jobs[i]);
-      const double ratio = static_cast<double>(job.queued_s()) / base;
+      const double ratio = rule.Ratio(job, baseline.jobs[i]);
+      const bool starved = ratio > kStarvedRatio;
       s.worst_queue_ratio = std::max(s.worst_queue_ratio, ratio);
-      s.starved += ratio > 3;
-      if (ratio > 3) {
+      s.starved += starved;
+      if (starved) {
         s.starved_preempted += job.preemptions > 0;
         s.starved_lower_class += job.preemptions == 0 && job.priority < top_class;
         s.starved_other += job.preemptions == 0 && job.priority >= top_class;
       }
-      starved_by_size[bucket] += ratio > 3;
+      starved_by_size[bucket] += starved;
     }
   }
   s.unfinished -= r.rejected;  // never started: counted apart
@@ -114,8 +114,8 @@ std::vector<StarvedJob> StarvedJobs(const SimResult& r, const SimResult& baselin
   for (size_t i = 0; i < r.jobs.size() && i < baseline.jobs.size(); ++i) {
     const JobOutcome& job = r.jobs[i];
     if (job.finish_s < 0 || baseline.jobs[i].finish_s < 0) continue;
-    const double ratio = static_cast<double>(job.queued_s()) / rule.Base(baseline.jobs[i]);
-    if (ratio > 3) out.push_back({i, ratio});
+    const double ratio = rule.Ratio(job, baseline.jobs[i]);
+    if (ratio > kStarvedRatio) out.push_back({i, ratio});
   }
   std::stable_sort(out.begin(), out.end(), [](const StarvedJob& a, const StarvedJob& b) { return a.ratio > b.ratio; });
   return out;

@@ -74,7 +74,12 @@ inline constexpr double kStarvationFloorS = 60;
 struct StarvationRule {
   double run_fraction = 0;
   double Base(const JobOutcome& baseline_job) const;
+  // queued / Base; starved when above kStarvedRatio.
+  double Ratio(const JobOutcome& job, const JobOutcome& baseline_job) const {
+    return static_cast<double>(job.queued_s()) / Base(baseline_job);
+  }
 };
+inline constexpr double kStarvedRatio = 3;
 
 PolicySummary Summarise(const SimResult& result, const SimResult& baseline, const StarvationRule& rule = {});
 

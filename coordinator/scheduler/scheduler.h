@@ -21,10 +21,9 @@
 //     Reservation, and later jobs backfill only where they cannot delay it
 //     (off: strict order). While it waits for its victims to exit, no job
 //     borrows the GPUs they free. Under kDefault with
-//     SchedulerOptions::keep_head the head keeps that place on later
-//     passes until it starts, unless
-//     a higher class is pending, an aged job goes first, or it is held or
-//     over quota;
+//     SchedulerOptions::keep_head the head keeps that place on later passes
+//     until it starts, unless a higher class is pending, an aged job goes
+//     first, or it is held or over quota;
 //   - a job whose GPUs are PREEMPTING gets them back only at OnJobExited.
 //
 // Decisions are applied to the state before Schedule returns (a started job
