@@ -78,6 +78,7 @@ int main(int argc, char** argv) {
   SimOptions sim;
   double compress = 1, keep_nodes = 1, min_run_time_s = 300, las_window_s = 300;
   int las_max_order = athanor::sched::LasOptions{}.max_order_preemptions;
+  double las_recall_s = std::chrono::duration<double>(athanor::sched::LasOptions{}.recall_after).count();
   int64_t age_s = std::chrono::duration_cast<std::chrono::seconds>(athanor::sched::SchedulerOptions{}.age_limit).count();
   bool json = false, list_starved = false, keep_head = false;
   athanor::sim::StarvationRule starvation;
@@ -113,6 +114,9 @@ int main(int argc, char** argv) {
        "LAS: a running job may be preempted for order only this long after its checkpoint (0: never)")
       ("las-max-order-preemptions", po::value(&las_max_order)->default_value(las_max_order),
        "LAS: preempt one job for order at most this often (0: never)")
+      ("las-recall-after-s", po::value(&las_recall_s)->default_value(las_recall_s),
+       "LAS: a job preempted for order and pending this long takes GPUs back from jobs of its class "
+       "started since (0: never)")
       ("age-limit-s", po::value(&age_s)->default_value(age_s),
        "default and LAS: a job pending this long goes ahead of every class and tenant (0: never)")
       ("keep-head", po::bool_switch(&keep_head),
@@ -152,9 +156,10 @@ int main(int argc, char** argv) {
     std::cerr << "athanor-sim: --starvation-run-fraction must be in [0, 1]\n";
     return 2;
   }
-  if (!(compress > 0) || min_run_time_s < 0 || las_window_s < 0 || las_max_order < 0 || age_s < 0) {
+  if (!(compress > 0) || min_run_time_s < 0 || las_window_s < 0 || las_max_order < 0 || age_s < 0 ||
+      !(las_recall_s >= 0)) {
     std::cerr << "athanor-sim: --compress must be > 0; --min-run-time-s, --las-checkpoint-window-s, "
-                 "--las-max-order-preemptions and --age-limit-s >= 0\n";
+                 "--las-max-order-preemptions, --las-recall-after-s and --age-limit-s >= 0\n";
     return 2;
   }
   auto las_thresholds = ParseThresholds(thresholds);
@@ -177,6 +182,7 @@ int main(int argc, char** argv) {
   base.las.thresholds_gpu_s = *las_thresholds;
   base.las.checkpoint_window = athanor::Seconds(las_window_s);
   base.las.max_order_preemptions = las_max_order;
+  base.las.recall_after = athanor::Seconds(las_recall_s);
   base.age_limit = athanor::Seconds(age_s);
   base.keep_head = keep_head;
   std::vector<SimResult> results;
@@ -201,7 +207,8 @@ int main(int argc, char** argv) {
           {"repair_s", sim.repair_s}, {"preempt_exit_s", sim.preempt_exit_s}, {"tick_s", sim.tick_s},
           {"limit_factor", sim.limit_factor}, {"min_run_time_s", min_run_time_s},
           {"las_thresholds_gpu_s", *las_thresholds}, {"las_checkpoint_window_s", las_window_s},
-          {"las_max_order_preemptions", las_max_order}, {"age_limit_s", age_s},
+          {"las_max_order_preemptions", las_max_order}, {"las_recall_after_s", las_recall_s},
+          {"age_limit_s", age_s},
           {"keep_head", keep_head}, {"starvation_run_fraction", starvation.run_fraction}}},
         {"policies", athanor::sim::ToJson(rows)},
         {"goal", Goal(rows)}};

@@ -46,10 +46,12 @@ SimOptions Exact() {
   return o;
 }
 
-PolicyRun Policy(const std::string& name) {
+// `recall_s`: LasOptions::recall_after (0: off).
+PolicyRun Policy(const std::string& name, int recall_s = 60) {
   sched::SchedulerOptions base;
   base.min_run_time = Duration::zero();
   base.las.thresholds_gpu_s = {100};
+  base.las.recall_after = std::chrono::seconds(recall_s);
   for (PolicyRun run : ComparedPolicies(base)) {
     if (run.name == name) return run;
   }
@@ -80,7 +82,8 @@ TEST(SimTest, LasPreemptsTheGangAtItsCheckpoint) {
   // preempted then for B, losing nothing. A returns right behind B, ahead of
   // C: B runs 100-200, A resumes at 200 with 900 s left and ends at 1100
   // (C, declaring no time limit, cannot backfill), then C runs 1100-1200.
-  auto r = Simulate(TwoNodesThreeJobs(), Policy("las"), Exact());
+  // Recalls off (below with them).
+  auto r = Simulate(TwoNodesThreeJobs(), Policy("las", 0), Exact());
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_THAT(Jcts(*r), ElementsAre(1100, 190, 1180));
   EXPECT_EQ(r->preemptions, 1);
@@ -96,6 +99,26 @@ TEST(SimTest, LasPreemptsTheGangAtItsCheckpoint) {
   // A queued 100 s where FIFO queued it 0, floored at 60 s: 1.67x, not starved.
   EXPECT_EQ(las.starved, 0);
   EXPECT_DOUBLE_EQ(las.worst_queue_ratio, 100.0 / 60);
+}
+
+TEST(SimTest, LasGangRecallsItsGpusFromTheJobThatTookThem) {
+  // As above, but A, pending 60 s by 160, recalls its GPUs at the first
+  // pass after that, the tick at 190: B, which took them at 100, is
+  // preempted then and loses its 90 s (no checkpoint yet). A runs 190-1090;
+  // B may not take the GPUs back in turn (A, older, was preempted for order
+  // once already), so B and C run 1090-1190.
+  auto r = Simulate(TwoNodesThreeJobs(), Policy("las"), Exact());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_THAT(Jcts(*r), ElementsAre(1090, 1180, 1170));
+  EXPECT_EQ(r->preemptions, 2);
+  EXPECT_EQ(r->jobs[0].lost_gpu_s, 0);
+  EXPECT_EQ(r->jobs[0].held_s, 1000);
+  EXPECT_EQ(r->jobs[1].lost_gpu_s, 90);
+  EXPECT_EQ(r->busy_gpu_s, 2000 + 90 + 100 + 100);
+  PolicySummary las = Summarise(*r, *Simulate(TwoNodesThreeJobs(), Policy("fifo"), Exact()));
+  // A queued 90 s where FIFO queued it 0, floored at 60 s.
+  EXPECT_EQ(las.starved, 0);
+  EXPECT_DOUBLE_EQ(las.worst_queue_ratio, 90.0 / 60);
 }
 
 // Starvation against the baseline: 3x its queueing delay, floored at 60 s
@@ -148,7 +171,7 @@ TEST(SimTest, LasPreemptsAJobForOrderOnlyOnce) {
   Workload w = TwoNodesThreeJobs();
   w.jobs.push_back(Job("D", 30, 2, 1000));
   w.jobs.push_back(Job("E", 300, 1, 100));
-  auto r = Simulate(w, Policy("las"), Exact());
+  auto r = Simulate(w, Policy("las", 0), Exact());
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->jobs[0].preemptions, 1);
   EXPECT_EQ(r->jobs[0].jct_s(), 1100);

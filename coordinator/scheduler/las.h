@@ -19,8 +19,14 @@
 // service the job had (QueuedJob::las_forgiven_gpu_s), as Tiresias resets a
 // promoted job, so it returns to queue 0 at its own submit place; one
 // preempted for order returns right behind the job that took its place
-// (QueuedJob::las_behind_seq). A job pending SchedulerOptions::age_limit goes
-// ahead of every class (schedule_pass.h).
+// (QueuedJob::las_behind_seq). Preemption for order is a loan: the victim
+// (or a job whose node went DOWN) preempts no one for order itself, and once
+// it has waited LasOptions::recall_after it goes ahead of its class's queues
+// and may preempt any job of its class that started since it was requeued
+// (a recall, counted as a preemption for order), before that job's minimum
+// run time and whatever its checkpoint, so it waits minutes at most where
+// fifo would have run it straight through. A job pending
+// SchedulerOptions::age_limit goes ahead of every class (schedule_pass.h).
 //
 // A pure function of the job and its attained service.
 #pragma once

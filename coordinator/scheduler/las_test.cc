@@ -72,6 +72,19 @@ class OrderTest : public ::testing::Test {
     clock_.Advance(seconds(100));
   }
 
+  void SubmitPreemptible(const char* id, int priority = 0) {
+    JobRequest r = MakeJob(id, 1, 1, "t", priority);
+    r.preemptible = true;
+    ASSERT_TRUE(sched_->Submit(r).ok());
+  }
+  // A pass that decides exactly one thing: `kind` for `id`.
+  void ExpectOnly(Decision::Kind kind, const char* id) {
+    auto d = sched_->Schedule();
+    ASSERT_EQ(d.size(), 1u);
+    EXPECT_EQ(d[0].kind, kind);
+    EXPECT_EQ(d[0].job, id);
+  }
+
   FakeClock clock_;
   std::unique_ptr<Scheduler> sched_;
 };
@@ -141,6 +154,160 @@ TEST_F(OrderTest, LasPreemptsAJobForOrderOnceAndItReturnsFirst) {
   ASSERT_TRUE(sched_->OnCheckpoint("old", clock_.Now()).ok());
   EXPECT_TRUE(sched_->Schedule().empty());  // once is its limit: "newer" waits
   EXPECT_EQ(sched_->view().job("newer")->reason.code, PendingReason::Code::kHoldsReservation);
+}
+
+// A job preempted for LAS order takes its GPUs back once it has waited
+// LasOptions::recall_after, from the job of its class that started since,
+// before that job's minimum run time and without its checkpoint; it does not
+// preempt for order in the meantime, and the job it recalled cannot recall
+// from it in turn.
+TEST_F(OrderTest, LasRecallsThePreemptedJobsGpusAfterRecallAfter) {
+  using Kind = Decision::Kind;
+  for (int recall_s : {60, 0}) {
+    SCOPED_TRACE(absl::StrCat("recall_after ", recall_s, " s"));
+    SchedulerOptions o = Options(SchedulingPolicy::kLas);
+    o.min_run_time = seconds(300);
+    o.las.recall_after = seconds(recall_s);
+    sched_ = std::make_unique<Scheduler>(&clock_, o);
+    ASSERT_TRUE(sched_->AddNode(MakeNode("n1", 1)).ok());
+    ASSERT_NO_FATAL_FAILURE(SubmitPreemptible("old"));
+    ASSERT_EQ(sched_->Schedule().size(), 1u);
+    clock_.Advance(seconds(400));
+    ASSERT_TRUE(sched_->OnCheckpoint("old", clock_.Now()).ok());
+    ASSERT_NO_FATAL_FAILURE(SubmitPreemptible("fresh"));
+    ASSERT_NO_FATAL_FAILURE(ExpectOnly(Kind::kPreempt, "old"));
+    ASSERT_TRUE(sched_->OnJobExited("old", /*requeue=*/true).ok());
+    ASSERT_NO_FATAL_FAILURE(ExpectOnly(Kind::kStart, "fresh"));
+
+    // 59 s on, "fresh" is in queue 1 and has just checkpointed, "old" is in
+    // queue 0: order alone would preempt "fresh" now if min_run_time allowed.
+    clock_.Advance(seconds(59));
+    ASSERT_TRUE(sched_->OnCheckpoint("fresh", clock_.Now()).ok());
+    EXPECT_TRUE(sched_->Schedule().empty());
+    EXPECT_EQ(sched_->view().job("old")->reason.code, PendingReason::Code::kHoldsReservation);
+    clock_.Advance(seconds(1));
+    if (recall_s == 0) {  // off: "old" waits for "fresh" to end
+      EXPECT_TRUE(sched_->Schedule().empty());
+      EXPECT_EQ(sched_->view().job("old")->reason.code, PendingReason::Code::kHoldsReservation);
+      continue;
+    }
+    ASSERT_NO_FATAL_FAILURE(ExpectOnly(Kind::kPreempt, "fresh"));
+    EXPECT_EQ(sched_->view().job("old")->reason.code, PendingReason::Code::kWaitingPreemption);
+    ASSERT_TRUE(sched_->OnJobExited("fresh", /*requeue=*/true).ok());
+    ASSERT_NO_FATAL_FAILURE(ExpectOnly(Kind::kStart, "old"));
+
+    // "fresh" may recall from jobs started since, but "old" was preempted
+    // for order once already.
+    clock_.Advance(seconds(600));
+    ASSERT_TRUE(sched_->OnCheckpoint("old", clock_.Now()).ok());
+    EXPECT_TRUE(sched_->Schedule().empty());
+    EXPECT_EQ(sched_->view().job("fresh")->reason.code, PendingReason::Code::kHoldsReservation);
+  }
+}
+
+// A recall takes only from jobs that started after the recalling job was
+// requeued, and only of its own class.
+TEST_F(OrderTest, LasRecallsNeitherFromEarlierJobsNorFromOtherClasses) {
+  using Kind = Decision::Kind;
+  for (bool higher_class_takes_it : {false, true}) {
+    SCOPED_TRACE(higher_class_takes_it ? "a higher class took the GPU" : "its preemptor holds the GPU");
+    sched_ = std::make_unique<Scheduler>(&clock_, Options(SchedulingPolicy::kLas));
+    ASSERT_TRUE(sched_->AddNode(MakeNode("n1", 2)).ok());
+    ASSERT_NO_FATAL_FAILURE(SubmitPreemptible("old"));
+    ASSERT_NO_FATAL_FAILURE(SubmitPreemptible("early"));
+    ASSERT_EQ(sched_->Schedule().size(), 2u);
+    clock_.Advance(seconds(100));
+    ASSERT_TRUE(sched_->OnCheckpoint("old", clock_.Now()).ok());
+    ASSERT_NO_FATAL_FAILURE(SubmitPreemptible("fresh"));
+    // "early" has no checkpoint: "old" goes.
+    ASSERT_NO_FATAL_FAILURE(ExpectOnly(Kind::kPreempt, "old"));
+    ASSERT_TRUE(sched_->OnJobExited("old", /*requeue=*/true).ok());
+    ASSERT_NO_FATAL_FAILURE(ExpectOnly(Kind::kStart, "fresh"));
+    if (higher_class_takes_it) {
+      ASSERT_TRUE(sched_->OnJobExited("fresh", /*requeue=*/false).ok());
+      ASSERT_NO_FATAL_FAILURE(SubmitPreemptible("high", 5));
+      ASSERT_NO_FATAL_FAILURE(ExpectOnly(Kind::kStart, "high"));  // ahead of "old"
+    }
+    // "early" has just checkpointed and would lose nothing, but it started
+    // before "old" was requeued.
+    clock_.Advance(seconds(60));
+    ASSERT_TRUE(sched_->OnCheckpoint("early", clock_.Now()).ok());
+    if (higher_class_takes_it) {
+      EXPECT_TRUE(sched_->Schedule().empty());
+      EXPECT_EQ(sched_->view().job("old")->reason.code, PendingReason::Code::kHoldsReservation);
+    } else {
+      ASSERT_NO_FATAL_FAILURE(ExpectOnly(Kind::kPreempt, "fresh"));
+    }
+  }
+}
+
+// A job already preempted for order as often as LasOptions allows is
+// recalled once more, only by a recalling job submitted before it.
+TEST_F(OrderTest, LasRecallsOnceMoreOnlyFromANewerJob) {
+  using Kind = Decision::Kind;
+  sched_ = std::make_unique<Scheduler>(&clock_, Options(SchedulingPolicy::kLas));
+  ASSERT_TRUE(sched_->AddNode(MakeNode("n1", 1)).ok());
+  ASSERT_TRUE(sched_->AddNode(MakeNode("n2", 1)).ok());
+  ASSERT_NO_FATAL_FAILURE(SubmitPreemptible("older"));
+  ASSERT_NO_FATAL_FAILURE(SubmitPreemptible("newer"));
+  ASSERT_EQ(sched_->Schedule().size(), 2u);
+  clock_.Advance(seconds(400));
+  // "taker", which nothing may preempt, takes the GPU of "older"; "older"
+  // is held meanwhile, so that the rest happens before it recalls.
+  ASSERT_TRUE(sched_->OnCheckpoint("older", clock_.Now()).ok());
+  ASSERT_TRUE(sched_->Submit(MakeJob("taker", 1, 1)).ok());
+  ASSERT_NO_FATAL_FAILURE(ExpectOnly(Kind::kPreempt, "older"));
+  ASSERT_TRUE(sched_->OnJobExited("older", /*requeue=*/true).ok());
+  ASSERT_TRUE(sched_->SetHold("older", "test").ok());
+  ASSERT_NO_FATAL_FAILURE(ExpectOnly(Kind::kStart, "taker"));
+  // "newer" is preempted for order by "third", and recalls from it.
+  ASSERT_TRUE(sched_->OnCheckpoint("newer", clock_.Now()).ok());
+  ASSERT_NO_FATAL_FAILURE(SubmitPreemptible("third"));
+  ASSERT_NO_FATAL_FAILURE(ExpectOnly(Kind::kPreempt, "newer"));
+  ASSERT_TRUE(sched_->OnJobExited("newer", /*requeue=*/true).ok());
+  ASSERT_NO_FATAL_FAILURE(ExpectOnly(Kind::kStart, "third"));
+  clock_.Advance(seconds(60));
+  ASSERT_NO_FATAL_FAILURE(ExpectOnly(Kind::kPreempt, "third"));
+  ASSERT_TRUE(sched_->OnJobExited("third", /*requeue=*/true).ok());
+  ASSERT_NO_FATAL_FAILURE(ExpectOnly(Kind::kStart, "newer"));
+  ASSERT_TRUE(sched_->Cancel("third").ok());
+  EXPECT_EQ(sched_->view().job("newer")->order_preemptions, 1);
+
+  // "older" has waited 60 s: of the jobs started since, "taker" may not be
+  // preempted, and "newer", once preempted for order, is newer than it.
+  ASSERT_TRUE(sched_->SetHold("older", "").ok());
+  ASSERT_NO_FATAL_FAILURE(ExpectOnly(Kind::kPreempt, "newer"));
+  ASSERT_TRUE(sched_->OnJobExited("newer", /*requeue=*/true).ok());
+  ASSERT_NO_FATAL_FAILURE(ExpectOnly(Kind::kStart, "older"));
+  EXPECT_EQ(sched_->view().job("newer")->order_preemptions, 2);
+  // "newer" may not take it back in turn.
+  clock_.Advance(seconds(600));
+  EXPECT_TRUE(sched_->Schedule().empty());
+  EXPECT_EQ(sched_->view().job("newer")->reason.code, PendingReason::Code::kHoldsReservation);
+}
+
+// A job whose node goes DOWN recalls as one preempted for order does.
+TEST_F(OrderTest, LasJobOfALostNodeRecallsItsGpus) {
+  sched_ = std::make_unique<Scheduler>(&clock_, Options(SchedulingPolicy::kLas));
+  ASSERT_TRUE(sched_->AddNode(MakeNode("n1", 1)).ok());
+  ASSERT_NO_FATAL_FAILURE(SubmitPreemptible("hit"));
+  ASSERT_EQ(sched_->Schedule().size(), 1u);
+  clock_.Advance(seconds(100));
+  auto holders = sched_->SetNodeState("n1", MemberState::kDown);
+  ASSERT_TRUE(holders.ok());
+  EXPECT_EQ(*holders, std::vector<JobId>{"hit"});
+  ASSERT_TRUE(sched_->OnJobExited("hit", /*requeue=*/true).ok());
+  EXPECT_TRUE(sched_->view().job("hit")->las_recalls);
+  // Held while a newer job takes the only GPU left.
+  ASSERT_TRUE(sched_->SetHold("hit", "test").ok());
+  ASSERT_TRUE(sched_->AddNode(MakeNode("n2", 1)).ok());
+  ASSERT_NO_FATAL_FAILURE(SubmitPreemptible("later"));
+  ASSERT_NO_FATAL_FAILURE(ExpectOnly(Decision::Kind::kStart, "later"));
+  ASSERT_TRUE(sched_->SetHold("hit", "").ok());
+  clock_.Advance(seconds(59));
+  EXPECT_TRUE(sched_->Schedule().empty());
+  clock_.Advance(seconds(1));
+  ASSERT_NO_FATAL_FAILURE(ExpectOnly(Decision::Kind::kPreempt, "later"));
 }
 
 // Under the default policy and LAS, a job pending for

@@ -57,6 +57,10 @@ struct QueuedJob {
   // LAS: preempted for order by the job of this submit_seq, it returns right
   // behind that job rather than at its own place ahead of it (0: none).
   uint64_t las_behind_seq = 0;
+  // LAS: it lost its GPUs to a preemption for order or to a node going DOWN
+  // and, once pending LasOptions::recall_after, takes GPUs back rather than
+  // preempting for order; cleared when it starts.
+  bool las_recalls = false;
   std::optional<TimePoint> last_checkpoint;
   TimePoint preempt_deadline{};  // kPreempting: when the agents SIGKILL
   // Non-empty: it backfilled onto GPUs reserved for this head, which may

@@ -156,6 +156,10 @@ void SchedulePass::RunOrdered() {
             continue;
           }
           if (Aged(job)) continue;  // visited first
+          if (Recalling(job)) {  // ahead of its class's queues, oldest first
+            order.push_back({-priority, -1, seq, false, &id, &shape, &job});
+            continue;
+          }
           const bool behind = job.las_behind_seq > seq;
           const uint64_t place = behind ? job.las_behind_seq : seq;
           order.push_back({-priority, LasQueueOf(job), place, behind, &id, &shape, &job});
@@ -186,6 +190,8 @@ bool SchedulePass::Outranks(const QueuedJob& head, const QueuedJob& holder) cons
       return false;
     case SchedulingPolicy::kLas: {
       if (holder.req.priority != head.req.priority) return holder.req.priority < head.req.priority;
+      // A job that lost its GPUs for order takes them back by recall only.
+      if (options_.las.recall_after > Duration::zero() && head.las_recalls) return false;
       // Order alone is worth little lost work: only just after a checkpoint
       // of this attempt (las.h).
       const bool fresh = holder.last_checkpoint && *holder.last_checkpoint >= holder.started &&
@@ -195,6 +201,23 @@ bool SchedulePass::Outranks(const QueuedJob& head, const QueuedJob& holder) cons
     }
   }
   return false;
+}
+
+bool SchedulePass::Recalling(const QueuedJob& job) const {
+  return options_.policy == SchedulingPolicy::kLas && job.las_recalls &&
+         options_.las.recall_after > Duration::zero() && now_ - job.queued_at >= options_.las.recall_after;
+}
+
+bool SchedulePass::Recalls(const QueuedJob& head, const QueuedJob& holder) const {
+  // A recall counts as a preemption for order. A job takes
+  // max_order_preemptions of those, and one more only from a recalling job
+  // submitted before it: no job is preempted for order more than that
+  // limit + 1 times, and two jobs never recall from each other in turn.
+  const int limit = options_.las.max_order_preemptions;
+  const bool owes = holder.order_preemptions < limit ||
+                    (holder.order_preemptions == limit && holder.req.submit_seq > head.req.submit_seq);
+  return holder.req.priority == head.req.priority && holder.started >= head.queued_at && owes &&
+         Recalling(head);
 }
 
 void SchedulePass::Visit(QueuedJob& job) {
@@ -254,6 +277,7 @@ void SchedulePass::StartJob(QueuedJob& job, const std::vector<int>& nodes) {
   }
   job.state = QueuedJobState::kRunning;
   job.las_behind_seq = 0;
+  job.las_recalls = false;
   job.nodes = nodes;
   s_.holders[job.req.id] = &job;
   job.started = now_;
@@ -314,7 +338,7 @@ void SchedulePass::HandleHead(QueuedJob& job, int eligible_free) {
     for (const QueuedJob* holder : holders) {
       const QueuedJob& h = *holder;
       if (h.state != QueuedJobState::kRunning || !h.req.preemptible) continue;
-      bool lower = Outranks(job, h) && now_ - h.started >= options_.min_run_time;
+      bool lower = (Outranks(job, h) && now_ - h.started >= options_.min_run_time) || Recalls(job, h);
       bool borrowed = h.borrowed_from == req.id;  // only from this head's reservation
       if (!lower && !borrowed) continue;
       PreemptionCandidate c;
@@ -337,6 +361,7 @@ void SchedulePass::HandleHead(QueuedJob& job, int eligible_free) {
           // returns right behind the job that took its place (las.h).
           ++victim.order_preemptions;
           victim.las_behind_seq = job.req.submit_seq;
+          victim.las_recalls = true;
         }
         victim.state = QueuedJobState::kPreempting;
         victim.preempt_deadline = now_ + victim.req.grace;

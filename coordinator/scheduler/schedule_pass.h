@@ -42,6 +42,12 @@ class SchedulePass {
   void Visit(QueuedJob& job);
   // Whether `head` may preempt running `holder` for order (not for borrowing).
   bool Outranks(const QueuedJob& head, const QueuedJob& holder) const;
+  // kLas: whether pending `job`, preempted for order, has waited
+  // LasOptions::recall_after since its requeue.
+  bool Recalling(const QueuedJob& job) const;
+  // kLas: whether recalling `head` may preempt `holder`, a job of its class
+  // that started since head's requeue (before its minimum run time too).
+  bool Recalls(const QueuedJob& head, const QueuedJob& holder) const;
   int LasQueueOf(const QueuedJob& job) const;
   bool Dead(const ShapeKey& shape) const;
   // Places with the failure cache (caps null: on everything free).

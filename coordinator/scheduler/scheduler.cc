@@ -18,7 +18,15 @@ absl::Status Scheduler::AddNode(const NodeSpec& spec) {
 
 absl::StatusOr<std::vector<JobId>> Scheduler::SetNodeState(const std::string& name,
                                                            MemberState state) {
-  return s_.membership.SetState(name, state);
+  auto holders = s_.membership.SetState(name, state);
+  // LAS: a job that loses its node recalls GPUs once requeued, as one
+  // preempted for order does (las.h).
+  if (holders.ok() && state == MemberState::kDown) {
+    for (const JobId& id : *holders) {
+      if (auto it = s_.jobs.find(id); it != s_.jobs.end()) it->second.las_recalls = true;
+    }
+  }
+  return holders;
 }
 
 absl::Status Scheduler::Heartbeat(const std::string& name) {

@@ -129,11 +129,15 @@ std::optional<SchedulingPolicy> ParseSchedulingPolicy(const std::string& name);
 // order only within `checkpoint_window` after it committed a checkpoint in
 // its current attempt, so that it loses at most that much work, and at most
 // `max_order_preemptions` times in its life (priority preemption is not
-// limited so).
+// limited so). A job preempted for order (or whose node went DOWN) that has
+// waited `recall_after` since it was requeued recalls its GPUs: it goes
+// ahead of its class's queues and may preempt any job of its class that
+// started since, whatever that job's queue, checkpoint or run time (las.h).
 struct LasOptions {
   std::vector<double> thresholds_gpu_s = {36000.0, 360000.0};  // ascending
   Duration checkpoint_window = std::chrono::seconds(300);
   int max_order_preemptions = 1;  // per job; 0: LAS order never preempts
+  Duration recall_after = std::chrono::seconds(60);  // 0: never recalls
 };
 
 struct SchedulerOptions {
