@@ -177,7 +177,8 @@ int Run(int argc, char** argv) {
   std::string listen, state_path, advertise, port_range, log_level, job_network;
   double heartbeat_timeout_s = 10, default_grace_s = ToSeconds(sched::kDefaultGrace),
          min_run_time_s = ToSeconds(sched::kDefaultMinRunTime),
-         age_limit_s = ToSeconds(sched::SchedulerOptions{}.age_limit);
+         age_limit_s = ToSeconds(sched::SchedulerOptions{}.age_limit),
+         las_recall_after_s = ToSeconds(sched::LasOptions{}.recall_after);
   double idle_reclaim_grace_s = 60, checkpoint_poll_s = 30, checkpoint_upload_wait_s = 600;
   double idle_cpu_fraction = 0.01, idle_net_bytes_per_s = 64 * 1024, idle_disk_bytes_per_s = 64 * 1024;
   double volume_store_wait_s = 600;
@@ -251,6 +252,9 @@ int Run(int argc, char** argv) {
        "time first; docs/operations.md, \"Scheduling policy\")")
       ("age-limit-s", po::value(&age_limit_s)->default_value(age_limit_s),
        "a job pending this long goes ahead of every priority class and tenant (0: never)")
+      ("las-recall-after-s", po::value(&las_recall_after_s)->default_value(las_recall_after_s),
+       "las: a job preempted for order, or whose node went down, takes GPUs back after waiting this "
+       "long from jobs of its class started since (0: never)")
       ("keep-head", po::bool_switch(&keep_head),
        "default policy: the job holding the reservation keeps it until it starts, rather than class "
        "and fair share choosing it afresh each pass (bounds the worst waits, costs mean JCT)")
@@ -331,10 +335,11 @@ int Run(int argc, char** argv) {
                  "positive rate\n";
     return 2;
   }
-  if (default_grace_s < 0 || min_run_time_s < 0 || age_limit_s < 0 || idle_reclaim_grace_s < 0 || checkpoint_poll_s < 0 ||
+  if (default_grace_s < 0 || min_run_time_s < 0 || age_limit_s < 0 || las_recall_after_s < 0 ||
+      idle_reclaim_grace_s < 0 || checkpoint_poll_s < 0 ||
       checkpoint_upload_wait_s < 0 || volume_store_wait_s < 0 || billing_interval_s <= 0 || snapshot_keep < 1 ||
       snapshot_max_bytes < 1) {
-    std::cerr << "athanor-coordinator: grace, run time, age limit and poll periods must be >= 0, and "
+    std::cerr << "athanor-coordinator: grace, run time, age limit, recall and poll periods must be >= 0, and "
                  "--billing-interval-s, --snapshot-keep and --snapshot-max-bytes > 0\n";
     return 2;
   }
@@ -352,6 +357,7 @@ int Run(int argc, char** argv) {
   options.age_limit = Seconds(age_limit_s);
   options.backfill = !no_backfill;
   options.keep_head = keep_head;
+  options.las_recall_after = Seconds(las_recall_after_s);
   const std::optional<sched::SchedulingPolicy> policy =
       sched::ParseSchedulingPolicy(scheduling_policy);
   if (!policy || *policy == sched::SchedulingPolicy::kFifo) {
