@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 
@@ -236,8 +237,22 @@ nlohmann::json ToJson(const std::vector<PolicySummary>& rows) {
 
 absl::Status WritePlots(const std::string& dir, const std::vector<SimResult>& results) {
   if (results.empty()) return absl::OkStatus();
-  int64_t start = results.front().start_s, end = start;
-  for (const SimResult& r : results) end = std::max(end, r.end_s);
+  std::error_code made;
+  std::filesystem::create_directories(dir, made);
+  if (made) return absl::InternalError(absl::StrCat("cannot make the plot folder ", dir, ": ", made.message()));
+  // The timelines end a quarter past the last instant any policy had a job
+  // pending: after that only the longest jobs run on (openb's longest runs
+  // 145 days), and drawing that would squeeze the queueing into a sliver.
+  int64_t start = results.front().start_s, end = start, last_pending = start;
+  for (const SimResult& r : results) {
+    end = std::max(end, r.end_s);
+    for (size_t i = 0; i < r.steps.size(); ++i) {
+      if (r.steps[i].pending > 0) {
+        last_pending = std::max(last_pending, i + 1 < r.steps.size() ? r.steps[i + 1].t_s : r.end_s);
+      }
+    }
+  }
+  if (last_pending > start) end = std::min(end, last_pending + (last_pending - start) / 4);
   constexpr int kBins = 300;
   const double width = std::max<double>(1.0, static_cast<double>(end - start) / kBins);
   for (const SimResult& r : results) {
@@ -245,15 +260,17 @@ absl::Status WritePlots(const std::string& dir, const std::vector<SimResult>& re
     std::vector<double> busy(kBins, 0), pending(kBins, 0);
     for (size_t i = 0; i < r.steps.size(); ++i) {
       const double from = static_cast<double>(r.steps[i].t_s - start);
-      const double to = static_cast<double>((i + 1 < r.steps.size() ? r.steps[i + 1].t_s : r.end_s) - start);
-      for (double t = from; t < to;) {
-        const int bin = std::min(kBins - 1, static_cast<int>(t / width));
-        const double edge = std::min(to, (bin + 1) * width);
+      const double to = static_cast<double>(
+          std::min(end, i + 1 < r.steps.size() ? r.steps[i + 1].t_s : r.end_s) - start);
+      // Bin by index: recomputing it from t / width can round down onto a
+      // bin whose upper edge is t, which dropped the rest of the step.
+      double t = from;
+      for (int bin = std::min(kBins - 1, static_cast<int>(from / width)); t < to && bin < kBins; ++bin) {
+        const double edge = bin == kBins - 1 ? to : std::min(to, (bin + 1) * width);
         const double span = std::max(edge - t, 0.0);
         busy[bin] += static_cast<double>(r.steps[i].busy_gpus) * span / width;
         pending[bin] += static_cast<double>(r.steps[i].pending) * span / width;
-        if (edge <= t) break;
-        t = edge;
+        t = std::max(t, edge);
       }
     }
     std::ofstream timeline(absl::StrCat(dir, "/timeline-", r.policy, ".dat"));

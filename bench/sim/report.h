@@ -102,8 +102,9 @@ nlohmann::json StarvedToJson(const SimResult& result, const SimResult& baseline,
 void PrintTable(std::ostream& out, const std::vector<PolicySummary>& rows);
 nlohmann::json ToJson(const std::vector<PolicySummary>& rows);
 
-// Writes timeline-<policy>.dat (hours, utilisation, pending jobs), jct-<policy>.dat
-// (JCT CDF) and plots.gp in `dir`, then runs gnuplot there for
+// Writes timeline-<policy>.dat (hours, utilisation, pending jobs; up to a
+// quarter past the last instant any policy had a job pending), jct-<policy>.dat
+// (JCT CDF) and plots.gp in `dir` (made if missing), then runs gnuplot there for
 // utilisation.png, queue.png and jct.png. FailedPrecondition when gnuplot
 // is missing (the data and script are written).
 absl::Status WritePlots(const std::string& dir, const std::vector<SimResult>& results);

@@ -1,6 +1,11 @@
 // athanor-sim on workloads small enough to work out by hand: exact JCTs
 // under FIFO and LAS, lost work, determinism for a seed, and parse errors
 // that name the line and field.
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -178,6 +183,72 @@ TEST(SimTest, LasPreemptsAJobForOrderOnlyOnce) {
   EXPECT_EQ(r->jobs[3].preemptions, 1);
   EXPECT_EQ(r->jobs[4].first_start_s, 1300);
   EXPECT_EQ(r->preemptions, 2);
+}
+
+// --plots DIR makes the folder, writes each policy's data and draws the PNGs
+// with gnuplot (installed by scripts/install-test-tools).
+TEST(SimTest, PlotsGoIntoAFolderItMakes) {
+  const std::filesystem::path top = std::filesystem::path(::testing::TempDir()) /
+                                    ("sim-plots-" + std::to_string(::getpid()));
+  const std::filesystem::path dir = top / "nested";
+  std::filesystem::remove_all(top);
+  SimResult r;
+  r.policy = "fifo";
+  r.start_s = 0;
+  r.end_s = 36000;
+  r.total_gpus = 2;
+  // One of two GPUs busy throughout, three jobs pending until 1800.
+  r.steps = {{0, 1, 3}, {1800, 1, 0}};
+  JobOutcome job;
+  job.finish_s = 1800;
+  r.jobs = {job};
+  absl::Status written = WritePlots(dir.string(), {r});
+  ASSERT_TRUE(written.ok()) << written;
+  auto read = [&](const char* name) {
+    std::ifstream in(dir / name);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string timeline = read("timeline-fifo.dat");
+  // Up to a quarter past the last pending instant, 2250 s: 300 bins of
+  // 7.5 s, each at its middle; the queue empties between bins 239 and 240.
+  EXPECT_EQ(std::count(timeline.begin(), timeline.end(), '\n'), 301);
+  EXPECT_EQ(timeline.substr(0, timeline.find('\n', timeline.find('\n') + 1) + 1),
+            "# hours utilisation pending_jobs\n0.001 0.5000 3.0\n");
+  EXPECT_THAT(timeline, HasSubstr("\n0.499 0.5000 3.0\n0.501 0.5000 0.0\n"));
+  EXPECT_THAT(timeline, ::testing::EndsWith("\n0.624 0.5000 0.0\n"));
+  EXPECT_EQ(read("jct-fifo.dat"), "# jct_hours fraction_of_jobs\n0.50000 1.00000\n0.50000 1\n");
+  for (const char* png : {"utilisation.png", "queue.png", "jct.png"}) {
+    EXPECT_EQ(read(png).substr(0, 8), "\x89PNG\r\n\x1a\n") << png;
+  }
+  std::filesystem::remove_all(top);
+}
+
+// Every bin of a timeline gets its share of each step, even where a bin's
+// edge rounds (304 s in 300 bins: t / width put 253 x width in bin 252,
+// and the rest of the step was dropped).
+TEST(SimTest, PlotTimelineBinsCoverEveryStep) {
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) /
+                                    ("sim-bins-" + std::to_string(::getpid()));
+  SimResult r;
+  r.policy = "las";
+  r.end_s = 304;
+  r.total_gpus = 1;
+  r.steps = {{0, 1, 1}};
+  JobOutcome job;
+  job.finish_s = 304;
+  r.jobs = {job};
+  absl::Status written = WritePlots(dir.string(), {r});
+  ASSERT_TRUE(written.ok()) << written;
+  std::ifstream in(dir / "timeline-las.dat");
+  std::string line;
+  ASSERT_TRUE(std::getline(in, line));
+  int bins = 0;
+  while (std::getline(in, line)) {
+    ++bins;
+    EXPECT_THAT(line, ::testing::EndsWith(" 1.0000 1.0")) << "bin " << bins - 1;
+  }
+  EXPECT_EQ(bins, 300);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(SimTest, LasNeverPreemptsForOrderWithoutACheckpoint) {
