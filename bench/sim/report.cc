@@ -294,22 +294,31 @@ absl::Status WritePlots(const std::string& dir, const std::vector<SimResult>& re
     if (!timeline || !cdf) return absl::InternalError(absl::StrCat("cannot write the plot data in ", dir));
   }
   std::ofstream gp(dir + "/plots.gp");
+  // `only`: the policies to draw (gnuplot refuses a plot with no points).
   auto plot = [&](const std::string& png, const std::string& title, const std::string& prefix,
-                  const std::string& using_cols) {
+                  const std::string& using_cols, const std::vector<bool>& only) {
+    if (std::find(only.begin(), only.end(), true) == only.end()) return;
     gp << "set output '" << png << "'\nset title '" << title << "'\nplot ";
+    const char* sep = "";
     for (size_t i = 0; i < results.size(); ++i) {
-      gp << (i ? ", " : "") << "'" << prefix << results[i].policy << ".dat' using " << using_cols
-         << " with lines title '" << results[i].policy << "'";
+      if (!only[i]) continue;
+      gp << sep << "'" << prefix << results[i].policy << ".dat' using " << using_cols << " with lines title '"
+         << results[i].policy << "'";
+      sep = ", ";
     }
     gp << "\n";
   };
+  std::vector<bool> every(results.size(), true), finished;
+  for (const SimResult& r : results) {
+    finished.push_back(std::any_of(r.jobs.begin(), r.jobs.end(), [](const JobOutcome& j) { return j.finish_s >= 0; }));
+  }
   gp << "set terminal pngcairo size 900,500\nset key outside right\nset grid\n";
   gp << "set xlabel 'hours'\nset ylabel 'GPUs held / GPUs'\nset yrange [0:1.05]\n";
-  plot("utilisation.png", "GPU utilisation over time", "timeline-", "1:2");
+  plot("utilisation.png", "GPU utilisation over time", "timeline-", "1:2", every);
   gp << "set ylabel 'pending jobs'\nset autoscale y\n";
-  plot("queue.png", "Queue length over time", "timeline-", "1:3");
+  plot("queue.png", "Queue length over time", "timeline-", "1:3", every);
   gp << "set logscale x\nset xlabel 'JCT (hours)'\nset ylabel 'fraction of jobs'\nset yrange [0:1]\n";
-  plot("jct.png", "JCT distribution (CDF)", "jct-", "1:2");
+  plot("jct.png", "JCT distribution (CDF)", "jct-", "1:2", finished);  // none: no jct.png
   gp.close();
   if (!gp) return absl::InternalError(absl::StrCat("cannot write ", dir, "/plots.gp"));
   if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {

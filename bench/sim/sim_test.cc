@@ -22,6 +22,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 SimJob Job(const std::string& id, int64_t submit, int nodes, int64_t duration, int priority = 0) {
   SimJob job;
@@ -221,6 +222,27 @@ TEST(SimTest, PlotsGoIntoAFolderItMakes) {
     EXPECT_EQ(read(png).substr(0, 8), "\x89PNG\r\n\x1a\n") << png;
   }
   std::filesystem::remove_all(top);
+}
+
+// A policy under which no job finished has no JCT curve; with none at all
+// there is no jct.png (gnuplot refuses an empty plot).
+TEST(SimTest, PlotsWithoutFinishedJobsLeaveOutTheJctCurve) {
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) /
+                                    ("sim-nojct-" + std::to_string(::getpid()));
+  SimResult r;
+  r.policy = "fifo";
+  r.end_s = 600;
+  r.total_gpus = 1;
+  r.steps = {{0, 1, 1}};
+  r.jobs = {JobOutcome{}};  // never finished
+  absl::Status written = WritePlots(dir.string(), {r});
+  ASSERT_TRUE(written.ok()) << written;
+  EXPECT_TRUE(std::filesystem::exists(dir / "queue.png"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "jct.png"));
+  std::ifstream in(dir / "plots.gp");
+  const std::string gp(std::istreambuf_iterator<char>(in), {});
+  EXPECT_THAT(gp, Not(HasSubstr("jct-fifo.dat")));
+  std::filesystem::remove_all(dir);
 }
 
 // Every bin of a timeline gets its share of each step, even where a bin's
