@@ -86,13 +86,16 @@ int main(int argc, char** argv) {
   desc.add_options()
       ("traces", po::value(&traces), "folder with the openb CSVs (instead of the synthetic workload)")
       ("csv", po::value(&csv),
-       "jobs as submit_time,num_gpus,duration[,tenant,priority,nodes] (instead of the synthetic workload)")
+       "jobs as submit_time,num_gpus,duration[,tenant,priority,nodes[,min_nodes]] (instead of the synthetic "
+       "workload; 0 < min_nodes < nodes: elastic)")
       ("nodes", po::value(&synth.nodes)->default_value(synth.nodes), "nodes of the synthetic or --csv cluster (<= 10000)")
       ("gpus-per-node", po::value(&synth.gpus_per_node)->default_value(synth.gpus_per_node), "GPUs per node")
       ("jobs", po::value(&synth.jobs)->default_value(synth.jobs), "synthetic jobs")
       ("load", po::value(&synth.load)->default_value(synth.load),
        "synthetic offered load: GPU-seconds asked / (cluster GPUs x arrival span)")
       ("tenants", po::value(&synth.tenants)->default_value(synth.tenants), "synthetic tenants")
+      ("elastic-fraction", po::value(&synth.elastic_fraction)->default_value(0),
+       "synthetic: this share of the multi-node gangs is elastic, down to half their nodes")
       ("compress", po::value(&compress)->default_value(1), "divide arrival times by this (> 1: more load)")
       ("keep-nodes", po::value(&keep_nodes)->default_value(1),
        "keep this fraction of the node list, evenly spread (< 1: more load)")

@@ -95,6 +95,7 @@ PolicySummary Summarise(const SimResult& r, const SimResult& baseline, const Sta
   s.stranded_gpus = s.makespan_s > 0 ? r.stranded_gpu_s / s.makespan_s : 0;
   s.lost_gpu_h = lost / 3600;
   s.preemptions = r.preemptions;
+  s.grows = r.grows;
   s.node_failures = r.node_failures;
   s.passes = static_cast<int>(r.pass_us.size());
   s.pass_mean_us = Mean(r.pass_us);
@@ -188,6 +189,11 @@ void PrintTable(std::ostream& out, const std::vector<PolicySummary>& rows) {
     out << absl::StrFormat("\nmean run time %.2f h: no policy's mean JCT gets below %.3fx %s's\n",
                            base.run_mean_s / 3600, base.jct_floor_vs_baseline, base.policy);
   }
+  if (std::any_of(rows.begin(), rows.end(), [](const PolicySummary& s) { return s.grows > 0; })) {
+    out << "elastic jobs stopped to grow:";
+    for (const PolicySummary& s : rows) out << " " << s.policy << " " << s.grows;
+    out << "\n";
+  }
   out << "starved jobs by cause: preempted at least once / in a lower class (never preempted) / other\n";
   for (const PolicySummary& s : rows) {
     out << absl::StrFormat("%-14s %5d / %5d / %5d\n", s.policy, s.starved_preempted, s.starved_lower_class,
@@ -217,6 +223,7 @@ nlohmann::json ToJson(const std::vector<PolicySummary>& rows) {
                         {"stranded_gpus_mean", s.stranded_gpus},
                         {"lost_gpu_hours", s.lost_gpu_h},
                         {"preemptions", s.preemptions},
+                        {"grows", s.grows},
                         {"node_failures", s.node_failures},
                         {"passes", s.passes},
                         {"pass_mean_us", s.pass_mean_us},

@@ -43,6 +43,7 @@ struct PolicySummary {
   double stranded_gpus = 0;     // time-averaged over the makespan
   double lost_gpu_h = 0;        // preemptions and failures
   int preemptions = 0;
+  int grows = 0;                // elastic jobs stopped to start again larger
   int node_failures = 0;
   int passes = 0;
   double pass_mean_us = 0, pass_p99_us = 0;

@@ -273,6 +273,52 @@ TEST(SimTest, PlotTimelineBinsCoverEveryStep) {
   std::filesystem::remove_all(dir);
 }
 
+// Two 1-GPU nodes. B (one node, 100 s) and the elastic E (1 to 2 nodes,
+// 1000 s on both) at 0: E starts on the one node B leaves, at half speed.
+// At its checkpoint at 100, as B ends, it could use both: it is stopped
+// there (nothing lost: the checkpoint has just committed) and starts again
+// on both, with 950 s of work left at full speed.
+TEST(SimTest, AnElasticJobStartsSmallAndGrowsAtItsCheckpoint) {
+  Workload w;
+  w.nodes = UniformNodes(2, 1);
+  w.jobs = {Job("B", 0, 1, 100), Job("E", 0, 2, 1000)};
+  w.jobs[1].min_nodes = 1;
+  for (const char* policy : {"fifo", "fifo-backfill", "default", "las"}) {
+    SCOPED_TRACE(policy);
+    auto r = Simulate(w, Policy(policy), Exact());
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_THAT(Jcts(*r), ElementsAre(100, 1050));
+    EXPECT_EQ(r->grows, 1);
+    EXPECT_EQ(r->jobs[1].grows, 1);
+    EXPECT_EQ(r->preemptions, 0);
+    EXPECT_EQ(r->jobs[1].held_s, 1050);
+    EXPECT_EQ(r->jobs[1].lost_gpu_s, 0);
+    EXPECT_EQ(r->busy_gpu_s, 100 + 100 + 950 * 2);
+  }
+  // Fixed at two nodes it waits for B: 100-1100.
+  w.jobs[1].min_nodes = 0;
+  auto fixed = Simulate(w, Policy("fifo"), Exact());
+  ASSERT_TRUE(fixed.ok()) << fixed.status();
+  EXPECT_THAT(Jcts(*fixed), ElementsAre(100, 1100));
+  EXPECT_EQ(fixed->grows, 0);
+}
+
+// With a 30 s stop the grow costs its GPU's 30 s: E exits at 130 and runs
+// 130-1080 on both nodes.
+TEST(SimTest, AGrowHoldsTheGpusUntilTheRanksHaveExited) {
+  Workload w;
+  w.nodes = UniformNodes(2, 1);
+  w.jobs = {Job("B", 0, 1, 100), Job("E", 0, 2, 1000)};
+  w.jobs[1].min_nodes = 1;
+  SimOptions o = Exact();
+  o.preempt_exit_s = 30;
+  auto r = Simulate(w, Policy("fifo-backfill"), o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_THAT(Jcts(*r), ElementsAre(100, 1080));
+  EXPECT_EQ(r->jobs[1].lost_gpu_s, 30);
+  EXPECT_EQ(r->busy_gpu_s, 100 + 130 + 950 * 2);
+}
+
 TEST(SimTest, LasNeverPreemptsForOrderWithoutACheckpoint) {
   SimOptions o = Exact();
   o.checkpoint_interval_s = 0;
@@ -356,6 +402,19 @@ TEST(SimTest, CsvJobs) {
   EXPECT_EQ(w->jobs[1].gpus_per_node, 8);
   EXPECT_EQ(w->jobs[1].tenant, "a");
   EXPECT_EQ(w->jobs[1].priority, 1);
+  EXPECT_FALSE(w->jobs[1].elastic());
+
+  w = ParseJobsCsv("submit_time,num_gpus,duration,tenant,priority,nodes,min_nodes\n"
+                   "0,32,100,a,0,4,2\n"
+                   "1,16,100,a,0,2,0\n"
+                   "2,16,100,a,0,2,2\n",
+                   "jobs.csv", 4, 8);
+  ASSERT_TRUE(w.ok()) << w.status();
+  ASSERT_EQ(w->jobs.size(), 3u);
+  EXPECT_EQ(w->jobs[0].min_nodes, 2);
+  EXPECT_TRUE(w->jobs[0].elastic());
+  EXPECT_FALSE(w->jobs[1].elastic());
+  EXPECT_FALSE(w->jobs[2].elastic());
 }
 
 TEST(SimTest, CsvErrorsNameLineAndField) {
@@ -376,6 +435,8 @@ TEST(SimTest, CsvErrorsNameLineAndField) {
   EXPECT_THAT(bad("submit_time,num_gpus,duration,tenant,priority,nodes\n0,10,5,a,0,4\n"),
               HasSubstr("jobs.csv:2: field 'nodes': 10 GPUs do not split evenly into 4"));
   EXPECT_THAT(bad("time,gpus\n"), HasSubstr("jobs.csv:1: expected a header"));
+  EXPECT_THAT(bad("submit_time,num_gpus,duration,tenant,priority,nodes,min_nodes\n0,16,5,a,0,2,3\n"),
+              HasSubstr("jobs.csv:2: field 'min_nodes': expected an integer in [0, 2], got '3'"));
   EXPECT_THAT(bad("submit_time,gpus,duration\n"), HasSubstr("header must be"));
   EXPECT_THAT(bad(""), HasSubstr("empty"));
 }

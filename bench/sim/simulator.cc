@@ -55,8 +55,15 @@ struct LiveJob {
   JobPhase phase = JobPhase::kUnsubmitted;
   int attempt = 0;
   int64_t attempt_start_s = 0;
-  int64_t remaining_s = 0;  // work left, from the last kept checkpoint
+  int64_t remaining_s = 0;  // work left, from the last kept checkpoint: seconds on all its nodes
   int64_t preempted_at_s = 0;
+  int size = 0;             // nodes held by the current attempt
+  bool growing = false;     // stopped to start again larger, not preempted
+  // Wall seconds the current attempt needs for `remaining_s` on `size` nodes.
+  int64_t WallLeft(const SimJob& job) const {
+    return size >= job.nodes ? remaining_s : (remaining_s * job.nodes + size - 1) / size;
+  }
+  int held_gpus(const SimJob& job) const { return size * job.gpus_per_node; }
 };
 
 class Run {
@@ -81,6 +88,8 @@ class Run {
   // The attempt of job `index` ends at now_ without finishing: `requeue`d
   // work resumes from the last checkpoint at or before `cut_s`.
   void EndAttempt(int index, int64_t cut_s);
+  // Elastic job `index`, below its size, stops to start again larger.
+  void Grow(int index);
   void ScheduleNextFailure();
   int64_t StrandedGpus() const;
 
@@ -121,6 +130,7 @@ absl::Status Run::Submit(int index) {
   r.priority = job.priority;
   r.preemptible = true;
   r.nodes = job.nodes;
+  r.min_nodes = job.min_nodes;
   r.gpus_per_node = job.gpus_per_node;
   r.cpus_per_node = job.cpus_per_node;
   r.memory_mb_per_node = job.memory_mb_per_node;
@@ -155,11 +165,13 @@ void Run::Apply(const sched::Decision& d) {
     pending_shares_.erase(pending_shares_.find(job.gpus_per_node));
     live.phase = JobPhase::kRunning;
     live.attempt_start_s = now_;
+    live.size = static_cast<int>(d.placement.size());
+    live.growing = false;
     JobOutcome& out = result_.jobs[index];
     if (out.first_start_s < 0) out.first_start_s = now_;
-    busy_gpus_ += job.total_gpus();
-    Push(now_ + live.remaining_s, EventKind::kFinish, index, live.attempt);
-    if (o_.checkpoint_interval_s > 0 && o_.checkpoint_interval_s < live.remaining_s) {
+    busy_gpus_ += live.held_gpus(job);
+    Push(now_ + live.WallLeft(job), EventKind::kFinish, index, live.attempt);
+    if (o_.checkpoint_interval_s > 0 && o_.checkpoint_interval_s < live.WallLeft(job)) {
       Push(now_ + o_.checkpoint_interval_s, EventKind::kCheckpoint, index, live.attempt);
     }
     return;
@@ -172,6 +184,20 @@ void Run::Apply(const sched::Decision& d) {
   live.preempted_at_s = now_;
 }
 
+void Run::Grow(int index) {
+  LiveJob& live = live_[index];
+  const SimJob& job = w_.jobs[index];
+  // As the coordinator resizes one: stopped right after a committed
+  // checkpoint, its GPUs back when its ranks have exited.
+  ATHANOR_CHECK(scheduler_.MarkPreempting(job.id, clock_.Now() + std::chrono::seconds(o_.preempt_exit_s)).ok());
+  live.phase = JobPhase::kPreempting;
+  live.growing = true;
+  live.preempted_at_s = now_;
+  ++result_.grows;
+  ++result_.jobs[index].grows;
+  Push(now_ + o_.preempt_exit_s, EventKind::kPreemptExit, index, live.attempt);
+}
+
 void Run::EndAttempt(int index, int64_t cut_s) {
   LiveJob& live = live_[index];
   const SimJob& job = w_.jobs[index];
@@ -180,11 +206,12 @@ void Run::EndAttempt(int index, int64_t cut_s) {
   const int64_t held = now_ - live.attempt_start_s;
   JobOutcome& out = result_.jobs[index];
   out.held_s += held;
-  out.lost_gpu_s += static_cast<double>((held - kept) * job.total_gpus());
-  live.remaining_s -= kept;
+  out.lost_gpu_s += static_cast<double>((held - kept) * live.held_gpus(job));
+  // On fewer nodes than its size an elastic job did proportionally less.
+  live.remaining_s -= live.size >= job.nodes ? kept : kept * live.size / job.nodes;
   live.phase = JobPhase::kPending;
   ++live.attempt;
-  busy_gpus_ -= job.total_gpus();
+  busy_gpus_ -= live.held_gpus(job);
   pending_shares_.insert(job.gpus_per_node);
   // The scheduler holds the job (it started it); an error here is a bug.
   ATHANOR_CHECK(scheduler_.OnJobExited(job.id, /*requeue=*/true).ok()) << job.id;
@@ -204,7 +231,10 @@ void Run::HandleEvent(const Event& e) {
       if (e.kind == EventKind::kCheckpoint) {
         if (live.phase != JobPhase::kRunning) return;  // no checkpoints while exiting
         ATHANOR_CHECK(scheduler_.OnCheckpoint(job.id, clock_.Now()).ok()) << job.id;
-        if (now_ + o_.checkpoint_interval_s < live.attempt_start_s + live.remaining_s) {
+        if (job.elastic() && live.size < job.nodes && scheduler_.GrowableNodes(job.id) > 0) {
+          return Grow(e.index);
+        }
+        if (now_ + o_.checkpoint_interval_s < live.attempt_start_s + live.WallLeft(job)) {
           Push(now_ + o_.checkpoint_interval_s, EventKind::kCheckpoint, e.index, live.attempt);
         }
         return;
@@ -215,7 +245,7 @@ void Run::HandleEvent(const Event& e) {
       out.finish_s = now_;
       live.phase = JobPhase::kDone;
       ++done_;
-      busy_gpus_ -= job.total_gpus();
+      busy_gpus_ -= live.held_gpus(job);
       ATHANOR_CHECK(scheduler_.OnJobExited(job.id, /*requeue=*/false).ok()) << job.id;
       return;
     }

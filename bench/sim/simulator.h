@@ -10,8 +10,14 @@
 // lost when it is preempted or its node fails, and it resumes from that
 // checkpoint); node failures (exponential times between failures per node,
 // mean mtbf_s; a failed node's jobs are requeued and it comes back after
-// repair_s). Every job is preemptible and declares a time limit of
-// limit_factor x its run time (0: none declared).
+// repair_s); elastic jobs (SimJob::min_nodes), which start on as many of
+// their nodes as fit and go as fast as the nodes they hold: at each
+// checkpoint of one below its size that the scheduler would let grow
+// (Scheduler::GrowableNodes), it is stopped as the coordinator stops it
+// (released preempt_exit_s later, nothing lost) and requeued to start again
+// larger; one that loses a node is requeued and restarts on what fits.
+// Every job is preemptible and declares a time limit of limit_factor x its
+// run time (0: none declared). Out-of-credit stops are not modelled.
 //
 // Deterministic: the same workload, options and seed give the same
 // decisions and outcomes; only the measured pass times vary.
@@ -58,6 +64,7 @@ struct JobOutcome {
   int64_t run_s = 0;      // its run time when never interrupted
   int preemptions = 0;
   int failures = 0;       // attempts ended by a node failure
+  int grows = 0;          // elastic: attempts stopped to start again larger
   double lost_gpu_s = 0;  // GPU-seconds held and not kept (since the last checkpoint)
   int64_t jct_s() const { return finish_s - submit_s; }
   int64_t queued_s() const { return jct_s() - held_s; }  // pending, over all attempts
@@ -81,6 +88,7 @@ struct SimResult {
   double busy_gpu_s_arrivals = 0;  // the same, from the first submit to the last
   double stranded_gpu_s = 0;     // free GPUs no waiting job's node share fits, integrated
   int preemptions = 0;
+  int grows = 0;                 // elastic jobs stopped to grow
   int node_failures = 0;
   int rejected = 0;              // Submit refused: never fits
   std::vector<double> pass_us;   // wall time of each pass

@@ -220,12 +220,12 @@ absl::StatusOr<Workload> ParseJobsCsv(absl::string_view text, const std::string&
   const int64_t cluster_gpus = int64_t{node_count} * gpus_per_node;
   std::vector<absl::string_view> header;
   ASSIGN_OR_RETURN(std::vector<Row> rows, SplitCsv(text, origin, "submit_time,", &header));
-  static constexpr absl::string_view kColumns[] = {"submit_time", "num_gpus", "duration",
-                                                  "tenant",      "priority", "nodes"};
-  if (header.size() < 3 || header.size() > 6 ||
+  static constexpr absl::string_view kColumns[] = {"submit_time", "num_gpus", "duration", "tenant",
+                                                  "priority",    "nodes",    "min_nodes"};
+  if (header.size() < 3 || header.size() > 7 ||
       !std::equal(header.begin(), header.end(), std::begin(kColumns))) {
     return absl::InvalidArgumentError(absl::StrCat(
-        origin, ": header must be submit_time,num_gpus,duration[,tenant,priority,nodes], got '",
+        origin, ": header must be submit_time,num_gpus,duration[,tenant,priority,nodes[,min_nodes]], got '",
         absl::StrJoin(header, ","), "'"));
   }
   for (const Row& row : rows) {
@@ -262,6 +262,10 @@ absl::StatusOr<Workload> ParseJobsCsv(absl::string_view text, const std::string&
     }
     job.nodes = static_cast<int>(nodes);
     job.gpus_per_node = static_cast<int>(gpus / nodes);
+    if (header.size() > 6) {  // 0 or `nodes`: fixed; between: elastic
+      ASSIGN_OR_RETURN(int64_t least, IntField(origin, row, 6, "min_nodes", 0, nodes));
+      job.min_nodes = static_cast<int>(least);
+    }
     w.jobs.push_back(std::move(job));
   }
   SortBySubmit(w);
@@ -275,10 +279,11 @@ absl::StatusOr<Workload> LoadJobsCsv(const std::string& path, int node_count, in
 
 absl::StatusOr<Workload> Synthetic(const SyntheticOptions& o) {
   if (o.nodes < 1 || o.nodes > 10'000 || o.gpus_per_node < 1 || o.gpus_per_node > kMaxGpusPerNode ||
-      o.jobs < 1 || o.jobs > kMaxJobs || !(o.load > 0) || o.tenants < 1) {
+      o.jobs < 1 || o.jobs > kMaxJobs || !(o.load > 0) || o.tenants < 1 || !(o.elastic_fraction >= 0) ||
+      o.elastic_fraction > 1) {
     return absl::InvalidArgumentError(
         "synthetic workload: need 1..10000 nodes, 1..64 GPUs per node, 1..5000000 jobs, load > 0, "
-        "tenants >= 1");
+        "tenants >= 1, elastic fraction in [0, 1]");
   }
   Workload w;
   w.name = "synthetic";
@@ -328,8 +333,19 @@ absl::StatusOr<Workload> Synthetic(const SyntheticOptions& o) {
     job.submit_s = static_cast<int64_t>(at);
     at += rng.Exponential(mean_gap_s);
   }
+  int elastic = 0;
+  if (o.elastic_fraction > 0) {
+    SimRandom pick(o.seed ^ 0x656c6173746963ULL);  // its own stream
+    for (SimJob& job : w.jobs) {
+      if (job.nodes > 1 && pick.Uniform() < o.elastic_fraction) {
+        job.min_nodes = std::max(1, job.nodes / 2);
+        ++elastic;
+      }
+    }
+  }
   w.notes.push_back(absl::StrCat(o.jobs, " jobs on ", o.nodes, " x ", o.gpus_per_node,
-                                 " GPUs, offered load ", o.load, ", seed ", o.seed));
+                                 " GPUs, offered load ", o.load, ", seed ", o.seed,
+                                 elastic > 0 ? absl::StrCat(", ", elastic, " elastic gangs") : ""));
   return w;
 }
 

@@ -27,8 +27,12 @@ struct SimJob {
   int64_t memory_mb_per_node = 0;
   std::string gpu_model;  // empty: any
   int64_t submit_s = 0;
-  int64_t duration_s = 1;  // run time when never interrupted
+  int64_t duration_s = 1;  // run time on all `nodes` when never interrupted
+  // Elastic (0 < min_nodes < nodes): runs on min_nodes..nodes nodes, its work
+  // (duration_s x nodes node-seconds) going as fast as the nodes it holds.
+  int min_nodes = 0;
   int total_gpus() const { return nodes * gpus_per_node; }
+  bool elastic() const { return min_nodes > 0 && min_nodes < nodes; }
 };
 
 struct Workload {
@@ -56,8 +60,10 @@ absl::StatusOr<Workload> LoadOpenb(const std::string& dir);
 absl::StatusOr<Workload> ParseOpenb(absl::string_view nodes_csv, absl::string_view pods_csv,
                                     const std::string& origin);
 
-// Generic jobs: a header, then `submit_time,num_gpus,duration[,tenant,priority,nodes]`
-// (seconds; num_gpus in total). Without `nodes`, a job of up to
+// Generic jobs: a header, then
+// `submit_time,num_gpus,duration[,tenant,priority,nodes[,min_nodes]]` (seconds;
+// num_gpus in total; min_nodes between 1 and nodes - 1 makes the job elastic,
+// 0 or nodes keeps it fixed). Without `nodes`, a job of up to
 // `gpus_per_node` GPUs takes one node and a larger one whole nodes (num_gpus
 // must then be a multiple); with it, num_gpus must divide evenly. Runs on
 // `node_count` uniform nodes.
@@ -73,6 +79,10 @@ struct SyntheticOptions {
   double load = 1.2;  // offered GPU-seconds / (cluster GPUs x arrival span)
   int tenants = 8;
   uint64_t seed = 1;
+  // This share of the multi-node gangs is elastic, down to half their nodes
+  // (drawn apart from the rest: the same seed gives the same jobs for any
+  // share).
+  double elastic_fraction = 0;
 };
 absl::StatusOr<Workload> Synthetic(const SyntheticOptions& options);
 
