@@ -58,7 +58,6 @@ struct LiveJob {
   int64_t remaining_s = 0;  // work left, from the last kept checkpoint: seconds on all its nodes
   int64_t preempted_at_s = 0;
   int size = 0;             // nodes held by the current attempt
-  bool growing = false;     // stopped to start again larger, not preempted
   // Wall seconds the current attempt needs for `remaining_s` on `size` nodes.
   int64_t WallLeft(const SimJob& job) const {
     return size >= job.nodes ? remaining_s : (remaining_s * job.nodes + size - 1) / size;
@@ -166,7 +165,6 @@ void Run::Apply(const sched::Decision& d) {
     live.phase = JobPhase::kRunning;
     live.attempt_start_s = now_;
     live.size = static_cast<int>(d.placement.size());
-    live.growing = false;
     JobOutcome& out = result_.jobs[index];
     if (out.first_start_s < 0) out.first_start_s = now_;
     busy_gpus_ += live.held_gpus(job);
@@ -191,7 +189,6 @@ void Run::Grow(int index) {
   // checkpoint, its GPUs back when its ranks have exited.
   ATHANOR_CHECK(scheduler_.MarkPreempting(job.id, clock_.Now() + std::chrono::seconds(o_.preempt_exit_s)).ok());
   live.phase = JobPhase::kPreempting;
-  live.growing = true;
   live.preempted_at_s = now_;
   ++result_.grows;
   ++result_.jobs[index].grows;
