@@ -8,11 +8,13 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
 #include "bench/sim/report.h"
 #include "bench/sim/simulator.h"
 #include "bench/sim/workload.h"
@@ -39,6 +41,29 @@ std::vector<int64_t> Jcts(const SimResult& r) {
   std::vector<int64_t> out;
   for (const JobOutcome& job : r.jobs) out.push_back(job.jct_s());
   return out;
+}
+
+// A fresh folder name under the test's temporary directory.
+std::filesystem::path TempPath(const std::string& name) {
+  const std::filesystem::path path =
+      std::filesystem::path(::testing::TempDir()) / (name + "-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(path);
+  return path;
+}
+
+// A run of `policy` from 0 to `end_s` on `gpus` GPUs with the given steps
+// and one job, finished at `finish_s` (-1: never).
+SimResult PlotRun(const std::string& policy, int64_t end_s, int64_t gpus, std::vector<Step> steps,
+                  int64_t finish_s) {
+  SimResult r;
+  r.policy = policy;
+  r.end_s = end_s;
+  r.total_gpus = gpus;
+  r.steps = std::move(steps);
+  JobOutcome job;
+  job.finish_s = finish_s;
+  r.jobs = {job};
+  return r;
 }
 
 // Options that make the arithmetic exact: no exit delay, no minimum run time,
@@ -189,21 +214,10 @@ TEST(SimTest, LasPreemptsAJobForOrderOnlyOnce) {
 // --plots DIR makes the folder, writes each policy's data and draws the PNGs
 // with gnuplot (installed by scripts/install-test-tools).
 TEST(SimTest, PlotsGoIntoAFolderItMakes) {
-  const std::filesystem::path top = std::filesystem::path(::testing::TempDir()) /
-                                    ("sim-plots-" + std::to_string(::getpid()));
+  const std::filesystem::path top = TempPath("sim-plots");
   const std::filesystem::path dir = top / "nested";
-  std::filesystem::remove_all(top);
-  SimResult r;
-  r.policy = "fifo";
-  r.start_s = 0;
-  r.end_s = 36000;
-  r.total_gpus = 2;
   // One of two GPUs busy throughout, three jobs pending until 1800.
-  r.steps = {{0, 1, 3}, {1800, 1, 0}};
-  JobOutcome job;
-  job.finish_s = 1800;
-  r.jobs = {job};
-  absl::Status written = WritePlots(dir.string(), {r});
+  absl::Status written = WritePlots(dir.string(), {PlotRun("fifo", 36000, 2, {{0, 1, 3}, {1800, 1, 0}}, 1800)});
   ASSERT_TRUE(written.ok()) << written;
   auto read = [&](const char* name) {
     std::ifstream in(dir / name);
@@ -227,15 +241,8 @@ TEST(SimTest, PlotsGoIntoAFolderItMakes) {
 // A policy under which no job finished has no JCT curve; with none at all
 // there is no jct.png (gnuplot refuses an empty plot).
 TEST(SimTest, PlotsWithoutFinishedJobsLeaveOutTheJctCurve) {
-  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) /
-                                    ("sim-nojct-" + std::to_string(::getpid()));
-  SimResult r;
-  r.policy = "fifo";
-  r.end_s = 600;
-  r.total_gpus = 1;
-  r.steps = {{0, 1, 1}};
-  r.jobs = {JobOutcome{}};  // never finished
-  absl::Status written = WritePlots(dir.string(), {r});
+  const std::filesystem::path dir = TempPath("sim-nojct");
+  absl::Status written = WritePlots(dir.string(), {PlotRun("fifo", 600, 1, {{0, 1, 1}}, -1)});
   ASSERT_TRUE(written.ok()) << written;
   EXPECT_TRUE(std::filesystem::exists(dir / "queue.png"));
   EXPECT_FALSE(std::filesystem::exists(dir / "jct.png"));
@@ -249,17 +256,8 @@ TEST(SimTest, PlotsWithoutFinishedJobsLeaveOutTheJctCurve) {
 // edge rounds (304 s in 300 bins: t / width put 253 x width in bin 252,
 // and the rest of the step was dropped).
 TEST(SimTest, PlotTimelineBinsCoverEveryStep) {
-  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) /
-                                    ("sim-bins-" + std::to_string(::getpid()));
-  SimResult r;
-  r.policy = "las";
-  r.end_s = 304;
-  r.total_gpus = 1;
-  r.steps = {{0, 1, 1}};
-  JobOutcome job;
-  job.finish_s = 304;
-  r.jobs = {job};
-  absl::Status written = WritePlots(dir.string(), {r});
+  const std::filesystem::path dir = TempPath("sim-bins");
+  absl::Status written = WritePlots(dir.string(), {PlotRun("las", 304, 1, {{0, 1, 1}}, 304)});
   ASSERT_TRUE(written.ok()) << written;
   std::ifstream in(dir / "timeline-las.dat");
   std::string line;
@@ -274,15 +272,21 @@ TEST(SimTest, PlotTimelineBinsCoverEveryStep) {
 }
 
 // Two 1-GPU nodes. B (one node, 100 s) and the elastic E (1 to 2 nodes,
-// 1000 s on both) at 0: E starts on the one node B leaves, at half speed.
-// At its checkpoint at 100, as B ends, it could use both: it is stopped
-// there (nothing lost: the checkpoint has just committed) and starts again
-// on both, with 950 s of work left at full speed.
-TEST(SimTest, AnElasticJobStartsSmallAndGrowsAtItsCheckpoint) {
+// 1000 s on both) at 0.
+Workload TwoNodesAndAnElasticJob() {
   Workload w;
   w.nodes = UniformNodes(2, 1);
   w.jobs = {Job("B", 0, 1, 100), Job("E", 0, 2, 1000)};
   w.jobs[1].min_nodes = 1;
+  return w;
+}
+
+// E starts on the one node B leaves, at half speed.
+// At its checkpoint at 100, as B ends, it could use both: it is stopped
+// there (nothing lost: the checkpoint has just committed) and starts again
+// on both, with 950 s of work left at full speed.
+TEST(SimTest, AnElasticJobStartsSmallAndGrowsAtItsCheckpoint) {
+  Workload w = TwoNodesAndAnElasticJob();
   for (const char* policy : {"fifo", "fifo-backfill", "default", "las"}) {
     SCOPED_TRACE(policy);
     auto r = Simulate(w, Policy(policy), Exact());
@@ -306,10 +310,7 @@ TEST(SimTest, AnElasticJobStartsSmallAndGrowsAtItsCheckpoint) {
 // With a 30 s stop the grow costs its GPU's 30 s: E exits at 130 and runs
 // 130-1080 on both nodes.
 TEST(SimTest, AGrowHoldsTheGpusUntilTheRanksHaveExited) {
-  Workload w;
-  w.nodes = UniformNodes(2, 1);
-  w.jobs = {Job("B", 0, 1, 100), Job("E", 0, 2, 1000)};
-  w.jobs[1].min_nodes = 1;
+  Workload w = TwoNodesAndAnElasticJob();
   SimOptions o = Exact();
   o.preempt_exit_s = 30;
   auto r = Simulate(w, Policy("fifo-backfill"), o);
@@ -388,6 +389,39 @@ TEST(SimTest, SyntheticIsHeavyTailed) {
   EXPECT_GT(single, 20'000 * 50 / 100);
   EXPECT_LT(large, 20'000 * 5 / 100);
   EXPECT_GT(large, 0);
+}
+
+// --elastic-fraction changes only min_nodes, of multi-node gangs only, to
+// half their nodes; the jobs are the same for any share.
+TEST(SimTest, SyntheticElasticShareTouchesOnlyGangsMinNodes) {
+  SyntheticOptions so;
+  so.jobs = 4000;
+  auto fixed = Synthetic(so);
+  so.elastic_fraction = 0.5;
+  auto half = Synthetic(so);
+  so.elastic_fraction = 1;
+  auto all = Synthetic(so);
+  ASSERT_TRUE(fixed.ok() && half.ok() && all.ok());
+  int gangs = 0, elastic_half = 0;
+  for (size_t i = 0; i < fixed->jobs.size(); ++i) {
+    const SimJob& f = fixed->jobs[i];
+    const SimJob& h = half->jobs[i];
+    const SimJob& a = all->jobs[i];
+    EXPECT_EQ(f.min_nodes, 0);
+    EXPECT_EQ(std::tie(h.id, h.submit_s, h.nodes, h.gpus_per_node, h.duration_s, h.tenant),
+              std::tie(f.id, f.submit_s, f.nodes, f.gpus_per_node, f.duration_s, f.tenant));
+    EXPECT_EQ(a.min_nodes, f.nodes > 1 ? f.nodes / 2 : 0) << f.id;
+    EXPECT_TRUE(h.min_nodes == 0 || h.min_nodes == f.nodes / 2) << f.id;
+    gangs += f.nodes > 1;
+    elastic_half += h.elastic();
+  }
+  EXPECT_EQ(fixed->notes, std::vector<std::string>{"4000 jobs on 256 x 8 GPUs, offered load 1.2, seed 1"});
+  EXPECT_EQ(all->notes.back(), absl::StrCat("4000 jobs on 256 x 8 GPUs, offered load 1.2, seed 1, ", gangs,
+                                            " elastic gangs"));
+  EXPECT_GT(elastic_half, gangs * 4 / 10);
+  EXPECT_LT(elastic_half, gangs * 6 / 10);
+  so.elastic_fraction = 1.5;
+  EXPECT_THAT(std::string(Synthetic(so).status().message()), HasSubstr("elastic fraction in [0, 1]"));
 }
 
 TEST(SimTest, CsvJobs) {

@@ -58,10 +58,9 @@ struct LiveJob {
   int64_t remaining_s = 0;  // work left, from the last kept checkpoint: seconds on all its nodes
   int64_t preempted_at_s = 0;
   int size = 0;             // nodes held by the current attempt
-  // Wall seconds the current attempt needs for `remaining_s` on `size` nodes.
-  int64_t WallLeft(const SimJob& job) const {
-    return size >= job.nodes ? remaining_s : (remaining_s * job.nodes + size - 1) / size;
-  }
+  // Wall seconds the current attempt needs for `remaining_s` on `size` nodes
+  // (rounded up; exactly remaining_s on all of them).
+  int64_t WallLeft(const SimJob& job) const { return (remaining_s * job.nodes + size - 1) / size; }
   int held_gpus(const SimJob& job) const { return size * job.gpus_per_node; }
 };
 
@@ -205,7 +204,7 @@ void Run::EndAttempt(int index, int64_t cut_s) {
   out.held_s += held;
   out.lost_gpu_s += static_cast<double>((held - kept) * live.held_gpus(job));
   // On fewer nodes than its size an elastic job did proportionally less.
-  live.remaining_s -= live.size >= job.nodes ? kept : kept * live.size / job.nodes;
+  live.remaining_s -= kept * live.size / job.nodes;
   live.phase = JobPhase::kPending;
   ++live.attempt;
   busy_gpus_ -= live.held_gpus(job);
