@@ -186,7 +186,7 @@ int Run(int argc, char** argv) {
   int64_t snapshot_max_bytes = kDefaultWorkdirMaxBytes;
   double billing_interval_s = 60;
   double max_heartbeats_per_s = 2000;
-  bool no_backfill = false, no_metrics = false, keep_head = false;
+  bool no_backfill = false, no_metrics = false, keep_head = false, strict_fair_share = false;
   std::string scheduling_policy = "default";
   std::string http_listen, chartjs_dir;
   std::string notebook_listen;
@@ -258,6 +258,10 @@ int Run(int argc, char** argv) {
       ("keep-head", po::bool_switch(&keep_head),
        "default policy: the job holding the reservation keeps it until it starts, rather than class "
        "and fair share choosing it afresh each pass (bounds the worst waits, costs mean JCT)")
+      ("strict-fair-share", po::bool_switch(&strict_fair_share),
+       "default policy: fair share orders every pending job, the one holding the reservation too "
+       "(a tenant above its share waits while others submit); without it jobs start in submit "
+       "order up to the first that cannot start, and fair share orders the jobs behind that one")
       ("idle-reclaim-grace-s", po::value(&idle_reclaim_grace_s)->default_value(60),
        "an idle interactive allocation is reclaimed this long after its warning")
       ("idle-cpu-fraction", po::value(&idle_cpu_fraction)->default_value(0.01, "0.01"),
@@ -357,6 +361,7 @@ int Run(int argc, char** argv) {
   options.age_limit = Seconds(age_limit_s);
   options.backfill = !no_backfill;
   options.keep_head = keep_head;
+  options.strict_fair_share = strict_fair_share;
   options.las_recall_after = Seconds(las_recall_after_s);
   const std::optional<sched::SchedulingPolicy> policy =
       sched::ParseSchedulingPolicy(scheduling_policy);

@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
   int las_max_order = athanor::sched::LasOptions{}.max_order_preemptions;
   double las_recall_s = std::chrono::duration<double>(athanor::sched::LasOptions{}.recall_after).count();
   int64_t age_s = std::chrono::duration_cast<std::chrono::seconds>(athanor::sched::SchedulerOptions{}.age_limit).count();
-  bool json = false, list_starved = false, keep_head = false;
+  bool json = false, list_starved = false, keep_head = false, strict_fair_share = false;
   athanor::sim::StarvationRule starvation;
   po::options_description desc("athanor-sim");
   desc.add_options()
@@ -125,6 +125,9 @@ int main(int argc, char** argv) {
       ("keep-head", po::bool_switch(&keep_head),
        "default policy: the job holding the reservation keeps it until it starts (as the coordinator's "
        "--keep-head)")
+      ("strict-fair-share", po::bool_switch(&strict_fair_share),
+       "default policy: fair share orders every pending job, the head too (as the coordinator's "
+       "--strict-fair-share)")
       ("starvation-run-fraction", po::value(&starvation.run_fraction)->default_value(0),
        "also floor the fifo delay a job is compared with at this fraction of its run time (0: only at 60 s)")
       ("json", po::bool_switch(&json), "print one JSON object instead of the table")
@@ -188,6 +191,7 @@ int main(int argc, char** argv) {
   base.las.recall_after = athanor::Seconds(las_recall_s);
   base.age_limit = athanor::Seconds(age_s);
   base.keep_head = keep_head;
+  base.strict_fair_share = strict_fair_share;
   std::vector<SimResult> results;
   for (const PolicyRun& policy : ComparedPolicies(base)) {
     auto result = Simulate(*workload, policy, sim);
@@ -212,7 +216,8 @@ int main(int argc, char** argv) {
           {"las_thresholds_gpu_s", *las_thresholds}, {"las_checkpoint_window_s", las_window_s},
           {"las_max_order_preemptions", las_max_order}, {"las_recall_after_s", las_recall_s},
           {"age_limit_s", age_s},
-          {"keep_head", keep_head}, {"starvation_run_fraction", starvation.run_fraction}}},
+          {"keep_head", keep_head}, {"strict_fair_share", strict_fair_share},
+          {"starvation_run_fraction", starvation.run_fraction}}},
         {"policies", athanor::sim::ToJson(rows)},
         {"goal", Goal(rows)}};
     if (list_starved) {

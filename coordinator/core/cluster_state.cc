@@ -16,6 +16,7 @@ sched::SchedulerOptions SchedOptions(const StateOptions& o) {
   s.min_run_time = o.min_run_time;
   s.age_limit = o.age_limit;
   s.keep_head = o.keep_head;
+  s.strict_fair_share = o.strict_fair_share;
   s.las.recall_after = o.las_recall_after;
   return s;
 }

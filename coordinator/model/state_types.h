@@ -37,6 +37,7 @@ struct StateOptions {
   sched::SchedulingPolicy scheduling_policy = sched::SchedulingPolicy::kDefault;  // --scheduling-policy
   Duration age_limit = sched::SchedulerOptions{}.age_limit;  // --age-limit-s; zero: no ageing
   bool keep_head = sched::SchedulerOptions{}.keep_head;        // --keep-head
+  bool strict_fair_share = sched::SchedulerOptions{}.strict_fair_share;  // --strict-fair-share
   Duration las_recall_after = sched::LasOptions{}.recall_after;  // --las-recall-after-s; zero: never
   std::map<std::string, int32_t> quotas;  // tenant -> GPUs (--quota); the store's win
   Duration idle_reclaim_grace = Seconds(60);  // idle warning -> reclaim

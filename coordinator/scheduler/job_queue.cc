@@ -6,11 +6,13 @@ void JobQueue::Add(const JobRequest& job, TimePoint queued_at) {
   if (classes_[job.priority][job.tenant][ShapeOf(job)].emplace(job.submit_seq, job.id).second) {
     ++size_;
     by_wait_.emplace(queued_at, job.submit_seq, job.id);
+    by_submit_.emplace(-job.priority, job.submit_seq, job.id);
   }
 }
 
 void JobQueue::Remove(const JobRequest& job, TimePoint queued_at) {
   by_wait_.erase({queued_at, job.submit_seq, job.id});
+  by_submit_.erase({-job.priority, job.submit_seq, job.id});
   auto cls = classes_.find(job.priority);
   if (cls == classes_.end()) return;
   auto tenant = cls->second.find(job.tenant);

@@ -8,7 +8,8 @@
 //
 // It also keeps every pending job by when it last became pending, oldest
 // first, so a pass finds the jobs waiting past SchedulerOptions::age_limit
-// at the cost of how many there are.
+// at the cost of how many there are, and by class and submit order, so the
+// default policy finds each class's oldest jobs (its head) without a sort.
 //
 // Threading: none; confined to the owning Scheduler's caller.
 #pragma once
@@ -32,12 +33,15 @@ class JobQueue {
   using PriorityClass = std::map<std::string, TenantQueue>;  // by tenant
   using Classes = std::map<int, PriorityClass, std::greater<int>>;
   using ByWait = std::set<std::tuple<TimePoint, uint64_t, JobId>>;  // (queued_at, submit_seq, id)
+  using BySubmit = std::set<std::tuple<int, uint64_t, JobId>>;      // (-priority, submit_seq, id)
 
   // `queued_at`: when the job last became pending; Remove takes the same.
   void Add(const JobRequest& job, TimePoint queued_at);
   void Remove(const JobRequest& job, TimePoint queued_at);
   const Classes& classes() const { return classes_; }
   const ByWait& by_wait() const { return by_wait_; }
+  // Every pending job, highest class first, then in submit order.
+  const BySubmit& by_submit() const { return by_submit_; }
   size_t size() const { return size_; }
   // Pending jobs of `tenant`, over every class and shape.
   size_t TenantSize(const std::string& tenant) const;
@@ -47,6 +51,7 @@ class JobQueue {
  private:
   Classes classes_;
   ByWait by_wait_;
+  BySubmit by_submit_;
   size_t size_ = 0;
 };
 

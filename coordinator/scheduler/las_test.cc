@@ -340,10 +340,11 @@ TEST_F(OrderTest, AJobWaitingPastTheAgeLimitGoesAheadOfHigherClasses) {
   }
 }
 
-// The default policy's fair share serves the tenant using least first, so a
-// busy tenant's job could wait for ever; past the age limit it goes first.
+// Strict fair share serves the tenant using least first, so a busy
+// tenant's job could wait for ever; past the age limit it goes first.
 TEST_F(OrderTest, DefaultPutsAJobWaitingPastTheAgeLimitAheadOfFairShare) {
   SchedulerOptions o = Options(SchedulingPolicy::kDefault);
+  o.strict_fair_share = true;
   o.age_limit = seconds(3600);
   sched_ = std::make_unique<Scheduler>(&clock_, o);
   ASSERT_TRUE(sched_->AddNode(MakeNode("n1", 2)).ok());
@@ -364,14 +365,15 @@ TEST_F(OrderTest, DefaultPutsAJobWaitingPastTheAgeLimitAheadOfFairShare) {
   EXPECT_EQ(d[0].job, "a-wait");
 }
 
-// Fair share would hand the head's place to another tenant's job as soon as
-// that tenant uses less; with keep_head the default keeps the head, so its
-// reserved GPUs do not drain for one gang and then go to another. Without
-// it (the default), the place moves.
+// Strict fair share would hand the head's place to another tenant's job as
+// soon as that tenant uses less; with keep_head the default keeps the head,
+// so its reserved GPUs do not drain for one gang and then go to another.
+// Without it, the place moves.
 TEST_F(OrderTest, DefaultHeadKeepsItsPlaceWhileFairShareShifts) {
   for (bool keep : {true, false}) {
     SCOPED_TRACE(keep ? "keep_head" : "no keep_head");
     SchedulerOptions o = Options(SchedulingPolicy::kDefault);
+    o.strict_fair_share = true;
     o.keep_head = keep;
     sched_ = std::make_unique<Scheduler>(&clock_, o);
     ASSERT_TRUE(sched_->AddNode(MakeNode("n1", 4)).ok());

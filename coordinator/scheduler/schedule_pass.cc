@@ -87,7 +87,18 @@ void SchedulePass::VisitLastHead() {
 }
 
 void SchedulePass::RunFairShare() {
+  auto oldest = s_.queue.by_submit().begin();
   for (const auto& [priority, tenants] : s_.queue.classes()) {
+    // Unless fair share is strict, the class's jobs start in submit order up
+    // to the first that cannot start, the head, as under FIFO with backfill:
+    // no job waits for GPUs behind newer ones. Fair share orders the jobs
+    // behind the head, which start only where they cannot delay it.
+    for (; !options_.strict_fair_share && oldest != s_.queue.by_submit().end() &&
+           -std::get<0>(*oldest) == priority && !head_found_;
+         ++oldest) {
+      QueuedJob& job = s_.jobs.at(std::get<2>(*oldest));
+      if (job.reason.pass != s_.pass_id && !Dead(ShapeOf(job.req))) Visit(job);
+    }
     struct ShapeCursor {
       const ShapeKey* shape;
       JobQueue::ShapeQueue::const_iterator it, end;
@@ -124,7 +135,8 @@ void SchedulePass::RunFairShare() {
       if (next == nullptr) break;
       QueuedJob& job = s_.jobs.at(next->front->it->second);
       ++next->front->it;
-      if (!Aged(job) && &job != kept_head_) Visit(job);  // those were visited first
+      // Aged, kept and the oldest jobs were visited first.
+      if (job.reason.pass != s_.pass_id) Visit(job);
     }
   }
 }

@@ -34,7 +34,8 @@ class SchedulePass {
   // kDefault: the last pass's head, before the policy's order, while it is
   // pending and of the highest pending class (SchedulerOptions::keep_head).
   void VisitLastHead();
-  // The default policy's order: classes, then fair share between tenants.
+  // The default policy's order: classes, then (unless strict_fair_share)
+  // submit order up to the head, then fair share between tenants.
   void RunFairShare();
   // kFifo and kLas: every pending job sorted once by the policy's key.
   void RunOrdered();

@@ -95,7 +95,15 @@ TEST_F(PolicyTest, AvoidedNodesAreLeftOutOfPlacementAndExplained) {
   EXPECT_TRUE(absl::IsFailedPrecondition(sched_.SetAvoidNodes("j", {})));
 }
 
-TEST_F(PolicyTest, FairShareFavoursTheTenantUsingLess) {
+class StrictFairShareTest : public PolicyTest {
+ protected:
+  StrictFairShareTest() : PolicyTest(SchedulerOptions{.strict_fair_share = true}) {}
+};
+
+// Strict fair share orders every job: the later job of the tenant using
+// nothing goes first. Without it the jobs start in submit order up to the
+// head, so the older job starts.
+TEST_F(StrictFairShareTest, FairShareFavoursTheTenantUsingLess) {
   Add(MakeNode("a", 4));
   Add(MakeNode("b", 4));
   StartAlone(MakeJob("A1", 1, 4, "A"), {"a:0,1,2,3"});
@@ -105,6 +113,46 @@ TEST_F(PolicyTest, FairShareFavoursTheTenantUsingLess) {
   ASSERT_EQ(d.size(), 1u);
   EXPECT_EQ(d[0].job, "B1");
   EXPECT_EQ(Where(d[0]), std::vector<std::string>{"b:0,1,2,3"});
+}
+
+TEST_F(PolicyTest, JobsStartInSubmitOrderUpToTheHead) {
+  Add(MakeNode("a", 4));
+  Add(MakeNode("b", 4));
+  StartAlone(MakeJob("A1", 1, 4, "A"), {"a:0,1,2,3"});
+  Submit(MakeJob("A2", 1, 4, "A"));
+  Submit(MakeJob("B1", 1, 4, "B"));
+  auto d = sched_.Schedule();
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].job, "A2");
+  EXPECT_EQ(Where(d[0]), std::vector<std::string>{"b:0,1,2,3"});
+  EXPECT_EQ(Reasons("B1")[1], "holds the reservation; starts at an unknown time (running jobs declare no time limit)");
+}
+
+// The head is the class's oldest job that cannot start, whatever its
+// tenant uses (strict: the job of the tenant using least); behind it fair
+// share decides who gets the GPUs the head cannot use, in both.
+TEST_F(PolicyTest, TheOldestBlockedJobHoldsTheReservationAndFairShareOrdersTheRest) {
+  for (bool strict : {false, true}) {
+    SCOPED_TRACE(strict ? "strict fair share" : "submit order up to the head");
+    Scheduler sched(&clock_, SchedulerOptions{.strict_fair_share = strict});
+    for (const NodeSpec& node : {MakeNode("a", 4), MakeNode("b", 4), MakeNode("c", 2)}) {
+      ASSERT_TRUE(sched.AddNode(node).ok());
+    }
+    ASSERT_TRUE(sched.Submit(MakeJob("A0", 1, 4, "A")).ok());
+    ASSERT_TRUE(sched.Submit(MakeJob("A1", 1, 4, "A")).ok());
+    ASSERT_EQ(sched.Schedule().size(), 2u);  // on a and b: tenant A uses 8 GPUs
+    for (const char* id : {"A-big", "B-big"}) ASSERT_TRUE(sched.Submit(MakeJob(id, 1, 4, id[0] == 'A' ? "A" : "B")).ok());
+    ASSERT_TRUE(sched.Submit(MakeJob("A-small", 1, 2, "A")).ok());
+    ASSERT_TRUE(sched.Submit(MakeJob("B-small", 1, 2, "B")).ok());
+    auto d = sched.Schedule();
+    ASSERT_EQ(d.size(), 1u);
+    EXPECT_EQ(d[0].job, "B-small");
+    EXPECT_EQ(Where(d[0]), std::vector<std::string>{"c:0,1"});
+    const JobId head = strict ? "B-big" : "A-big";
+    EXPECT_EQ(sched.view().job(head)->reason.code, PendingReason::Code::kHoldsReservation);
+    EXPECT_EQ(sched.view().last_pass().head, head);
+    EXPECT_EQ(sched.view().job("A-small")->reason.code, PendingReason::Code::kNoFree);
+  }
 }
 
 TEST_F(PolicyTest, QuotaIsAHardLimitAndExplained) {
@@ -273,7 +321,7 @@ TEST_F(PolicyTest, UnknownReservationHoldsFreedGpusForTheGang) {
   EXPECT_EQ(Where(d[0]), std::vector<std::string>{"b:2,3"});
 }
 
-TEST_F(PolicyTest, ShareWeightsSkewFairShare) {
+TEST_F(StrictFairShareTest, ShareWeightsSkewFairShare) {
   Add(MakeNode("a", 8));
   sched_.SetTenant("big", -1, 4);
   StartAlone(MakeJob("b1", 1, 2, "big"), {"a:0,1"});

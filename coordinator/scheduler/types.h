@@ -158,6 +158,15 @@ struct SchedulerOptions {
   // Off by default: it bounds the worst waits but costs mean JCT
   // (docs/benchmarks.md, "Scheduler quality: athanor-sim").
   bool keep_head = false;
+  // Default policy: how far fair share orders a class. Off (the default):
+  // jobs start in submit order up to the first that cannot start, which
+  // is the head and gets the reservation, and fair share between tenants
+  // orders the jobs behind it, which start only where they cannot delay
+  // it; so no job waits for GPUs behind newer ones, and a tenant below its
+  // share gets the GPUs the head cannot use first. On: fair share orders
+  // every job, the head too, so a tenant above its share waits as long as
+  // others keep submitting, up to age_limit.
+  bool strict_fair_share = false;
   Duration default_grace = kDefaultGrace;  // preemption grace when a job names none
   Duration min_run_time = kDefaultMinRunTime;  // before a job may be preempted
   int exact_preemption_limit = 16;       // candidates searched exhaustively; greedy above
