@@ -256,8 +256,9 @@ int Run(int argc, char** argv) {
        "las: a job preempted for order, or whose node went down, takes GPUs back after waiting this "
        "long from jobs of its class started since (0: never)")
       ("keep-head", po::bool_switch(&keep_head),
-       "default policy: the job holding the reservation keeps it until it starts, rather than class "
-       "and fair share choosing it afresh each pass (bounds the worst waits, costs mean JCT)")
+       "default policy with --strict-fair-share: the job holding the reservation keeps it until it "
+       "starts, rather than class and fair share choosing it afresh each pass (bounds the worst "
+       "waits, costs mean JCT)")
       ("strict-fair-share", po::bool_switch(&strict_fair_share),
        "default policy: fair share orders every pending job, the one holding the reservation too "
        "(a tenant above its share waits while others submit); without it jobs start in submit "

@@ -64,6 +64,9 @@ int main(int argc, char** argv) {
       ("scale-min-pending", po::value<int>()->default_value(0),
        "time only the scaled run's passes that start with at least this many jobs waiting")
       ("json", po::bool_switch(), "print one JSON object instead of the table")
+      ("strict-fair-share", po::bool_switch(),
+       "fair share orders every pending job, the head too (the coordinator's --strict-fair-share), "
+       "in both runs")
       ("metrics-ab", po::value<int>()->default_value(0),
        "instead: time N coordinator passes with metrics off and on (observer_ab.h) on --scale-nodes nodes")
       ("metrics-ab-pending", po::value<int>()->default_value(2000), "pending jobs in the metrics A/B");
@@ -96,6 +99,7 @@ int main(int argc, char** argv) {
   athanor::sched::SchedulerOptions backfill_on;
   athanor::sched::SchedulerOptions backfill_off;
   backfill_off.backfill = false;
+  backfill_on.strict_fair_share = backfill_off.strict_fair_share = vars["strict-fair-share"].as<bool>();
   // (label, json key, result); each workload with backfill, then the baseline.
   std::vector<std::tuple<std::string, std::string, ReplayResult>> rows;
   auto run_pair = [&](const std::string& label, const std::string& key,

@@ -123,8 +123,8 @@ int main(int argc, char** argv) {
       ("age-limit-s", po::value(&age_s)->default_value(age_s),
        "default and LAS: a job pending this long goes ahead of every class and tenant (0: never)")
       ("keep-head", po::bool_switch(&keep_head),
-       "default policy: the job holding the reservation keeps it until it starts (as the coordinator's "
-       "--keep-head)")
+       "default policy with --strict-fair-share: the job holding the reservation keeps it until it "
+       "starts (as the coordinator's --keep-head)")
       ("strict-fair-share", po::bool_switch(&strict_fair_share),
        "default policy: fair share orders every pending job, the head too (as the coordinator's "
        "--strict-fair-share)")

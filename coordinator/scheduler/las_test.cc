@@ -403,6 +403,7 @@ TEST_F(OrderTest, DefaultHeadKeepsItsPlaceWhileFairShareShifts) {
 // A kept head gives way to a job of a higher class, as the order would.
 TEST_F(OrderTest, DefaultKeptHeadGivesWayToAHigherClass) {
   SchedulerOptions o = Options(SchedulingPolicy::kDefault);
+  o.strict_fair_share = true;
   o.keep_head = true;
   sched_ = std::make_unique<Scheduler>(&clock_, o);
   ASSERT_TRUE(sched_->AddNode(MakeNode("n1", 4)).ok());
@@ -419,6 +420,25 @@ TEST_F(OrderTest, DefaultKeptHeadGivesWayToAHigherClass) {
   auto d = sched_->Schedule();
   ASSERT_EQ(d.size(), 1u);
   EXPECT_EQ(d[0].job, "high");
+}
+
+// Without strict fair share the head is the oldest job that cannot start,
+// and keep_head keeps nothing: a requeued older job goes first.
+TEST_F(OrderTest, DefaultKeepsNoHeadWithoutStrictFairShare) {
+  SchedulerOptions o = Options(SchedulingPolicy::kDefault);
+  o.keep_head = true;
+  sched_ = std::make_unique<Scheduler>(&clock_, o);
+  ASSERT_TRUE(sched_->AddNode(MakeNode("n1", 4)).ok());
+  ASSERT_TRUE(sched_->Submit(MakeJob("old", 1, 4, "a")).ok());
+  ASSERT_EQ(sched_->Schedule().size(), 1u);
+  ASSERT_TRUE(sched_->Submit(MakeJob("young", 1, 4, "b")).ok());
+  EXPECT_TRUE(sched_->Schedule().empty());
+  EXPECT_EQ(sched_->view().last_pass().head, "young");
+  ASSERT_TRUE(sched_->OnJobExited("old", /*requeue=*/true).ok());  // failed, restarts left
+  auto d = sched_->Schedule();
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].job, "old");
+  EXPECT_EQ(sched_->view().last_pass().head, "young");
 }
 
 // Under LAS no job of the head's class borrows its reserved GPUs: a borrower

@@ -73,7 +73,10 @@ void SchedulePass::VisitAged() {
 }
 
 void SchedulePass::VisitLastHead() {
-  if (!options_.keep_head || options_.policy != SchedulingPolicy::kDefault || head_found_) return;
+  if (!options_.keep_head || !options_.strict_fair_share || options_.policy != SchedulingPolicy::kDefault ||
+      head_found_) {
+    return;
+  }
   auto it = s_.jobs.find(s_.last_pass.head);
   if (it == s_.jobs.end()) return;
   QueuedJob& job = it->second;

@@ -31,8 +31,9 @@ class SchedulePass {
   bool Aged(const QueuedJob& job) const;
   // The aged jobs, longest waiting first, ahead of any policy's order.
   void VisitAged();
-  // kDefault: the last pass's head, before the policy's order, while it is
-  // pending and of the highest pending class (SchedulerOptions::keep_head).
+  // kDefault with strict fair share: the last pass's head, before the
+  // policy's order, while it is pending and of the highest pending class
+  // (SchedulerOptions::keep_head).
   void VisitLastHead();
   // The default policy's order: classes, then (unless strict_fair_share)
   // submit order up to the head, then fair share between tenants.

@@ -149,14 +149,17 @@ struct SchedulerOptions {
   // only what its own class may. Zero: no ageing.
   Duration age_limit = std::chrono::hours(12);
   bool backfill = true;                  // off: strict order
-  // Default policy: the last pass's head is visited first again, so it
-  // keeps the reservation until it starts, rather than fair share handing
-  // the place to another tenant's job as usage shifts (the reserved nodes
-  // would drain for one gang, then another). It gives way to a pending job
-  // of a higher class, to aged jobs, and when it is held or over quota.
-  // kLas keeps its own order: a new job goes ahead of one with service.
-  // Off by default: it bounds the worst waits but costs mean JCT
-  // (docs/benchmarks.md, "Scheduler quality: athanor-sim").
+  // Default policy with strict_fair_share: the last pass's head is visited
+  // first again, so it keeps the reservation until it starts, rather than
+  // fair share handing the place to another tenant's job as usage shifts
+  // (the reserved nodes would drain for one gang, then another). It gives
+  // way to a pending job of a higher class, to aged jobs, and when it is
+  // held or over quota. Without strict fair share the head is the oldest
+  // job that cannot start, which changes only as jobs start or an older
+  // one is requeued, so there is nothing to keep. kLas keeps its own
+  // order: a new job goes ahead of one with service. Off by default: it
+  // bounds the worst waits but costs mean JCT (docs/benchmarks.md,
+  // "Scheduler quality: athanor-sim").
   bool keep_head = false;
   // Default policy: how far fair share orders a class. Off (the default):
   // jobs start in submit order up to the first that cannot start, which
