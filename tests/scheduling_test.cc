@@ -127,8 +127,11 @@ TEST_F(SchedulingTest, DrainMovesJobOffNodeAndPreemptRequeuesIt) {
   EXPECT_TRUE(WaitState(id, rpc::JOB_CANCELLED));
 }
 
+// With --strict-fair-share, tenant "other" (using nothing) goes first, so its
+// later job C holds the reservation B then waits behind; by default B, the
+// older, would start as soon as its quota allowed.
 TEST_F(SchedulingTest, WhyExplainsQuotaFitAndReservationAndUsageIsExact) {
-  Start({"--quota", "team=2"});
+  Start({"--quota", "team=2", "--strict-fair-share"});
   CliResult r = cluster_->Cli({"quota"});
   EXPECT_EQ(r.out, "TENANT  QUOTA GPUS  GPUS IN USE\nteam    2           0\n");
   std::string a = Submit({"--tenant", "team", "--nodes", "1", "--gpus-per-node", "2"}, Victim(100));
@@ -186,6 +189,32 @@ TEST_F(SchedulingTest, WhyExplainsQuotaFitAndReservationAndUsageIsExact) {
   EXPECT_EQ(cluster_->Cli({"quota"}).out, "TENANT  QUOTA GPUS  GPUS IN USE\nteam    4           2\n");
   EXPECT_EQ(cluster_->Cli({"cancel", b}).exit_code, 0);
   EXPECT_TRUE(WaitState(b, rpc::JOB_CANCELLED));
+}
+
+// The same queue under the default: B, submitted before C, starts once its
+// quota allows, though its tenant uses more; C keeps the reservation.
+TEST_F(SchedulingTest, TheOlderJobStartsFirstOnceItsQuotaAllows) {
+  Start({"--quota", "team=2"});
+  std::string a = Submit({"--tenant", "team", "--nodes", "1", "--gpus-per-node", "2"}, Victim(100));
+  ASSERT_TRUE(WaitRunning(a, 1));
+  std::string b = Submit({"--tenant", "team", "--nodes", "1", "--gpus-per-node", "2"}, Victim(100));
+  std::string c = Submit({"--tenant", "other", "--nodes", "2", "--gpus-per-node", "2"}, Victim(100));
+  ASSERT_TRUE(LocalCluster::WaitFor([&] {
+    return cluster_->Cli({"why", c}).out.find("reservation") != std::string::npos;
+  }));
+  EXPECT_EQ(cluster_->Cli({"why", b}).out,
+            "job " + b + ": PENDING\n  - quota: tenant team uses 2 of 2 GPUs; the job needs 2\n"
+            "  - position 1 of 2 in the queue\n");
+  EXPECT_EQ(cluster_->Cli({"quota", "set", "team", "4"}).exit_code, 0);
+  ASSERT_TRUE(WaitRunning(b, 1)) << cluster_->Cli({"why", b}).out;
+  EXPECT_EQ(cluster_->Cli({"why", c}).out,
+            "job " + c + ": PENDING\n"
+            "  - no node fits: needs 2 nodes with 2 free GPUs each; 0 nodes have them free\n"
+            "  - holds the reservation; starts at an unknown time (running jobs declare no "
+            "time limit)\n"
+            "  - position 1 of 1 in the queue\n");
+  for (const std::string& id : {a, b, c}) EXPECT_EQ(cluster_->Cli({"cancel", id}).exit_code, 0);
+  EXPECT_TRUE(WaitState(c, rpc::JOB_CANCELLED));
 }
 
 }  // namespace

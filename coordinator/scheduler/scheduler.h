@@ -5,9 +5,11 @@
 //
 // Policy, in the order a pass applies it:
 //   - the order of pending jobs, by SchedulerOptions::policy:
-//     kDefault: priority classes, higher first; inside a class the tenant
-//     furthest below its fair share (GPUs in use / share weight) goes next,
-//     FIFO by submit sequence within a tenant;
+//     kDefault: priority classes, higher first; inside a class, submit
+//     order up to the first job that cannot start (the head), then the
+//     tenant furthest below its fair share (GPUs in use / share weight)
+//     first, FIFO by submit sequence within a tenant (with
+//     SchedulerOptions::strict_fair_share, fair share from the first job);
 //     kFifo: submit sequence only (no classes, no fair share, and no job
 //     preempts another for its place in the order);
 //     kLas: priority classes, then least attained GPU time (las.h), then
@@ -20,7 +22,7 @@
 //     preemptible borrowers of its reservation at any age; it also gets a
 //     Reservation, and later jobs backfill only where they cannot delay it
 //     (off: strict order). While it waits for its victims to exit, no job
-//     borrows the GPUs they free. Under kDefault with
+//     borrows the GPUs they free. Under kDefault with strict fair share and
 //     SchedulerOptions::keep_head the head keeps that place on later passes
 //     until it starts, unless a higher class is pending, an aged job goes
 //     first, or it is held or over quota;
