@@ -7,6 +7,10 @@ void JobQueue::Add(const JobRequest& job, TimePoint queued_at) {
     ++size_;
     by_wait_.emplace(queued_at, job.submit_seq, job.id);
     by_submit_.emplace(-job.priority, job.submit_seq, job.id);
+    ShapeStats& stats = stats_[ShapeOf(job)];
+    ++stats.jobs;
+    stats.preemptible += job.preemptible;
+    if (job.time_limit > Duration::zero()) stats.limits.insert(job.time_limit);
   }
 }
 
@@ -19,7 +23,14 @@ void JobQueue::Remove(const JobRequest& job, TimePoint queued_at) {
   if (tenant == cls->second.end()) return;
   auto shape = tenant->second.find(ShapeOf(job));
   if (shape == tenant->second.end()) return;
-  if (shape->second.erase({job.submit_seq, job.id}) > 0) --size_;
+  if (shape->second.erase({job.submit_seq, job.id}) > 0) {
+    --size_;
+    // Added with the same request: a pending job's request does not change.
+    ShapeStats& stats = stats_.at(shape->first);
+    stats.preemptible -= job.preemptible;
+    if (auto limit = stats.limits.find(job.time_limit); limit != stats.limits.end()) stats.limits.erase(limit);
+    if (--stats.jobs == 0) stats_.erase(shape->first);
+  }
   if (shape->second.empty()) tenant->second.erase(shape);
   if (tenant->second.empty()) cls->second.erase(tenant);
   if (cls->second.empty()) classes_.erase(cls);

@@ -34,6 +34,13 @@ class JobQueue {
   using Classes = std::map<int, PriorityClass, std::greater<int>>;
   using ByWait = std::set<std::tuple<TimePoint, uint64_t, JobId>>;  // (queued_at, submit_seq, id)
   using BySubmit = std::set<std::tuple<int, uint64_t, JobId>>;      // (-priority, submit_seq, id)
+  // What backfill behind a reservation depends on, over the pending jobs of
+  // one shape (every class and tenant).
+  struct ShapeStats {
+    size_t jobs = 0;
+    size_t preemptible = 0;
+    std::multiset<Duration> limits;  // declared time limits > 0
+  };
 
   // `queued_at`: when the job last became pending; Remove takes the same.
   void Add(const JobRequest& job, TimePoint queued_at);
@@ -42,6 +49,11 @@ class JobQueue {
   const ByWait& by_wait() const { return by_wait_; }
   // Every pending job, highest class first, then in submit order.
   const BySubmit& by_submit() const { return by_submit_; }
+  // Null when no job of `shape` is pending.
+  const ShapeStats* stats(const ShapeKey& shape) const {
+    auto it = stats_.find(shape);
+    return it == stats_.end() ? nullptr : &it->second;
+  }
   size_t size() const { return size_; }
   // Pending jobs of `tenant`, over every class and shape.
   size_t TenantSize(const std::string& tenant) const;
@@ -52,6 +64,7 @@ class JobQueue {
   Classes classes_;
   ByWait by_wait_;
   BySubmit by_submit_;
+  std::map<ShapeKey, ShapeStats> stats_;
   size_t size_ = 0;
 };
 

@@ -52,7 +52,17 @@ bool SchedulePass::Dead(const ShapeKey& shape) const {
   // A shape that failed without caps cannot start any job this pass (free
   // resources only shrink): its jobs are skipped unvisited, and Why() works
   // their reason out when asked.
-  return failed_uncapped_.count(shape) > 0;
+  if (failed_uncapped_.count(shape) > 0) return true;
+  // Nor can one that failed within the reservation's slack (which only
+  // shrinks) when none of its jobs may place on everything free: none ends
+  // before the reservation (the shortest declared limit does not) and none
+  // may borrow (TryBackfill). Without this a pass would visit every such
+  // job while the head waits, 100,000 of them in a long queue.
+  if (!reservation_ || failed_capped_.count(shape) == 0) return false;
+  const JobQueue::ShapeStats* stats = s_.queue.stats(shape);
+  if (stats == nullptr) return false;
+  if (!stats->limits.empty() && reservation_->EndsBefore(now_, *stats->limits.begin())) return false;
+  return head_waits_preemption_ || stats->preemptible == 0;
 }
 
 bool SchedulePass::Aged(const QueuedJob& job) const {

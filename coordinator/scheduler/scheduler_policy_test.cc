@@ -321,6 +321,37 @@ TEST_F(PolicyTest, UnknownReservationHoldsFreedGpusForTheGang) {
   EXPECT_EQ(Where(d[0]), std::vector<std::string>{"b:2,3"});
 }
 
+// While the head waits for its victims, a shape that failed within the
+// reservation's slack is skipped whole, unless one of its jobs ends before
+// the reservation and may take what is free; Why() still says why.
+TEST_F(PolicyTest, JobsThatCanOnlyWaitBehindTheReservationAreNotVisited) {
+  Add(MakeNode("a", 4));
+  Add(MakeNode("b", 4));
+  JobRequest low = MakeJob("L", 1, 4);
+  low.preemptible = true;
+  StartAlone(low, {"a:0,1,2,3"});
+  clock_.Advance(seconds(300));  // past the minimum run time
+  Submit(MakeJob("H", 2, 4, "t", 1));
+  for (const char* id : {"S1", "S2", "S3", "S4", "S5"}) Submit(MakeJob(id, 1, 2));
+  auto d = sched_.Schedule();
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].kind, Decision::Kind::kPreempt);
+  EXPECT_EQ(d[0].job, "L");
+  EXPECT_EQ(sched_.view().last_pass().visited, 2u);  // H, then S1; S2-S5 skipped
+  for (const char* id : {"S1", "S3"}) {
+    EXPECT_EQ(Reasons(id)[0], "waiting behind the reservation for job H (starts in 60 s)") << id;
+  }
+  // A job of the same shape that ends before the reservation may use b.
+  JobRequest shorter = MakeJob("T", 1, 2);
+  shorter.time_limit = seconds(30);
+  Submit(shorter);
+  d = sched_.Schedule();
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].job, "T");
+  EXPECT_EQ(Where(d[0]), std::vector<std::string>{"b:0,1"});
+  EXPECT_EQ(sched_.view().last_pass().visited, 7u);
+}
+
 TEST_F(StrictFairShareTest, ShareWeightsSkewFairShare) {
   Add(MakeNode("a", 8));
   sched_.SetTenant("big", -1, 4);

@@ -65,6 +65,14 @@ PendingReason ReasonNow(const SchedulerState& s, const QueuedJob& job) {
   least.nodes = job.req.least_nodes();
   least.min_nodes = 0;
   PlacementResult placed = PlaceLive(s.membership, least, nullptr);
+  if (placed.ok() && s.last_pass.reservation) {
+    // It fits what is free, but the pass skipped its shape: it could start
+    // only on what the head's reservation holds.
+    r.code = PendingReason::Code::kBehindReservation;
+    r.finite = s.last_pass.reservation->finite;
+    r.when = s.last_pass.reservation->start;
+    return r;
+  }
   r.code = placed.ok() ? PendingReason::Code::kNotConsidered : PendingReason::Code::kNoFree;
   r.eligible = placed.eligible;
   return r;
