@@ -48,6 +48,23 @@ class SchedulingTest : public ::testing::Test {
   bool WaitState(const std::string& id, rpc::JobState state) {
     return LocalCluster::WaitFor([&] { return Job(id).state() == state; });
   }
+  // Tenant "team" (quota 2 GPUs) runs A on one 2-GPU node and queues B;
+  // then tenant "other" queues C, a gang of both nodes, which holds the
+  // reservation. Returns {A, B, C} once B is explained.
+  std::vector<std::string> QueueBehindQuota() {
+    std::string a = Submit({"--tenant", "team", "--nodes", "1", "--gpus-per-node", "2"}, Victim(100));
+    EXPECT_TRUE(WaitRunning(a, 1));
+    std::string b = Submit({"--tenant", "team", "--nodes", "1", "--gpus-per-node", "2"}, Victim(100));
+    std::string c = Submit({"--tenant", "other", "--nodes", "2", "--gpus-per-node", "2"}, Victim(100));
+    // Both wait; give the scheduler a pass after C's submission.
+    EXPECT_TRUE(LocalCluster::WaitFor([&] {
+      return cluster_->Cli({"why", c}).out.find("reservation") != std::string::npos;
+    }));
+    EXPECT_EQ(cluster_->Cli({"why", b}).out,
+              "job " + b + ": PENDING\n  - quota: tenant team uses 2 of 2 GPUs; the job needs 2\n"
+              "  - position 1 of 2 in the queue\n");
+    return {a, b, c};
+  }
   rpc::Node Node(const std::string& name) {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
@@ -134,17 +151,9 @@ TEST_F(SchedulingTest, WhyExplainsQuotaFitAndReservationAndUsageIsExact) {
   Start({"--quota", "team=2", "--strict-fair-share"});
   CliResult r = cluster_->Cli({"quota"});
   EXPECT_EQ(r.out, "TENANT  QUOTA GPUS  GPUS IN USE\nteam    2           0\n");
-  std::string a = Submit({"--tenant", "team", "--nodes", "1", "--gpus-per-node", "2"}, Victim(100));
-  ASSERT_TRUE(WaitRunning(a, 1));
-  std::string b = Submit({"--tenant", "team", "--nodes", "1", "--gpus-per-node", "2"}, Victim(100));
-  std::string c = Submit({"--tenant", "other", "--nodes", "2", "--gpus-per-node", "2"}, Victim(100));
-  // Both wait; give the scheduler a pass after C's submission.
-  ASSERT_TRUE(LocalCluster::WaitFor([&] {
-    return cluster_->Cli({"why", c}).out.find("reservation") != std::string::npos;
-  }));
-  r = cluster_->Cli({"why", b});
-  EXPECT_EQ(r.out, "job " + b + ": PENDING\n  - quota: tenant team uses 2 of 2 GPUs; the job needs 2\n"
-                   "  - position 1 of 2 in the queue\n");
+  const std::vector<std::string> abc = QueueBehindQuota();
+  ASSERT_FALSE(HasFailure());
+  const std::string &a = abc[0], &b = abc[1], &c = abc[2];
   r = cluster_->Cli({"why", c});
   EXPECT_EQ(r.out, "job " + c + ": PENDING\n"
                    "  - no node fits: needs 2 nodes with 2 free GPUs each; 1 node has them free\n"
@@ -195,16 +204,9 @@ TEST_F(SchedulingTest, WhyExplainsQuotaFitAndReservationAndUsageIsExact) {
 // quota allows, though its tenant uses more; C keeps the reservation.
 TEST_F(SchedulingTest, TheOlderJobStartsFirstOnceItsQuotaAllows) {
   Start({"--quota", "team=2"});
-  std::string a = Submit({"--tenant", "team", "--nodes", "1", "--gpus-per-node", "2"}, Victim(100));
-  ASSERT_TRUE(WaitRunning(a, 1));
-  std::string b = Submit({"--tenant", "team", "--nodes", "1", "--gpus-per-node", "2"}, Victim(100));
-  std::string c = Submit({"--tenant", "other", "--nodes", "2", "--gpus-per-node", "2"}, Victim(100));
-  ASSERT_TRUE(LocalCluster::WaitFor([&] {
-    return cluster_->Cli({"why", c}).out.find("reservation") != std::string::npos;
-  }));
-  EXPECT_EQ(cluster_->Cli({"why", b}).out,
-            "job " + b + ": PENDING\n  - quota: tenant team uses 2 of 2 GPUs; the job needs 2\n"
-            "  - position 1 of 2 in the queue\n");
+  const std::vector<std::string> abc = QueueBehindQuota();
+  ASSERT_FALSE(HasFailure());
+  const std::string &a = abc[0], &b = abc[1], &c = abc[2];
   EXPECT_EQ(cluster_->Cli({"quota", "set", "team", "4"}).exit_code, 0);
   ASSERT_TRUE(WaitRunning(b, 1)) << cluster_->Cli({"why", b}).out;
   EXPECT_EQ(cluster_->Cli({"why", c}).out,

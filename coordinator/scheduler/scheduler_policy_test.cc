@@ -100,32 +100,27 @@ class StrictFairShareTest : public PolicyTest {
   StrictFairShareTest() : PolicyTest(SchedulerOptions{.strict_fair_share = true}) {}
 };
 
-// Strict fair share orders every job: the later job of the tenant using
-// nothing goes first. Without it the jobs start in submit order up to the
-// head, so the older job starts.
-TEST_F(StrictFairShareTest, FairShareFavoursTheTenantUsingLess) {
-  Add(MakeNode("a", 4));
-  Add(MakeNode("b", 4));
-  StartAlone(MakeJob("A1", 1, 4, "A"), {"a:0,1,2,3"});
-  Submit(MakeJob("A2", 1, 4, "A"));
-  Submit(MakeJob("B1", 1, 4, "B"));  // later, but tenant B uses nothing
-  auto d = sched_.Schedule();
-  ASSERT_EQ(d.size(), 1u);
-  EXPECT_EQ(d[0].job, "B1");
-  EXPECT_EQ(Where(d[0]), std::vector<std::string>{"b:0,1,2,3"});
-}
-
-TEST_F(PolicyTest, JobsStartInSubmitOrderUpToTheHead) {
-  Add(MakeNode("a", 4));
-  Add(MakeNode("b", 4));
-  StartAlone(MakeJob("A1", 1, 4, "A"), {"a:0,1,2,3"});
-  Submit(MakeJob("A2", 1, 4, "A"));
-  Submit(MakeJob("B1", 1, 4, "B"));
-  auto d = sched_.Schedule();
-  ASSERT_EQ(d.size(), 1u);
-  EXPECT_EQ(d[0].job, "A2");
-  EXPECT_EQ(Where(d[0]), std::vector<std::string>{"b:0,1,2,3"});
-  EXPECT_EQ(Reasons("B1")[1], "holds the reservation; starts at an unknown time (running jobs declare no time limit)");
+// Jobs start in submit order up to the head: the older job starts though its
+// tenant uses more. Strict fair share orders every job: the later job of the
+// tenant using nothing goes first, and the older one holds the reservation.
+TEST_F(PolicyTest, TheOlderJobStartsFirstUnlessFairShareIsStrict) {
+  for (bool strict : {false, true}) {
+    SCOPED_TRACE(strict ? "strict fair share" : "submit order up to the head");
+    Scheduler sched(&clock_, SchedulerOptions{.strict_fair_share = strict});
+    ASSERT_TRUE(sched.AddNode(MakeNode("a", 4)).ok());
+    ASSERT_TRUE(sched.AddNode(MakeNode("b", 4)).ok());
+    ASSERT_TRUE(sched.Submit(MakeJob("A1", 1, 4, "A")).ok());
+    ASSERT_EQ(sched.Schedule().size(), 1u);
+    ASSERT_TRUE(sched.Submit(MakeJob("A2", 1, 4, "A")).ok());
+    ASSERT_TRUE(sched.Submit(MakeJob("B1", 1, 4, "B")).ok());  // later, but tenant B uses nothing
+    auto d = sched.Schedule();
+    ASSERT_EQ(d.size(), 1u);
+    EXPECT_EQ(d[0].job, strict ? "B1" : "A2");
+    EXPECT_EQ(Where(d[0]), std::vector<std::string>{"b:0,1,2,3"});
+    auto why = sched.view().Why(strict ? "A2" : "B1");
+    ASSERT_TRUE(why.ok());
+    EXPECT_EQ(why->reasons[1], "holds the reservation; starts at an unknown time (running jobs declare no time limit)");
+  }
 }
 
 // The head is the class's oldest job that cannot start, whatever its
@@ -141,7 +136,8 @@ TEST_F(PolicyTest, TheOldestBlockedJobHoldsTheReservationAndFairShareOrdersTheRe
     ASSERT_TRUE(sched.Submit(MakeJob("A0", 1, 4, "A")).ok());
     ASSERT_TRUE(sched.Submit(MakeJob("A1", 1, 4, "A")).ok());
     ASSERT_EQ(sched.Schedule().size(), 2u);  // on a and b: tenant A uses 8 GPUs
-    for (const char* id : {"A-big", "B-big"}) ASSERT_TRUE(sched.Submit(MakeJob(id, 1, 4, id[0] == 'A' ? "A" : "B")).ok());
+    ASSERT_TRUE(sched.Submit(MakeJob("A-big", 1, 4, "A")).ok());
+    ASSERT_TRUE(sched.Submit(MakeJob("B-big", 1, 4, "B")).ok());
     ASSERT_TRUE(sched.Submit(MakeJob("A-small", 1, 2, "A")).ok());
     ASSERT_TRUE(sched.Submit(MakeJob("B-small", 1, 2, "B")).ok());
     auto d = sched.Schedule();
