@@ -95,7 +95,6 @@ void SchedulePass::VisitLastHead() {
       job.req.priority < s_.queue.classes().begin()->first) {
     return;
   }
-  kept_head_ = &job;
   Visit(job);
 }
 

@@ -76,7 +76,6 @@ class SchedulePass {
   std::optional<Reservation> reservation_;
   std::vector<JobId> started_;
   size_t visited_ = 0;  // pending jobs looked at
-  const QueuedJob* kept_head_ = nullptr;  // visited by VisitLastHead
   std::map<ShapeKey, int> failed_uncapped_;  // -> eligible node count
   std::map<ShapeKey, int> failed_capped_;
 };
