@@ -127,6 +127,8 @@ int main(int argc, char** argv) {
                   {"skipped_cpu_only", trace->skipped_cpu_only},
                   {"skipped_unscheduled", trace->skipped_unscheduled},
                   {"fractional_rounded_up", trace->rounded_fractional}};
+  out["options"] = {{"strict_fair_share", backfill_on.strict_fair_share},
+                    {"scale_min_pending", vars["scale-min-pending"].as<int>()}};
   if (scale_nodes > 0) {
     out["scaled_workload"] = {{"nodes", scale_nodes}, {"jobs", scaled.jobs.size()}};
   }

@@ -4,7 +4,8 @@
 // (docs/benchmarks.md, "Scheduler quality: athanor-sim")
 //
 //   athanor-sim [--traces DIR | --csv FILE] [--nodes N] [--jobs N] [--load L]
-//               [--seed S] [--checkpoint-interval-s S] [--mtbf-s S] [--json] [--plots DIR]
+//               [--seed S] [--checkpoint-interval-s S] [--mtbf-s S]
+//               [--monthly-gpu-h H [--credit-tenants A,B]] [--json] [--plots DIR]
 #include <chrono>
 #include <cstdint>
 #include <iostream>
@@ -15,6 +16,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "bench/sim/report.h"
 #include "bench/sim/simulator.h"
@@ -73,7 +75,7 @@ nlohmann::json Goal(const std::vector<PolicySummary>& rows) {
 
 int main(int argc, char** argv) {
   namespace po = athanor::po;
-  std::string traces, csv, plots, thresholds;
+  std::string traces, csv, plots, thresholds, credit_tenants;
   SyntheticOptions synth;
   SimOptions sim;
   double compress = 1, keep_nodes = 1, min_run_time_s = 300, las_window_s = 300;
@@ -107,6 +109,11 @@ int main(int argc, char** argv) {
       ("preempt-exit-s", po::value(&sim.preempt_exit_s)->default_value(sim.preempt_exit_s),
        "a preempted job releases its GPUs this long after the decision")
       ("tick-s", po::value(&sim.tick_s)->default_value(sim.tick_s), "a pass at least this often while jobs wait")
+      ("monthly-gpu-h", po::value(&sim.monthly_gpu_h)->default_value(0),
+       "each tenant with a plan gets this many GPU-hours at the start of each month; out of them, its "
+       "jobs are held and its running attempts stopped until the next month (0: no plans)")
+      ("credit-tenants", po::value(&credit_tenants),
+       "with --monthly-gpu-h: the tenants with a plan, comma-separated (default: every tenant)")
       ("limit-factor", po::value(&sim.limit_factor)->default_value(sim.limit_factor),
        "each job declares a time limit of this times its run time (0: none; backfill uses it)")
       ("min-run-time-s", po::value(&min_run_time_s)->default_value(min_run_time_s),
@@ -168,6 +175,17 @@ int main(int argc, char** argv) {
                  "--las-max-order-preemptions, --las-recall-after-s and --age-limit-s >= 0\n";
     return 2;
   }
+  if (!(sim.monthly_gpu_h >= 0) || sim.monthly_gpu_h > 1e9) {
+    std::cerr << "athanor-sim: --monthly-gpu-h must be in [0, 1e9]\n";
+    return 2;
+  }
+  if (!credit_tenants.empty() && !(sim.monthly_gpu_h > 0)) {
+    std::cerr << "athanor-sim: --credit-tenants needs --monthly-gpu-h\n";
+    return 2;
+  }
+  for (absl::string_view tenant : absl::StrSplit(credit_tenants, ',', absl::SkipEmpty())) {
+    sim.credit_tenants.emplace_back(tenant);
+  }
   auto las_thresholds = ParseThresholds(thresholds);
   if (!las_thresholds.ok()) {
     std::cerr << "athanor-sim: " << las_thresholds.status().message() << "\n";
@@ -213,6 +231,7 @@ int main(int argc, char** argv) {
          {{"seed", sim.seed}, {"checkpoint_interval_s", sim.checkpoint_interval_s}, {"mtbf_s", sim.mtbf_s},
           {"repair_s", sim.repair_s}, {"preempt_exit_s", sim.preempt_exit_s}, {"tick_s", sim.tick_s},
           {"limit_factor", sim.limit_factor}, {"min_run_time_s", min_run_time_s},
+          {"monthly_gpu_h", sim.monthly_gpu_h}, {"credit_tenants", sim.credit_tenants},
           {"las_thresholds_gpu_s", *las_thresholds}, {"las_checkpoint_window_s", las_window_s},
           {"las_max_order_preemptions", las_max_order}, {"las_recall_after_s", las_recall_s},
           {"age_limit_s", age_s},
@@ -231,7 +250,13 @@ int main(int argc, char** argv) {
               << workload->nodes.size() << " nodes, " << workload->total_gpus() << " GPUs\n";
     for (const std::string& note : workload->notes) std::cout << "  " << note << "\n";
     std::cout << "checkpoint every " << sim.checkpoint_interval_s << " s, node MTBF "
-              << (sim.mtbf_s > 0 ? absl::StrCat(sim.mtbf_s, " s") : "none") << ", seed " << sim.seed
+              << (sim.mtbf_s > 0 ? absl::StrCat(sim.mtbf_s, " s") : "none")
+              << (sim.monthly_gpu_h > 0
+                      ? absl::StrCat(", ", sim.monthly_gpu_h, " GPU-h a month for ",
+                                     sim.credit_tenants.empty() ? std::string("every tenant")
+                                                                : absl::StrJoin(sim.credit_tenants, ","))
+                      : std::string())
+              << ", seed " << sim.seed
               << "; x_fifo, starved and worst_q are against fifo (no backfill)\n\n";
     athanor::sim::PrintTable(std::cout, rows);
     std::cout << "\ngoal (las <= 0.5x fifo's mean JCT, default <= 0.7x, utilisation no lower, no job "

@@ -59,6 +59,7 @@ PolicySummary Summarise(const SimResult& r, const SimResult& baseline, const Sta
       continue;
     }
     ++s.finished;
+    s.credit_held_h += static_cast<double>(job.credit_held_s) / 3600;
     run.push_back(static_cast<double>(job.run_s));
     jct.push_back(static_cast<double>(job.jct_s()));
     queued.push_back(static_cast<double>(job.queued_s()));
@@ -96,6 +97,8 @@ PolicySummary Summarise(const SimResult& r, const SimResult& baseline, const Sta
   s.lost_gpu_h = lost / 3600;
   s.preemptions = r.preemptions;
   s.grows = r.grows;
+  s.credit_holds = r.credit_holds;
+  s.credit_stops = r.credit_stops;
   s.node_failures = r.node_failures;
   s.passes = static_cast<int>(r.pass_us.size());
   s.pass_mean_us = Mean(r.pass_us);
@@ -153,7 +156,9 @@ nlohmann::json StarvedToJson(const SimResult& r, const SimResult& baseline, cons
                    {"fifo_queued_s", baseline.jobs[row.index].queued_s()},
                    {"ratio", row.ratio},
                    {"preemptions", job.preemptions},
-                   {"failures", job.failures}});
+                   {"failures", job.failures},
+                   {"credit_stops", job.credit_stops},
+                   {"credit_held_s", job.credit_held_s}});
   }
   return out;
 }
@@ -194,6 +199,12 @@ void PrintTable(std::ostream& out, const std::vector<PolicySummary>& rows) {
     for (const PolicySummary& s : rows) out << " " << s.policy << " " << s.grows;
     out << "\n";
   }
+  if (std::any_of(rows.begin(), rows.end(), [](const PolicySummary& s) { return s.credit_holds > 0; })) {
+    out << "out of credit: tenants held / attempts stopped / job-hours held (not in the queueing delays)\n";
+    for (const PolicySummary& s : rows) {
+      out << absl::StrFormat("%-14s %5d / %5d / %9.1f\n", s.policy, s.credit_holds, s.credit_stops, s.credit_held_h);
+    }
+  }
   out << "starved jobs by cause: preempted at least once / in a lower class (never preempted) / other\n";
   for (const PolicySummary& s : rows) {
     out << absl::StrFormat("%-14s %5d / %5d / %5d\n", s.policy, s.starved_preempted, s.starved_lower_class,
@@ -224,6 +235,9 @@ nlohmann::json ToJson(const std::vector<PolicySummary>& rows) {
                         {"lost_gpu_hours", s.lost_gpu_h},
                         {"preemptions", s.preemptions},
                         {"grows", s.grows},
+                        {"credit_holds", s.credit_holds},
+                        {"credit_stops", s.credit_stops},
+                        {"credit_held_hours", s.credit_held_h},
                         {"node_failures", s.node_failures},
                         {"passes", s.passes},
                         {"pass_mean_us", s.pass_mean_us},

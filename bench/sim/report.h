@@ -44,6 +44,9 @@ struct PolicySummary {
   double lost_gpu_h = 0;        // preemptions and failures
   int preemptions = 0;
   int grows = 0;                // elastic jobs stopped to start again larger
+  int credit_holds = 0;         // times a tenant ran out of credit
+  int credit_stops = 0;         // attempts stopped for it
+  double credit_held_h = 0;     // job-hours pending while held for it (not in queued_*)
   int node_failures = 0;
   int passes = 0;
   double pass_mean_us = 0, pass_p99_us = 0;

@@ -188,7 +188,7 @@ TEST(SimTest, StarvationFloorsAndTheListOfStarvedJobs) {
   PrintStarved(out, las, fifo, StarvationRule{0.1});
   EXPECT_EQ(out.str(), "las: 0 starved\n");
   EXPECT_EQ(StarvedToJson(las, fifo).dump(),
-            R"([{"failures":0,"fifo_queued_s":0,"first_wait_s":0,"gpus":8,"job":0,"preemptions":1,"priority":0,)"
+            R"([{"credit_held_s":0,"credit_stops":0,"failures":0,"fifo_queued_s":0,"first_wait_s":0,"gpus":8,"job":0,"preemptions":1,"priority":0,)"
             R"("queued_s":200,"ratio":3.3333333333333335,"run_s":1000,"submit_s":0}])");
   EXPECT_EQ(StarvedToJson(las, fifo, StarvationRule{0.1}).dump(), "[]");
 }
@@ -344,6 +344,74 @@ TEST(SimTest, PreemptionLosesWorkSinceTheLastCheckpoint) {
   PolicySummary s = Summarise(*r, *r);
   EXPECT_DOUBLE_EQ(s.lost_gpu_h, 50.0 / 3600);
   EXPECT_DOUBLE_EQ(s.utilisation, 1.0);  // the GPU was never idle
+}
+
+// Credit, with billing's ledger: tenant a's plan grants 1 GPU-hour (1.00 at
+// 1.00 a GPU-hour) at the start of each month, the clock's seconds read as
+// Unix time (January 1970 has 31 days, February 28). b has no plan.
+TEST(SimTest, OutOfCreditStopsTheTenantUntilNextMonthsGrant) {
+  Workload w;
+  w.nodes = UniformNodes(1, 2);
+  w.jobs = {Job("A", 0, 1, 10000), Job("B", 0, 1, 5000)};
+  w.jobs[0].tenant = "a";
+  w.jobs[1].tenant = "b";
+  SimOptions o = Exact();
+  o.preempt_exit_s = 30;
+  o.monthly_gpu_h = 1;
+  o.credit_tenants = {"a"};
+  auto r = Simulate(w, Policy("fifo"), o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  // January: A runs from 0 and has used its hour at 3600 (a checkpoint then):
+  // stopped, it exits at 3630, charged to then: 1.008333, so -0.008333 left.
+  // February 1 (2,678,400): nothing of January's grant expires; the new one
+  // leaves 0.991667, which runs out 3571 s into the attempt (0.991944
+  // charged): stopped at 2,681,971, 71 s after its checkpoint at +3500, out
+  // at 2,682,001 (charged 3601 s: 1.000277). March 1 (5,097,600): 0.991390
+  // left; the last 2900 s cost 0.805555, and A ends at 5,100,500.
+  const JobOutcome& a = r->jobs[0];
+  EXPECT_EQ(a.finish_s, 5100500);
+  EXPECT_EQ(a.credit_stops, 2);
+  EXPECT_EQ(a.preemptions, 0);
+  EXPECT_EQ(a.held_s, 3630 + 3601 + 2900);
+  EXPECT_EQ(a.credit_held_s, (2678400 - 3630) + (5097600 - 2682001));
+  EXPECT_EQ(a.queued_s(), 0);  // held for credit is not queueing
+  EXPECT_EQ(a.lost_gpu_s, 30 + 101);
+  // B, without a plan, never waits.
+  EXPECT_EQ(r->jobs[1].finish_s, 5000);
+  EXPECT_EQ(r->jobs[1].credit_stops, 0);
+  EXPECT_EQ(r->credit_holds, 2);
+  EXPECT_EQ(r->credit_stops, 2);
+  PolicySummary s = Summarise(*r, *r);
+  EXPECT_EQ(s.credit_holds, 2);
+  EXPECT_EQ(s.credit_stops, 2);
+  EXPECT_DOUBLE_EQ(s.credit_held_h, static_cast<double>(a.credit_held_s) / 3600);
+  std::ostringstream table;
+  PrintTable(table, {s});
+  EXPECT_THAT(table.str(), HasSubstr("out of credit: tenants held / attempts stopped"));
+
+  // Without plans the same run never stops A.
+  o.monthly_gpu_h = 0;
+  o.credit_tenants.clear();
+  auto free = Simulate(w, Policy("fifo"), o);
+  ASSERT_TRUE(free.ok()) << free.status();
+  EXPECT_EQ(free->jobs[0].finish_s, 10000);
+  EXPECT_EQ(free->credit_holds, 0);
+  std::ostringstream plain;
+  PrintTable(plain, {Summarise(*free, *free)});
+  EXPECT_THAT(plain.str(), Not(HasSubstr("out of credit")));
+}
+
+TEST(SimTest, CreditForATenantWithoutJobsIsAnError) {
+  SimOptions o = Exact();
+  o.monthly_gpu_h = 1;
+  o.credit_tenants = {"nobody"};
+  auto r = Simulate(TwoNodesThreeJobs(), Policy("fifo"), o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "credit tenant 'nobody' has no jobs in the workload");
+  o.credit_tenants.clear();
+  o.monthly_gpu_h = -1;
+  EXPECT_EQ(Simulate(TwoNodesThreeJobs(), Policy("fifo"), o).status().message(),
+            "simulator: monthly GPU-hours must be in [0, 1e9]");
 }
 
 TEST(SimTest, SameSeedSameRun) {

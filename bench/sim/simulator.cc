@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <map>
 #include <queue>
 #include <set>
 #include <tuple>
@@ -11,6 +13,11 @@
 #include "bench/sim/sim_random.h"
 #include "common/clock.h"
 #include "common/logging.h"
+#include "coordinator/billing/bill.h"
+#include "coordinator/billing/calendar.h"
+#include "coordinator/billing/ledger.h"
+#include "coordinator/billing/meter.h"
+#include "coordinator/billing/price_book.h"
 #include "coordinator/scheduler/scheduler.h"
 
 namespace athanor::sim {
@@ -34,16 +41,22 @@ namespace {
 // counts what has not finished (a policy that never starts a job ends too).
 constexpr int64_t kHorizonS = 20LL * 365 * 86400;
 
+// What a GPU-hour costs when credit is modelled: 1.00.
+constexpr int64_t kGpuHourMicros = 1000000;
+
 // Events of one instant run in this order: GPUs come back before anything
-// else looks at them; the tick only makes sure a pass runs.
-enum class EventKind { kFinish, kPreemptExit, kNodeFail, kNodeRepair, kCheckpoint, kTick };
+// else looks at them (and are charged for); a month's grant before a credit
+// check; the tick only makes sure a pass runs.
+enum class EventKind {
+  kFinish, kPreemptExit, kNodeFail, kNodeRepair, kCheckpoint, kMonth, kCredit, kTick
+};
 
 struct Event {
   int64_t t_s;
   EventKind kind;
   uint64_t seq;  // insertion order: ties never depend on the heap
-  int index;     // job or node
-  int attempt;   // the job's attempt it belongs to
+  int index;     // job, node or credit tenant
+  int attempt;   // the job's attempt it belongs to; a credit check's generation
   bool operator>(const Event& o) const {
     return std::tie(t_s, kind, seq) > std::tie(o.t_s, o.kind, o.seq);
   }
@@ -57,11 +70,23 @@ struct LiveJob {
   int64_t attempt_start_s = 0;
   int64_t remaining_s = 0;  // work left, from the last kept checkpoint: seconds on all its nodes
   int64_t preempted_at_s = 0;
+  int64_t pending_since_s = 0;
   int size = 0;             // nodes held by the current attempt
   // Wall seconds the current attempt needs for `remaining_s` on `size` nodes
   // (rounded up; exactly remaining_s on all of them).
   int64_t WallLeft(const SimJob& job) const { return (remaining_s * job.nodes + size - 1) / size; }
   int held_gpus(const SimJob& job) const { return size * job.gpus_per_node; }
+};
+
+// A tenant with a plan (SimOptions::monthly_gpu_h).
+struct CreditTenant {
+  billing::Plan plan;
+  std::vector<int> jobs;   // its jobs, by workload index
+  std::set<int> holding;   // those whose attempt holds GPUs
+  int pending = 0;         // those pending
+  bool held = false;       // out of credit: jobs held, attempts stopped
+  int64_t held_since_s = 0;
+  int generation = 0;      // of the credit check queued last; earlier ones are void
 };
 
 class Run {
@@ -88,6 +113,30 @@ class Run {
   void EndAttempt(int index, int64_t cut_s);
   // Elastic job `index`, below its size, stops to start again larger.
   void Grow(int index);
+  // Job `index` is stopped as the coordinator stops it (its checkpoint is
+  // kept, its GPUs come back preempt_exit_s later).
+  void Stop(int index);
+  // ---- credit (SimOptions::monthly_gpu_h)
+  absl::Status SetUpCredit();
+  // Charges job `index`'s attempt for the GPUs it held up to `to_s`.
+  void Charge(int index, int64_t to_s);
+  // A month began: each plan's grant (and the expiry of the last one's rest).
+  void GrantMonth();
+  // Charges tenant `t`'s attempts up to now and acts on its level: out of
+  // credit, its jobs are held and its running attempts stopped; in credit
+  // again, the hold goes. Then queues the next check.
+  void CheckCredit(int t);
+  // Queues tenant `t`'s next check when what it has left runs out at the
+  // rate its attempts hold GPUs (at once when nothing is left).
+  void PlanCreditCheck(int t);
+  // Job `index`'s attempt took (`holds`) or gave back its GPUs.
+  void OnCreditHold(int index, bool holds);
+  void OnCreditPending(int index, int delta) {
+    if (credit_of_.empty() || credit_of_[index] < 0) return;
+    credit_[credit_of_[index]].pending += delta;
+  }
+  // Pending jobs of tenants out of credit: no pass can start them.
+  int64_t HeldPending() const;
   void ScheduleNextFailure();
   int64_t StrandedGpus() const;
 
@@ -108,6 +157,10 @@ class Run {
   size_t done_ = 0;
   bool tick_queued_ = false;
   std::set<int> down_;  // failed nodes, until repaired
+  coord::PriceBook book_;
+  coord::Ledger ledger_;
+  std::vector<CreditTenant> credit_;
+  std::vector<int> credit_of_;  // per job: its tenant in credit_, or -1 (empty: no credit)
 };
 
 void Run::AdvanceTo(int64_t t) {
@@ -151,7 +204,9 @@ absl::Status Run::Submit(int index) {
   if (!status.ok()) return status;  // a duplicate id: the workload is wrong
   live_[index].phase = JobPhase::kPending;
   live_[index].remaining_s = job.duration_s;
+  live_[index].pending_since_s = now_;
   pending_shares_.insert(job.gpus_per_node);
+  OnCreditPending(index, +1);
   return absl::OkStatus();
 }
 
@@ -171,6 +226,8 @@ void Run::Apply(const sched::Decision& d) {
     if (o_.checkpoint_interval_s > 0 && o_.checkpoint_interval_s < live.WallLeft(job)) {
       Push(now_ + o_.checkpoint_interval_s, EventKind::kCheckpoint, index, live.attempt);
     }
+    OnCreditPending(index, -1);
+    OnCreditHold(index, true);
     return;
   }
   // Preempted: it checkpoints nothing new; its GPUs come back at exit.
@@ -181,17 +238,21 @@ void Run::Apply(const sched::Decision& d) {
   live.preempted_at_s = now_;
 }
 
-void Run::Grow(int index) {
+void Run::Stop(int index) {
   LiveJob& live = live_[index];
   const SimJob& job = w_.jobs[index];
-  // As the coordinator resizes one: stopped right after a committed
-  // checkpoint, its GPUs back when its ranks have exited.
   ATHANOR_CHECK(scheduler_.MarkPreempting(job.id, clock_.Now() + std::chrono::seconds(o_.preempt_exit_s)).ok());
   live.phase = JobPhase::kPreempting;
   live.preempted_at_s = now_;
+  Push(now_ + o_.preempt_exit_s, EventKind::kPreemptExit, index, live.attempt);
+}
+
+void Run::Grow(int index) {
+  // As the coordinator resizes one: stopped right after a committed
+  // checkpoint, its GPUs back when its ranks have exited.
+  Stop(index);
   ++result_.grows;
   ++result_.jobs[index].grows;
-  Push(now_ + o_.preempt_exit_s, EventKind::kPreemptExit, index, live.attempt);
 }
 
 void Run::EndAttempt(int index, int64_t cut_s) {
@@ -205,10 +266,13 @@ void Run::EndAttempt(int index, int64_t cut_s) {
   out.lost_gpu_s += static_cast<double>((held - kept) * live.held_gpus(job));
   // On fewer nodes than its size an elastic job did proportionally less.
   live.remaining_s -= kept * live.size / job.nodes;
+  OnCreditHold(index, false);
   live.phase = JobPhase::kPending;
+  live.pending_since_s = now_;
   ++live.attempt;
   busy_gpus_ -= live.held_gpus(job);
   pending_shares_.insert(job.gpus_per_node);
+  OnCreditPending(index, +1);
   // The scheduler holds the job (it started it); an error here is a bug.
   ATHANOR_CHECK(scheduler_.OnJobExited(job.id, /*requeue=*/true).ok()) << job.id;
 }
@@ -239,6 +303,7 @@ void Run::HandleEvent(const Event& e) {
       JobOutcome& out = result_.jobs[e.index];
       out.held_s += now_ - live.attempt_start_s;
       out.finish_s = now_;
+      OnCreditHold(e.index, false);
       live.phase = JobPhase::kDone;
       ++done_;
       busy_gpus_ -= live.held_gpus(job);
@@ -264,10 +329,142 @@ void Run::HandleEvent(const Event& e) {
       down_.erase(e.index);
       ATHANOR_CHECK(scheduler_.SetNodeState(w_.nodes[e.index].name, sched::MemberState::kUp).ok());
       return;
+    case EventKind::kMonth:
+      return GrantMonth();
+    case EventKind::kCredit:
+      if (e.attempt == credit_[e.index].generation) CheckCredit(e.index);
+      return;
     case EventKind::kTick:
       tick_queued_ = false;
       return;
   }
+}
+
+absl::Status Run::SetUpCredit() {
+  if (!(o_.monthly_gpu_h > 0)) return absl::OkStatus();
+  billing::Price price;
+  price.set_gpu_model(coord::kDefaultPriceModel);
+  price.set_gpu_hour_micros(kGpuHourMicros);
+  if (absl::Status set = book_.Set(&price, now_ * 1000); !set.ok()) return set;
+  std::map<std::string, int> index_of;
+  for (const SimJob& job : w_.jobs) index_of.emplace(job.tenant, -1);
+  if (o_.credit_tenants.empty()) {
+    for (auto& [tenant, t] : index_of) t = 0;
+  } else {
+    for (const std::string& tenant : o_.credit_tenants) {
+      auto it = index_of.find(tenant);
+      if (it == index_of.end()) {
+        return absl::InvalidArgumentError(absl::StrCat("credit tenant '", tenant, "' has no jobs in the workload"));
+      }
+      it->second = 0;
+    }
+  }
+  for (auto& [tenant, t] : index_of) {
+    if (t < 0) continue;
+    t = static_cast<int>(credit_.size());
+    CreditTenant& c = credit_.emplace_back();
+    c.plan.set_tenant(tenant);
+    c.plan.set_monthly_allowance_micros(std::llround(o_.monthly_gpu_h * kGpuHourMicros));
+  }
+  credit_of_.assign(w_.jobs.size(), -1);
+  for (size_t i = 0; i < w_.jobs.size(); ++i) {
+    const int t = index_of.at(w_.jobs[i].tenant);
+    credit_of_[i] = t;
+    if (t >= 0) credit_[t].jobs.push_back(static_cast<int>(i));
+  }
+  return absl::OkStatus();
+}
+
+void Run::Charge(int index, int64_t to_s) {
+  const LiveJob& live = live_[index];
+  const SimJob& job = w_.jobs[index];
+  // Attempts are numbered from 1 in the ledger, as the coordinator's.
+  const int32_t attempt = live.attempt + 1;
+  coord::AttemptHold hold{job.tenant, job.id, attempt, {{job.gpu_model, live.held_gpus(job), 0, 0}}};
+  const int64_t from_ms = std::max(live.attempt_start_s * 1000, ledger_.MeteredUntil(job.id, attempt));
+  for (billing::LedgerEntry& e : coord::Accruals(ledger_, book_, hold, from_ms, to_s * 1000, to_s * 1000)) {
+    ledger_.Append(std::move(e));
+  }
+}
+
+void Run::GrantMonth() {
+  for (CreditTenant& c : credit_) {
+    for (int index : c.holding) Charge(index, now_);  // the old month's use first
+    for (billing::LedgerEntry& e : coord::AllowanceEntries(ledger_, c.plan, now_ * 1000)) {
+      ledger_.Append(std::move(e));
+    }
+  }
+  for (size_t t = 0; t < credit_.size(); ++t) CheckCredit(static_cast<int>(t));
+  Push(coord::NextMonthStartMs(now_ * 1000) / 1000, EventKind::kMonth, 0);
+}
+
+void Run::CheckCredit(int t) {
+  CreditTenant& c = credit_[t];
+  for (int index : c.holding) Charge(index, now_);
+  const std::string& tenant = c.plan.tenant();
+  const bool out = coord::LevelOf(ledger_, &c.plan, tenant) == coord::CreditLevel::kOut;
+  if (out && !c.held) {
+    c.held = true;
+    c.held_since_s = now_;
+    ++result_.credit_holds;
+    scheduler_.SetTenantHold(tenant, absl::StrCat("held: tenant ", tenant, " is out of credit"));
+    for (int index : c.holding) {
+      if (live_[index].phase != JobPhase::kRunning) continue;  // already on its way out
+      Stop(index);
+      ++result_.credit_stops;
+      ++result_.jobs[index].credit_stops;
+    }
+  } else if (!out && c.held) {
+    c.held = false;
+    for (int index : c.jobs) {
+      if (live_[index].phase != JobPhase::kPending) continue;
+      result_.jobs[index].credit_held_s += now_ - std::max(live_[index].pending_since_s, c.held_since_s);
+    }
+    scheduler_.SetTenantHold(tenant, "");
+  }
+  PlanCreditCheck(t);
+}
+
+void Run::PlanCreditCheck(int t) {
+  CreditTenant& c = credit_[t];
+  ++c.generation;  // an earlier plan is void
+  if (c.held) return;  // the next month's grant checks it
+  // What is left, less what its attempts have used since they were charged.
+  int64_t left = coord::Available(ledger_, &c.plan, c.plan.tenant());
+  int64_t gpus = 0;
+  for (int index : c.holding) {
+    const LiveJob& live = live_[index];
+    const SimJob& job = w_.jobs[index];
+    const int64_t from_ms = std::max(live.attempt_start_s * 1000, ledger_.MeteredUntil(job.id, live.attempt + 1));
+    left -= static_cast<int64_t>(static_cast<__int128>(live.held_gpus(job)) * (now_ * 1000 - from_ms) *
+                                 kGpuHourMicros / 3600000);
+    gpus += live.held_gpus(job);
+  }
+  if (left > 0 && gpus == 0) return;  // spends nothing
+  int64_t in_s = 0;
+  if (left > 0) {
+    const __int128 per_hour = static_cast<__int128>(gpus) * kGpuHourMicros;
+    in_s = std::max<int64_t>(1, static_cast<int64_t>((static_cast<__int128>(left) * 3600 + per_hour - 1) / per_hour));
+  }
+  Push(now_ + in_s, EventKind::kCredit, t, c.generation);
+}
+
+void Run::OnCreditHold(int index, bool holds) {
+  if (credit_of_.empty() || credit_of_[index] < 0) return;
+  const int t = credit_of_[index];
+  if (holds) {
+    credit_[t].holding.insert(index);
+  } else {
+    Charge(index, now_);  // to its release
+    credit_[t].holding.erase(index);
+  }
+  PlanCreditCheck(t);
+}
+
+int64_t Run::HeldPending() const {
+  int64_t held = 0;
+  for (const CreditTenant& c : credit_) held += c.held ? c.pending : 0;
+  return held;
 }
 
 void Run::ScheduleNextFailure() {
@@ -311,6 +508,8 @@ absl::StatusOr<SimResult> Run::Go() {
   now_ = result_.start_s = w_.jobs.front().submit_s;
   result_.last_submit_s = w_.jobs.back().submit_s;
   const int64_t horizon = w_.jobs.back().submit_s + kHorizonS;
+  if (absl::Status credit = SetUpCredit(); !credit.ok()) return credit;
+  if (!credit_.empty()) GrantMonth();
   ScheduleNextFailure();
   size_t next = 0;
   while (done_ < w_.jobs.size()) {
@@ -339,7 +538,7 @@ absl::StatusOr<SimResult> Run::Go() {
         result_.steps.back().pending != pending) {
       result_.steps.push_back({now_, busy_gpus_, pending});
     }
-    if (pending > 0 && !tick_queued_) {
+    if (pending > HeldPending() && !tick_queued_) {
       Push(now_ + o_.tick_s, EventKind::kTick, 0);
       tick_queued_ = true;
     }
@@ -357,6 +556,9 @@ absl::StatusOr<SimResult> Simulate(const Workload& workload, const PolicyRun& po
     return absl::InvalidArgumentError(
         "simulator: checkpoint interval, MTBF, exit delay and limit factor must be >= 0; repair and "
         "tick >= 1 s");
+  }
+  if (!(options.monthly_gpu_h >= 0) || options.monthly_gpu_h > 1e9) {
+    return absl::InvalidArgumentError("simulator: monthly GPU-hours must be in [0, 1e9]");
   }
   Run run(workload, policy, options);
   return run.Go();

@@ -17,7 +17,16 @@
 // (released preempt_exit_s later, nothing lost) and requeued to start again
 // larger; one that loses a node is requeued and restarts on what fits.
 // Every job is preemptible and declares a time limit of limit_factor x its
-// run time (0: none declared). Out-of-credit stops are not modelled.
+// run time (0: none declared). Out-of-credit stops, with billing's own
+// ledger (coordinator/billing/): a tenant with a plan gets monthly_gpu_h
+// GPU-hours at the start of each calendar month (the clock's seconds read as
+// Unix time; unused hours expire), is charged for the GPUs its attempts
+// hold, and once it has nothing left is stopped as the coordinator stops it
+// (ClusterBilling::Enforce): its pending jobs are held (Scheduler::
+// SetTenantHold) and its running attempts preempted (released
+// preempt_exit_s later, work since the last checkpoint lost), until the next
+// month's grant. The time a job waits held counts apart from its queueing
+// delay (JobOutcome::credit_held_s).
 //
 // Deterministic: the same workload, options and seed give the same
 // decisions and outcomes; only the measured pass times vary.
@@ -52,6 +61,10 @@ struct SimOptions {
   int64_t tick_s = 60;          // a pass at least this often while jobs wait
   double limit_factor = 2.0;    // declared time limit / run time; 0: none
   uint64_t seed = 1;            // node failures
+  // Credit: GPU-hours each plan grants per month (0: no plans, no stops),
+  // and the tenants with a plan (empty: every tenant of the workload).
+  double monthly_gpu_h = 0;
+  std::vector<std::string> credit_tenants;
 };
 
 struct JobOutcome {
@@ -65,9 +78,12 @@ struct JobOutcome {
   int preemptions = 0;
   int failures = 0;       // attempts ended by a node failure
   int grows = 0;          // elastic: attempts stopped to start again larger
+  int credit_stops = 0;   // attempts stopped because its tenant ran out of credit
+  int64_t credit_held_s = 0;  // pending while its tenant was out of credit
   double lost_gpu_s = 0;  // GPU-seconds held and not kept (since the last checkpoint)
   int64_t jct_s() const { return finish_s - submit_s; }
-  int64_t queued_s() const { return jct_s() - held_s; }  // pending, over all attempts
+  // Pending, over all attempts, but for the time its tenant was out of credit.
+  int64_t queued_s() const { return jct_s() - held_s - credit_held_s; }
 };
 
 // One change of the cluster's state: from t_s on, busy GPUs and pending jobs.
@@ -89,6 +105,8 @@ struct SimResult {
   double stranded_gpu_s = 0;     // free GPUs no waiting job's node share fits, integrated
   int preemptions = 0;
   int grows = 0;                 // elastic jobs stopped to grow
+  int credit_stops = 0;          // attempts stopped for want of credit
+  int credit_holds = 0;          // times a tenant ran out
   int node_failures = 0;
   int rejected = 0;              // Submit refused: never fits
   std::vector<double> pass_us;   // wall time of each pass

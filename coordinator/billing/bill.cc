@@ -33,6 +33,41 @@ CreditLevel LevelOf(const Ledger& ledger, const billing::Plan* plan, const std::
   return CreditLevel::kOk;
 }
 
+std::vector<billing::LedgerEntry> AllowanceEntries(const Ledger& ledger, const billing::Plan& plan,
+                                                   int64_t now_ms) {
+  const std::string& tenant = plan.tenant();
+  const std::string month = MonthOf(now_ms);
+  std::vector<billing::LedgerEntry> out;
+  if (plan.monthly_allowance_micros() <= 0 || ledger.HasMonthEntry(tenant, billing::GRANT, month)) {
+    return out;
+  }
+  // What each month granted and what was spent in it (refunds count in the
+  // month they were made).
+  std::map<std::string, int64_t> granted, spent;
+  for (const billing::LedgerEntry& e : ledger.entries()) {
+    if (e.tenant() != tenant) continue;
+    if (e.kind() == billing::GRANT) granted[e.note()] += e.amount_micros();
+    if (e.kind() == billing::ACCRUAL) spent[MonthOf(e.span_start_unix_ms())] -= e.amount_micros();
+    if (e.kind() == billing::REFUND) spent[MonthOf(e.created_unix_ms())] -= e.amount_micros();
+  }
+  for (const auto& [old, amount] : granted) {
+    if (old == month || ledger.HasMonthEntry(tenant, billing::EXPIRY, old)) continue;
+    billing::LedgerEntry& expiry = out.emplace_back();
+    expiry.set_tenant(tenant);
+    expiry.set_kind(billing::EXPIRY);
+    expiry.set_amount_micros(-std::max<int64_t>(0, amount - spent[old]));
+    expiry.set_created_unix_ms(now_ms);
+    expiry.set_note(old);
+  }
+  billing::LedgerEntry& grant = out.emplace_back();
+  grant.set_tenant(tenant);
+  grant.set_kind(billing::GRANT);
+  grant.set_amount_micros(plan.monthly_allowance_micros());
+  grant.set_created_unix_ms(now_ms);
+  grant.set_note(month);
+  return out;
+}
+
 billing::TenantBalance BalanceOf(const Ledger& ledger, const billing::Plan* plan,
                                  const std::string& tenant) {
   billing::TenantBalance b;

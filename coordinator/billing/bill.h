@@ -1,6 +1,7 @@
 // Bills and balances, read from the ledger: a tenant's month as line items
 // (per job, attempt, GPU model and price), the allowance used, the balance
-// and a daily spend series for the dashboard's chart.
+// and a daily spend series for the dashboard's chart; and the entries that
+// grant a plan's monthly allowance.
 //
 // Pure functions over the ledger, the price book and the plan.
 #pragma once
@@ -8,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "coordinator/billing/ledger.h"
 #include "coordinator/billing/price_book.h"
@@ -26,6 +28,14 @@ int64_t Available(const Ledger& ledger, const billing::Plan* plan, const std::st
 CreditLevel LevelOf(const Ledger& ledger, const billing::Plan* plan, const std::string& tenant);
 billing::TenantBalance BalanceOf(const Ledger& ledger, const billing::Plan* plan,
                                  const std::string& tenant);
+
+// The entries that open the allowance of `now_ms`'s month for `plan`'s
+// tenant: first an EXPIRY of each earlier month's grant not yet expired (its
+// unused rest), then the month's GRANT. Empty when the plan grants nothing
+// or the month's grant is already in the ledger. Not appended: the caller
+// appends them in order.
+std::vector<billing::LedgerEntry> AllowanceEntries(const Ledger& ledger, const billing::Plan& plan,
+                                                   int64_t now_ms);
 
 // `month` "YYYY-MM" (the caller validated it). `job_name` names a job id
 // (empty when unknown).

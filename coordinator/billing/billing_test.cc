@@ -228,4 +228,44 @@ TEST(BillTest, LinesPerAttemptModelAndPrice) {
 }
 
 }  // namespace
+TEST(BillTest, AllowanceGrantsOncePerMonthAndExpiresTheUnusedRest) {
+  PriceBook book;
+  billing::Price p = PriceOf("*", 1000000, kDec1);  // 1.00 per GPU-hour
+  ASSERT_TRUE(book.Set(&p, kDec1).ok());
+  billing::Plan plan;
+  plan.set_tenant("acme");
+  plan.set_monthly_allowance_micros(5000000);
+  Ledger ledger;
+  AppendAll(&ledger, AllowanceEntries(ledger, plan, kDec1 + 10));
+  ASSERT_EQ(ledger.entries().size(), 1u);
+  EXPECT_EQ(ledger.entries()[0].kind(), billing::GRANT);
+  EXPECT_EQ(ledger.entries()[0].note(), "2026-12");
+  EXPECT_EQ(ledger.entries()[0].created_unix_ms(), kDec1 + 10);
+  EXPECT_EQ(AllowanceEntries(ledger, plan, kDec1 + 20 * kHour).size(), 0u);  // once a month
+  // Two GPU-hours used in December: 3.00 of the grant expires in January.
+  AppendAll(&ledger, Accruals(ledger, book, Hold("1", 1, {{"H200", 2, 0, 0}}), kDec1,
+                              kDec1 + kHour, kDec1 + kHour));
+  const int64_t jan1 = kDec1 + 31LL * 24 * kHour;
+  std::vector<billing::LedgerEntry> january = AllowanceEntries(ledger, plan, jan1);
+  ASSERT_EQ(january.size(), 2u);
+  EXPECT_EQ(january[0].kind(), billing::EXPIRY);
+  EXPECT_EQ(january[0].note(), "2026-12");
+  EXPECT_EQ(january[0].amount_micros(), -3000000);
+  EXPECT_EQ(january[1].kind(), billing::GRANT);
+  EXPECT_EQ(january[1].note(), "2027-01");
+  EXPECT_EQ(january[1].amount_micros(), 5000000);
+  AppendAll(&ledger, january);
+  EXPECT_EQ(ledger.Balance("acme"), 5000000);
+  // An overspent month expires nothing; a plan without an allowance grants nothing.
+  AppendAll(&ledger, Accruals(ledger, book, Hold("2", 1, {{"H200", 7, 0, 0}}), jan1,
+                              jan1 + kHour, jan1 + kHour));
+  std::vector<billing::LedgerEntry> february =
+      AllowanceEntries(ledger, plan, jan1 + 31LL * 24 * kHour);
+  ASSERT_EQ(february.size(), 2u);
+  EXPECT_EQ(february[0].amount_micros(), 0);
+  EXPECT_EQ(february[1].amount_micros(), 5000000);
+  plan.set_monthly_allowance_micros(0);
+  EXPECT_EQ(AllowanceEntries(ledger, plan, jan1 + 31LL * 24 * kHour).size(), 0u);
+}
+
 }  // namespace athanor::coord

@@ -138,37 +138,8 @@ void TenantBilling::Release(const JobRecord& job, bool platform_fault) {
 
 void TenantBilling::GrantAllowances() {
   const int64_t now = NowMs();
-  const std::string month = MonthOf(now);
   for (const auto& [tenant, plan] : plans_) {
-    if (plan.monthly_allowance_micros() <= 0 ||
-        ledger_.HasMonthEntry(tenant, billing::GRANT, month)) {
-      continue;
-    }
-    // The unused rest of earlier months' grants expires first.
-    std::map<std::string, int64_t> granted, spent;
-    for (const billing::LedgerEntry& e : ledger_.entries()) {
-      if (e.tenant() != tenant) continue;
-      if (e.kind() == billing::GRANT) granted[e.note()] += e.amount_micros();
-      if (e.kind() == billing::ACCRUAL) spent[MonthOf(e.span_start_unix_ms())] -= e.amount_micros();
-      if (e.kind() == billing::REFUND) spent[MonthOf(e.created_unix_ms())] -= e.amount_micros();
-    }
-    for (const auto& [old, amount] : granted) {
-      if (old == month || ledger_.HasMonthEntry(tenant, billing::EXPIRY, old)) continue;
-      billing::LedgerEntry expiry;
-      expiry.set_tenant(tenant);
-      expiry.set_kind(billing::EXPIRY);
-      expiry.set_amount_micros(-std::max<int64_t>(0, amount - spent[old]));
-      expiry.set_created_unix_ms(now);
-      expiry.set_note(old);
-      Append(std::move(expiry));
-    }
-    billing::LedgerEntry grant;
-    grant.set_tenant(tenant);
-    grant.set_kind(billing::GRANT);
-    grant.set_amount_micros(plan.monthly_allowance_micros());
-    grant.set_created_unix_ms(now);
-    grant.set_note(month);
-    Append(std::move(grant));
+    for (billing::LedgerEntry& e : AllowanceEntries(ledger_, plan, now)) Append(std::move(e));
   }
 }
 
