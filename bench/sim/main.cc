@@ -265,7 +265,7 @@ int main(int argc, char** argv) {
               << "): " << Goal(rows).dump() << "\n";
     if (list_starved) {
       std::cout << "\nstarved jobs (first_h: until the first start; fifo_q_h: queued under fifo; ratio: queued over "
-                   "fifo's, floored)\n";
+                   "fifo's, floored; cstop, cheld_h: stopped and held for want of credit)\n";
       for (size_t i = 1; i < results.size(); ++i) {
         athanor::sim::PrintStarved(std::cout, results[i], results.front(), starvation);
       }

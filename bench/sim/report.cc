@@ -130,15 +130,17 @@ void PrintStarved(std::ostream& out, const SimResult& r, const SimResult& baseli
   const std::vector<StarvedJob> rows = StarvedJobs(r, baseline, rule);
   out << absl::StrFormat("%s: %d starved\n", r.policy, rows.size());
   if (rows.empty()) return;
-  out << absl::StrFormat("  %6s %5s %4s %9s %8s %8s %8s %8s %6s %5s %4s\n", "job", "gpus", "prio", "submit_h",
-                         "run_h", "first_h", "queued_h", "fifo_q_h", "ratio", "preem", "fail");
+  out << absl::StrFormat("  %6s %5s %4s %9s %8s %8s %8s %8s %6s %5s %4s %6s %8s\n", "job", "gpus", "prio",
+                         "submit_h", "run_h", "first_h", "queued_h", "fifo_q_h", "ratio", "preem", "fail", "cstop",
+                         "cheld_h");
   auto hours = [](int64_t s) { return static_cast<double>(s) / 3600; };
   for (const StarvedJob& row : rows) {
     const JobOutcome& job = r.jobs[row.index];
-    out << absl::StrFormat("  %6d %5d %4d %9.2f %8.2f %8.2f %8.2f %8.2f %6.1f %5d %4d\n", row.index, job.gpus,
-                           job.priority, hours(job.submit_s - r.start_s), hours(job.run_s),
+    out << absl::StrFormat("  %6d %5d %4d %9.2f %8.2f %8.2f %8.2f %8.2f %6.1f %5d %4d %6d %8.2f\n", row.index,
+                           job.gpus, job.priority, hours(job.submit_s - r.start_s), hours(job.run_s),
                            hours(job.first_start_s - job.submit_s), hours(job.queued_s()),
-                           hours(baseline.jobs[row.index].queued_s()), row.ratio, job.preemptions, job.failures);
+                           hours(baseline.jobs[row.index].queued_s()), row.ratio, job.preemptions, job.failures,
+                           job.credit_stops, hours(job.credit_held_s));
   }
 }
 

@@ -182,8 +182,8 @@ TEST(SimTest, StarvationFloorsAndTheListOfStarvedJobs) {
   PrintStarved(out, las, fifo);
   EXPECT_EQ(out.str(),
             "las: 1 starved\n"
-            "     job  gpus prio  submit_h    run_h  first_h queued_h fifo_q_h  ratio preem fail\n"
-            "       0     8    0      0.00     0.28     0.00     0.06     0.00    3.3     1    0\n");
+            "     job  gpus prio  submit_h    run_h  first_h queued_h fifo_q_h  ratio preem fail  cstop  cheld_h\n"
+            "       0     8    0      0.00     0.28     0.00     0.06     0.00    3.3     1    0      0     0.00\n");
   out.str("");
   PrintStarved(out, las, fifo, StarvationRule{0.1});
   EXPECT_EQ(out.str(), "las: 0 starved\n");
