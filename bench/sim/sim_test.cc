@@ -414,6 +414,20 @@ TEST(SimTest, CreditForATenantWithoutJobsIsAnError) {
             "simulator: monthly GPU-hours must be in [0, 1e9]");
 }
 
+TEST(SimTest, PassTimeOverWhatThePassLookedAt) {
+  SimResult r = PlotRun("fifo", 100, 8, {}, 100);
+  r.pass_us = {10, 30, 400};
+  r.pass_work = {1000, 3000, 2000};  // 10, 10 and 200 µs per 1,000
+  PolicySummary s = Summarise(r, r);
+  EXPECT_DOUBLE_EQ(s.pass_mean_us_per_k, (10.0 + 10 + 200) / 3);
+  EXPECT_DOUBLE_EQ(s.pass_p99_us_per_k, 200);
+  // A run records one entry per pass.
+  auto run = Simulate(TwoNodesThreeJobs(), Policy("fifo"), Exact());
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_EQ(run->pass_work.size(), run->pass_us.size());
+  EXPECT_EQ(run->pass_work.front(), 2 + 1);  // 2 nodes, A pending at 0
+}
+
 TEST(SimTest, SameSeedSameRun) {
   SyntheticOptions so;
   so.nodes = 16;

@@ -527,6 +527,7 @@ absl::StatusOr<SimResult> Run::Go() {
       absl::Status submitted = Submit(static_cast<int>(next));
       if (!submitted.ok()) return submitted;
     }
+    result_.pass_work.push_back(static_cast<int64_t>(w_.nodes.size() + pending_shares_.size()));
     const auto start = std::chrono::steady_clock::now();
     std::vector<sched::Decision> decisions = scheduler_.Schedule();
     result_.pass_us.push_back(
