@@ -151,7 +151,17 @@ Changes ClusterState::TakeChanges(std::set<std::string>* touched_nodes) {
   ChangeLog::Marks marks = log_.Take();
   Changes c;
   for (int64_t seq : marks.jobs) {
-    if (const JobRecord* job = jobs_.Find(std::to_string(seq))) c.jobs.push_back(*job);
+    JobRecord* job = jobs_.Mutable(std::to_string(seq));
+    if (job == nullptr) continue;
+    // The scheduler's marks go with the record: they change only with
+    // something that marks the job (a requeue, a start, a preemption).
+    const sched::QueuedJob* queued = sched_.view().job(job->id);
+    const sched::QueueMarks m = queued != nullptr ? queued->marks() : sched::QueueMarks{};
+    job->queued_at_unix = m.queued_at ? clock_.ToUnix(*m.queued_at) : 0;
+    job->order_preemptions = m.order_preemptions;
+    job->las_behind_seq = static_cast<int64_t>(m.las_behind_seq);
+    job->las_recalls = m.las_recalls;
+    c.jobs.push_back(*job);
   }
   for (const std::string& n : marks.nodes) {
     if (std::optional<NodeRecord> rec = nodes_.Get(n)) c.nodes.push_back(std::move(*rec));

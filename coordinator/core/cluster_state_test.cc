@@ -387,6 +387,44 @@ TEST_F(ClusterStateTest, IdempotencyKeyReturnsTheFirstJobAcrossARestart) {
   EXPECT_EQ(restarted.SubmitJob(spec, "key-2")->job_id, "5");
 }
 
+// A pending job's time waiting is taken with its record for the store and
+// given back on a restore (JobRecord::queued_at_unix): past the age limit
+// (12 h) it goes ahead of a higher class, counted from its submission, not
+// from the restart.
+TEST_F(ClusterStateTest, APendingJobKeepsItsTimeWaitingAcrossARestart) {
+  ASSERT_EQ(state_.SubmitJob(Spec(1, 2))->job_id, "1");  // one node each, running
+  ASSERT_EQ(state_.SubmitJob(Spec(1, 2))->job_id, "2");
+  ASSERT_EQ(state_.SubmitJob(Spec(1, 2))->job_id, "3");  // pending, class 0
+  const std::string first_node = state_.jobs().Find("1")->allocation[0].node;
+  ASSERT_EQ(state_.jobs().Find("3")->state, JobState::kPending);
+  const double submitted = clock_.UnixSeconds();
+  clock_.Advance(Seconds(12 * 3600 - 600));
+  Changes c = state_.TakeChanges();
+  for (const JobRecord& job : c.jobs) {
+    EXPECT_EQ(job.queued_at_unix, job.id == "3" ? submitted : 0) << job.id;
+  }
+  std::vector<NodeRecord> nodes;
+  for (const NodeView& v : state_.nodes().Views()) nodes.push_back(v.record);
+  ClusterState restarted(Options(), &clock_);
+  restarted.Restore(c.jobs, nodes);
+  for (const NodeRecord& n : nodes) {
+    const std::string job = n.name == first_node ? "1" : "2";
+    ASSERT_TRUE(restarted.agents().Register(n, {Report(job, 1, 0, RankPhase::kRunning),
+                                                Report(job, 1, 1, RankPhase::kRunning)}).ok());
+  }
+  JobSpec high = Spec(1, 2);
+  high.priority = 5;
+  ASSERT_EQ(restarted.SubmitJob(high)->job_id, "4");
+  clock_.Advance(Seconds(600));  // job 3 has waited 12 h
+  ASSERT_TRUE(restarted.agents().Heartbeat(first_node, restarted.log().generation(),
+                                           {Report("1", 1, 0, RankPhase::kExited, 0),
+                                            Report("1", 1, 1, RankPhase::kExited, 0)}));
+  restarted.Schedule();
+  EXPECT_TRUE(restarted.jobs().Find("3")->allocated);  // placed on job 1's node
+  EXPECT_EQ(restarted.jobs().Find("3")->allocation[0].node, first_node);
+  EXPECT_EQ(restarted.jobs().Find("4")->state, JobState::kPending);
+}
+
 TEST_F(ClusterStateTest, TimeFieldsAreCappedAtValidation) {
   JobSpec spec = Spec(1, 1);
   spec.time_limit_s = INT64_MAX;

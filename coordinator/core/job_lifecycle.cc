@@ -47,6 +47,11 @@ void JobLifecycle::Restore(std::vector<JobRecord> jobs) {
   for (auto& [seq, job] : jobs_) {
     if (IsTerminal(job.state)) continue;
     absl::Status s;
+    sched::QueueMarks marks;
+    if (job.queued_at_unix > 0) marks.queued_at = p_.clock->FromUnix(job.queued_at_unix);
+    marks.order_preemptions = job.order_preemptions;
+    marks.las_behind_seq = static_cast<uint64_t>(job.las_behind_seq);
+    marks.las_recalls = job.las_recalls;
     if (job.allocated) {
       active_.insert(seq);
       p_.launcher->Restore(job);
@@ -61,10 +66,10 @@ void JobLifecycle::Restore(std::vector<JobRecord> jobs) {
         started = job.attempt_spans.back().start;
       }
       s = p_.sched->Restore(ToSchedRequest(job, *p_.options), ToSchedPlacement(job),
-                            p_.clock->FromUnix(started), ckpt, deadline);
+                            p_.clock->FromUnix(started), ckpt, deadline, marks);
       if (s.ok() && job.stopping) PublishStop(job);
     } else {
-      s = p_.sched->Submit(ToSchedRequest(job, *p_.options));
+      s = p_.sched->Submit(ToSchedRequest(job, *p_.options), marks);
     }
     if (!s.ok()) {
       ATHANOR_LOG(ERROR) << "restore job " << job.id << " into the scheduler: " << s;

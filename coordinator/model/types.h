@@ -234,6 +234,16 @@ struct JobRecord {
   // (JobLifecycle, kMaxMasterPortRequeues).
   std::vector<std::string> master_port_taken_on;
   TelemetryFigures last_telemetry;  // persisted every so often while it runs
+  // The scheduler's marks on the job (sched::QueueMarks), copied from it each
+  // time the record is taken for the store (ClusterState::TakeChanges) and
+  // given back on a restore, so that a restart keeps the job's place: when a
+  // pending job last became pending (Unix seconds; 0: not pending), how
+  // often LAS preempted it for order, the seq it returns behind and whether
+  // it recalls its GPUs (las.h).
+  double queued_at_unix = 0;
+  int32_t order_preemptions = 0;
+  int64_t las_behind_seq = 0;
+  bool las_recalls = false;
   // Billing's word to the ranks (credit low), appended once to their logs;
   // in memory only (ClusterState::CheckCredit sets it again after a restart).
   std::string billing_notice;

@@ -205,6 +205,83 @@ TEST_F(OrderTest, LasRecallsThePreemptedJobsGpusAfterRecallAfter) {
   }
 }
 
+// A restarted coordinator gives each job its QueueMarks back (Submit for a
+// pending job, Restore for a running one): the job preempted for order still
+// recalls its GPUs 60 s after it was requeued, not 60 s after the restart,
+// and the running job keeps its count of preemptions for order.
+TEST_F(OrderTest, LasMarksSurviveARestart) {
+  using Kind = Decision::Kind;
+  SchedulerOptions o = Options(SchedulingPolicy::kLas);
+  o.min_run_time = seconds(300);
+  sched_ = std::make_unique<Scheduler>(&clock_, o);
+  ASSERT_TRUE(sched_->AddNode(MakeNode("n1", 1)).ok());
+  ASSERT_NO_FATAL_FAILURE(SubmitPreemptible("old"));
+  ASSERT_EQ(sched_->Schedule().size(), 1u);
+  clock_.Advance(seconds(400));
+  ASSERT_TRUE(sched_->OnCheckpoint("old", clock_.Now()).ok());
+  ASSERT_NO_FATAL_FAILURE(SubmitPreemptible("fresh"));
+  ASSERT_NO_FATAL_FAILURE(ExpectOnly(Kind::kPreempt, "old"));
+  ASSERT_TRUE(sched_->OnJobExited("old", /*requeue=*/true).ok());
+  const TimePoint requeued = clock_.Now();
+  ASSERT_NO_FATAL_FAILURE(ExpectOnly(Kind::kStart, "fresh"));
+  const QueuedJob& old = *sched_->view().job("old");
+  const QueuedJob& fresh = *sched_->view().job("fresh");
+  ASSERT_EQ(old.marks().queued_at, std::optional<TimePoint>(requeued));
+  EXPECT_EQ(old.marks().order_preemptions, 1);
+  EXPECT_EQ(old.marks().las_behind_seq, fresh.req.submit_seq);
+  EXPECT_TRUE(old.marks().las_recalls);
+  EXPECT_EQ(fresh.marks().queued_at, std::nullopt);  // not pending
+
+  clock_.Advance(seconds(30));  // the coordinator restarts: once with the marks, once without
+  Scheduler with(&clock_, o), without(&clock_, o);
+  for (Scheduler* restarted : {&with, &without}) {
+    const bool marks = restarted == &with;
+    ASSERT_TRUE(restarted->AddNode(MakeNode("n1", 1)).ok());
+    ASSERT_TRUE(restarted->Restore(fresh.req, {{"n1", {0}}}, fresh.started, std::nullopt, std::nullopt,
+                                   marks ? fresh.marks() : QueueMarks{}).ok());
+    ASSERT_TRUE(restarted->Submit(old.req, marks ? old.marks() : QueueMarks{}).ok());
+  }
+  EXPECT_EQ(with.view().job("old")->queued_at, requeued);
+  EXPECT_EQ(without.view().job("old")->queued_at, clock_.Now());
+  EXPECT_EQ(with.view().job("fresh")->order_preemptions, 0);
+  clock_.Advance(seconds(29));
+  for (Scheduler* restarted : {&with, &without}) {
+    ASSERT_TRUE(restarted->OnCheckpoint("fresh", clock_.Now()).ok());
+    EXPECT_TRUE(restarted->Schedule().empty());
+  }
+  clock_.Advance(seconds(1));  // "old" has waited 60 s since its requeue
+  auto d = with.Schedule();
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].kind, Kind::kPreempt);
+  EXPECT_EQ(d[0].job, "fresh");
+  EXPECT_TRUE(without.Schedule().empty());  // it forgot the loan: no recall
+}
+
+// A running job restored with its preemption for order spent is not
+// preempted for order again; one restored without marks is.
+TEST_F(OrderTest, LasRestoredJobKeepsItsPreemptionsForOrder) {
+  for (int spent : {1, 0}) {
+    SCOPED_TRACE(absl::StrCat(spent, " preemptions for order"));
+    sched_ = std::make_unique<Scheduler>(&clock_, Options(SchedulingPolicy::kLas));
+    ASSERT_TRUE(sched_->AddNode(MakeNode("n1", 1)).ok());
+    JobRequest old = MakeJob("old", 1, 1);
+    old.preemptible = true;
+    old.submit_seq = 7;
+    QueueMarks marks;
+    marks.order_preemptions = spent;
+    // It has run 100 s (queue 1) and checkpointed just now.
+    ASSERT_TRUE(sched_->Restore(old, {{"n1", {0}}}, clock_.Now() - seconds(100), clock_.Now(), std::nullopt,
+                                marks).ok());
+    EXPECT_EQ(sched_->view().job("old")->order_preemptions, spent);
+    ASSERT_NO_FATAL_FAILURE(SubmitPreemptible("fresh"));
+    if (spent == 1) {
+      EXPECT_TRUE(sched_->Schedule().empty());
+    } else {
+      ASSERT_NO_FATAL_FAILURE(ExpectOnly(Decision::Kind::kPreempt, "old"));
+    }
+  }
+}
+
 // A recall takes only from jobs that started after the recalling job was
 // requeued, and only of its own class.
 TEST_F(OrderTest, LasRecallsNeitherFromEarlierJobsNorFromOtherClasses) {

@@ -43,6 +43,16 @@ struct PendingReason {
   }
 };
 
+// What a pass remembers of a job beyond its request, for a restarted
+// coordinator to give back (it persists them with the job): when the job
+// last became pending, for the age limit and LAS's recall, and LAS's marks.
+struct QueueMarks {
+  std::optional<TimePoint> queued_at;  // pending jobs; none: now
+  int order_preemptions = 0;
+  uint64_t las_behind_seq = 0;
+  bool las_recalls = false;
+};
+
 struct QueuedJob {
   JobRequest req;
   QueuedJobState state = QueuedJobState::kPending;
@@ -73,6 +83,16 @@ struct QueuedJob {
   // Its key in the scheduler's EndIndex while it holds resources with an end
   // estimate (set by the scheduler only).
   std::optional<TimePoint> indexed_end;
+
+  // Its QueueMarks (queued_at only while pending).
+  QueueMarks marks() const {
+    QueueMarks m;
+    if (state == QueuedJobState::kPending) m.queued_at = queued_at;
+    m.order_preemptions = order_preemptions;
+    m.las_behind_seq = las_behind_seq;
+    m.las_recalls = las_recalls;
+    return m;
+  }
 
   // GPUs it holds (an elastic job may hold fewer than it asked for).
   int held_gpus() const { return static_cast<int>(nodes.size()) * req.gpus_per_node; }

@@ -68,7 +68,7 @@ absl::Status ValidateShape(const JobRequest& job) {
 
 }  // namespace
 
-absl::Status Scheduler::Submit(JobRequest job) {
+absl::Status Scheduler::Submit(JobRequest job, const QueueMarks& marks) {
   RETURN_IF_ERROR(ValidateShape(job));
   if (s_.jobs.count(job.id)) return absl::AlreadyExistsError(absl::StrCat("job ", job.id, " exists"));
   int quota = s_.TenantQuota(job.tenant);
@@ -99,7 +99,11 @@ absl::Status Scheduler::Submit(JobRequest job) {
   next_seq_ = std::max(next_seq_, job.submit_seq + 1);
   QueuedJob& record = s_.jobs[job.id];
   record.req = std::move(job);
-  record.queued_at = clock_->Now();
+  const TimePoint now = clock_->Now();
+  record.queued_at = marks.queued_at ? std::min(*marks.queued_at, now) : now;
+  record.order_preemptions = marks.order_preemptions;
+  record.las_behind_seq = marks.las_behind_seq;
+  record.las_recalls = marks.las_recalls;
   s_.queue.Add(record.req, record.queued_at);
   return absl::OkStatus();
 }
@@ -222,7 +226,7 @@ int Scheduler::GrowableNodes(const JobId& id) const {
 
 absl::Status Scheduler::Restore(JobRequest req, const std::vector<NodeAllocation>& placement,
                                 TimePoint started_at, std::optional<TimePoint> last_checkpoint,
-                                std::optional<TimePoint> preempt_deadline) {
+                                std::optional<TimePoint> preempt_deadline, const QueueMarks& marks) {
   RETURN_IF_ERROR(ValidateShape(req));
   if (s_.jobs.count(req.id)) return absl::AlreadyExistsError(absl::StrCat("job ", req.id, " exists"));
   if (static_cast<int>(placement.size()) > req.nodes || static_cast<int>(placement.size()) < req.least_nodes()) {
@@ -263,6 +267,7 @@ absl::Status Scheduler::Restore(JobRequest req, const std::vector<NodeAllocation
   job.nodes = std::move(nodes);
   job.started = started_at;
   job.last_checkpoint = last_checkpoint;
+  job.order_preemptions = marks.order_preemptions;
   s_.holders[job.req.id] = &job;
   s_.IndexEnd(job);
   s_.accounting.Start(job.req.id, job.req.tenant, job.held_gpus(), started_at);

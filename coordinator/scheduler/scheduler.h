@@ -78,9 +78,11 @@ class Scheduler {
 
   // ---- jobs
   // Queues a job. submit_seq 0 assigns the next sequence number; a nonzero
-  // one (restore) is kept. InvalidArgument when it can never fit the current
-  // inventory or its tenant's quota, saying why.
-  absl::Status Submit(JobRequest job);
+  // one (restore) is kept, and so are `marks` (a restore: the job keeps its
+  // time pending and LAS's marks; a queued_at later than now reads as now).
+  // InvalidArgument when it can never fit the current inventory or its
+  // tenant's quota, saying why.
+  absl::Status Submit(JobRequest job, const QueueMarks& marks = {});
   // Removes a pending job. FailedPrecondition when it holds resources: end it
   // and report OnJobExited instead.
   absl::Status Cancel(const JobId& job);
@@ -111,10 +113,12 @@ class Scheduler {
   // (one that does has the better claim to free GPUs). 0 otherwise.
   int GrowableNodes(const JobId& job) const;
   // Re-creates a job holding its persisted placement (after a restart):
-  // RUNNING, or PREEMPTING when `preempt_deadline` is given.
+  // RUNNING, or PREEMPTING when `preempt_deadline` is given; it keeps its
+  // preemptions for order from `marks`.
   absl::Status Restore(JobRequest job, const std::vector<NodeAllocation>& placement,
                        TimePoint started_at, std::optional<TimePoint> last_checkpoint,
-                       std::optional<TimePoint> preempt_deadline = std::nullopt);
+                       std::optional<TimePoint> preempt_deadline = std::nullopt,
+                       const QueueMarks& marks = {});
 
   // One scheduling pass at clock->Now().
   std::vector<Decision> Schedule();

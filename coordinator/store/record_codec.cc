@@ -1,5 +1,7 @@
 #include "coordinator/store/record_codec.h"
 
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "coordinator/wire/proto_convert.h"
@@ -45,6 +47,10 @@ std::string EncodeJob(const JobRecord& job) {
   row.set_stop_resize(job.stop_resize);
   row.set_image_digest(job.image_digest);
   row.set_network_subnet(job.network_subnet);
+  row.set_queued_at_unix(job.queued_at_unix);
+  row.set_order_preemptions(job.order_preemptions);
+  row.set_las_behind_seq(job.las_behind_seq);
+  row.set_las_recalls(job.las_recalls);
   return ToProtoJson(row);
 }
 
@@ -76,6 +82,16 @@ absl::StatusOr<JobRecord> DecodeJob(std::string_view text) {
   job.stop_resize = row.stop_resize();
   job.image_digest = row.image_digest();
   job.network_subnet = row.network_subnet();
+  if (!std::isfinite(row.queued_at_unix()) || row.queued_at_unix() < 0 || row.order_preemptions() < 0 ||
+      row.las_behind_seq() < 0) {
+    return absl::DataLossError(absl::StrCat("job ", job.id, ": queue marks out of range (queued at ",
+                                            row.queued_at_unix(), ", ", row.order_preemptions(),
+                                            " preemptions for order, behind seq ", row.las_behind_seq(), ")"));
+  }
+  job.queued_at_unix = row.queued_at_unix();
+  job.order_preemptions = row.order_preemptions();
+  job.las_behind_seq = row.las_behind_seq();
+  job.las_recalls = row.las_recalls();
   if (job.ranks.size() != job.allocation.size()) {
     return absl::DataLossError(absl::StrCat("job ", job.id, ": ranks and allocation disagree"));
   }

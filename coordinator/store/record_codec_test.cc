@@ -64,6 +64,10 @@ JobRecord FullJob() {
   job.hang = {3, 1, "n2", "no progress", 1764600033, 31.5};
   job.avoid_nodes = {"n9"};
   job.last_telemetry = {1200, 2.25, 15000.5, 210.75, 0.125, 65536, 2, 1.5, 1764600036000, 3, 5000};
+  job.queued_at_unix = 1764600005.5;
+  job.order_preemptions = 1;
+  job.las_behind_seq = 40;
+  job.las_recalls = true;
   return job;
 }
 
@@ -100,6 +104,10 @@ TEST(RecordCodecTest, EveryFieldSurvivesARoundTrip) {
   EXPECT_EQ(back->state, JobState::kPreempting);
   EXPECT_EQ(back->stop_outcome, JobState::kPending);
   EXPECT_EQ(back->idempotency_key, "key-1");
+  EXPECT_EQ(back->queued_at_unix, 1764600005.5);
+  EXPECT_EQ(back->order_preemptions, 1);
+  EXPECT_EQ(back->las_behind_seq, 40);
+  EXPECT_TRUE(back->las_recalls);
   EXPECT_EQ(EncodeJob(*back), text);
 }
 
@@ -140,6 +148,12 @@ TEST(RecordCodecTest, BadRowsAreDataLoss) {
   EXPECT_EQ(message(R"({"job":{"id":"4","allocation":[{"rank":1}],"ranks":[{"rank":1}]}})"),
             "job 4: ranks are not numbered 0..");
   EXPECT_EQ(message(R"({"bogus":1})"), "job record: bogus: Cannot find field.");
+  EXPECT_EQ(message(R"({"job":{"id":"5"},"order_preemptions":-1})"),
+            "job 5: queue marks out of range (queued at 0, -1 preemptions for order, behind seq 0)");
+  EXPECT_EQ(message(R"({"job":{"id":"5"},"queued_at_unix":"NaN"})"),
+            "job 5: queue marks out of range (queued at nan, 0 preemptions for order, behind seq 0)");
+  EXPECT_EQ(message(R"({"job":{"id":"5"},"las_behind_seq":"-3"})"),
+            "job 5: queue marks out of range (queued at 0, 0 preemptions for order, behind seq -3)");
   EXPECT_EQ(DecodeJob("{\"job\":").status().code(), absl::StatusCode::kDataLoss);
   EXPECT_EQ(DecodeNode(R"({"node":{"state":6}})").status().message(), "node record: node state 6 is not a known state");
   EXPECT_EQ(DecodeJob(R"({"seq":"-7"})").value().seq, -7);
