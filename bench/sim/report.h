@@ -51,8 +51,8 @@ struct PolicySummary {
   int passes = 0;
   double pass_mean_us = 0, pass_p99_us = 0;
   // Each pass's time over what it had to look at (SimResult::pass_work), in
-  // µs per 1,000 nodes + pending jobs: flat across cluster sizes when the
-  // pass is linear in them.
+  // µs per 1,000 nodes + jobs (pending and holding GPUs): flat across
+  // cluster sizes when the pass is linear in them.
   double pass_mean_us_per_k = 0, pass_p99_us_per_k = 0;
   // Against the baseline (equal to 1 / 0 for the baseline itself):
   double jct_vs_baseline = 1;   // mean JCT ratio

@@ -426,6 +426,7 @@ TEST(SimTest, PassTimeOverWhatThePassLookedAt) {
   ASSERT_TRUE(run.ok()) << run.status();
   EXPECT_EQ(run->pass_work.size(), run->pass_us.size());
   EXPECT_EQ(run->pass_work.front(), 2 + 1);  // 2 nodes, A pending at 0
+  EXPECT_EQ(run->pass_work[1], 2 + 2);      // at 10: A running, B pending
 }
 
 TEST(SimTest, SameSeedSameRun) {

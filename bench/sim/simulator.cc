@@ -152,6 +152,7 @@ class Run {
   uint64_t seq_ = 0;
   int64_t now_ = 0;
   int64_t busy_gpus_ = 0;
+  int64_t holding_jobs_ = 0;  // running or preempting
   int64_t stranded_ = 0;  // as of the last pass
   std::multiset<int> pending_shares_;  // gpus_per_node of each pending job
   size_t done_ = 0;
@@ -222,6 +223,7 @@ void Run::Apply(const sched::Decision& d) {
     JobOutcome& out = result_.jobs[index];
     if (out.first_start_s < 0) out.first_start_s = now_;
     busy_gpus_ += live.held_gpus(job);
+    ++holding_jobs_;
     Push(now_ + live.WallLeft(job), EventKind::kFinish, index, live.attempt);
     if (o_.checkpoint_interval_s > 0 && o_.checkpoint_interval_s < live.WallLeft(job)) {
       Push(now_ + o_.checkpoint_interval_s, EventKind::kCheckpoint, index, live.attempt);
@@ -271,6 +273,7 @@ void Run::EndAttempt(int index, int64_t cut_s) {
   live.pending_since_s = now_;
   ++live.attempt;
   busy_gpus_ -= live.held_gpus(job);
+  --holding_jobs_;
   pending_shares_.insert(job.gpus_per_node);
   OnCreditPending(index, +1);
   // The scheduler holds the job (it started it); an error here is a bug.
@@ -307,6 +310,7 @@ void Run::HandleEvent(const Event& e) {
       live.phase = JobPhase::kDone;
       ++done_;
       busy_gpus_ -= live.held_gpus(job);
+      --holding_jobs_;
       ATHANOR_CHECK(scheduler_.OnJobExited(job.id, /*requeue=*/false).ok()) << job.id;
       return;
     }
@@ -527,7 +531,7 @@ absl::StatusOr<SimResult> Run::Go() {
       absl::Status submitted = Submit(static_cast<int>(next));
       if (!submitted.ok()) return submitted;
     }
-    result_.pass_work.push_back(static_cast<int64_t>(w_.nodes.size() + pending_shares_.size()));
+    result_.pass_work.push_back(static_cast<int64_t>(w_.nodes.size() + pending_shares_.size()) + holding_jobs_);
     const auto start = std::chrono::steady_clock::now();
     std::vector<sched::Decision> decisions = scheduler_.Schedule();
     result_.pass_us.push_back(

@@ -110,8 +110,8 @@ struct SimResult {
   int node_failures = 0;
   int rejected = 0;              // Submit refused: never fits
   std::vector<double> pass_us;   // wall time of each pass
-  // What each pass had to look at: the cluster's nodes plus the jobs
-  // pending when it began.
+  // What each pass had to look at: the cluster's nodes plus its jobs, pending
+  // and holding GPUs, when it began.
   std::vector<int64_t> pass_work;
   std::vector<Step> steps;
 };

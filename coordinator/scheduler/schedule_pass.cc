@@ -154,65 +154,52 @@ void SchedulePass::RunFairShare() {
 }
 
 void SchedulePass::RunOrdered() {
+  // Sorting every pending job costs O(n log n) a pass, where the default
+  // policy's cursors cost what they start; the order of these policies
+  // crosses tenants and (for FIFO) classes, so the queue's layout cannot give
+  // it directly.
   struct Entry {
     int class_rank;  // lower first: higher priority, or 0 for FIFO
     int las_queue;   // lower first
     uint64_t seq;
     bool behind;     // LAS: right behind the job of `seq` (QueuedJob::las_behind_seq)
     const JobId* id;
+    const ShapeKey* shape;
     QueuedJob* job;
   };
-  const auto before = [](const Entry& a, const Entry& b) {
+  std::vector<Entry> order;
+  order.reserve(s_.queue.size());
+  const bool fifo = options_.policy == SchedulingPolicy::kFifo;
+  for (const auto& [priority, tenants] : s_.queue.classes()) {
+    for (const auto& [tenant, shapes] : tenants) {
+      for (const auto& [shape, queue] : shapes) {
+        for (const auto& [seq, id] : queue) {
+          QueuedJob& job = s_.jobs.at(id);
+          if (fifo) {
+            order.push_back({0, 0, seq, false, &id, &shape, &job});
+            continue;
+          }
+          if (Aged(job)) continue;  // visited first
+          if (Recalling(job)) {  // ahead of its class's queues, oldest first
+            order.push_back({-priority, -1, seq, false, &id, &shape, &job});
+            continue;
+          }
+          const bool behind = job.las_behind_seq > seq;
+          const uint64_t place = behind ? job.las_behind_seq : seq;
+          order.push_back({-priority, LasQueueOf(job), place, behind, &id, &shape, &job});
+        }
+      }
+    }
+  }
+  std::sort(order.begin(), order.end(), [](const Entry& a, const Entry& b) {
     return std::tie(a.class_rank, a.las_queue, a.seq, a.behind, *a.id) <
            std::tie(b.class_rank, b.las_queue, b.seq, b.behind, *b.id);
-  };
-  const auto visit = [this](const Entry& e) {
-    if (!Dead(ShapeOf(e.job->req))) Visit(*e.job);
-  };
-  if (options_.policy == SchedulingPolicy::kFifo) {
-    // Submit order across classes, which the queue's layout does not give:
-    // every pending job sorted once a pass (O(n log n)), where the default
-    // policy's cursors cost what they start.
-    std::vector<Entry> order;
-    order.reserve(s_.queue.size());
-    for (const auto& [rank, seq, id] : s_.queue.by_submit()) order.push_back({0, 0, seq, false, &id, &s_.jobs.at(id)});
-    std::sort(order.begin(), order.end(), before);
-    for (const Entry& e : order) {
-      if (strict_blocked_) break;
-      visit(e);
-    }
-    return;
+  });
+  for (const Entry& e : order) {
+    if (strict_blocked_) break;
+    if (Dead(*e.shape)) continue;
+    Visit(*e.job);
   }
-  // LAS. A pending job's service was forgiven when it was requeued, or it
-  // never ran, so nearly every one sits in queue 0 at its own submit place:
-  // the queue's submit index (class, then sequence) is already their order,
-  // and the pass costs O(n), not a sort's O(n log n). The few others
-  // (recalling, right behind the job that preempted them, or in a higher
-  // queue) are sorted apart and merged in.
-  std::vector<Entry> in_place, moved;
-  in_place.reserve(s_.queue.size());
-  for (const auto& [rank, seq, id] : s_.queue.by_submit()) {
-    QueuedJob& job = s_.jobs.at(id);
-    if (Aged(job)) continue;  // visited first
-    if (Recalling(job)) {     // ahead of its class's queues, oldest first
-      moved.push_back({rank, -1, seq, false, &id, &job});
-      continue;
-    }
-    const bool behind = job.las_behind_seq > seq;
-    const Entry e{rank, LasQueueOf(job), behind ? job.las_behind_seq : seq, behind, &id, &job};
-    (behind || e.las_queue != 0 ? moved : in_place).push_back(e);
-  }
-  std::sort(moved.begin(), moved.end(), before);
-  auto next_moved = moved.begin();
-  for (const Entry& e : in_place) {
-    for (; next_moved != moved.end() && before(*next_moved, e); ++next_moved) {
-      if (strict_blocked_) return;
-      visit(*next_moved);
-    }
-    if (strict_blocked_) return;
-    visit(e);
-  }
-  for (; next_moved != moved.end() && !strict_blocked_; ++next_moved) visit(*next_moved);
 }
 
 int SchedulePass::LasQueueOf(const QueuedJob& job) const {

@@ -38,9 +38,7 @@ class SchedulePass {
   // The default policy's order: classes, then (unless strict_fair_share)
   // submit order up to the head, then fair share between tenants.
   void RunFairShare();
-  // kFifo: every pending job sorted once by submit sequence. kLas: the
-  // queue's submit index, with the few jobs out of their submit place (las.h)
-  // merged in.
+  // kFifo and kLas: every pending job sorted once by the policy's key.
   void RunOrdered();
   // One pending job in pass order: held, over quota, the head, or backfill.
   void Visit(QueuedJob& job);
