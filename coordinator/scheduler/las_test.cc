@@ -72,6 +72,23 @@ class OrderTest : public ::testing::Test {
     clock_.Advance(seconds(100));
   }
 
+  // On one 1-GPU node under `o` (LAS): preemptible "old" runs 400 s and
+  // checkpoints, preemptible "fresh" preempts it for order, "old" is
+  // requeued and "fresh" starts.
+  void OldLendsItsGpuToFresh(const SchedulerOptions& o) {
+    using Kind = Decision::Kind;
+    sched_ = std::make_unique<Scheduler>(&clock_, o);
+    ASSERT_TRUE(sched_->AddNode(MakeNode("n1", 1)).ok());
+    ASSERT_NO_FATAL_FAILURE(SubmitPreemptible("old"));
+    ASSERT_EQ(sched_->Schedule().size(), 1u);
+    clock_.Advance(seconds(400));
+    ASSERT_TRUE(sched_->OnCheckpoint("old", clock_.Now()).ok());
+    ASSERT_NO_FATAL_FAILURE(SubmitPreemptible("fresh"));
+    ASSERT_NO_FATAL_FAILURE(ExpectOnly(Kind::kPreempt, "old"));
+    ASSERT_TRUE(sched_->OnJobExited("old", /*requeue=*/true).ok());
+    ASSERT_NO_FATAL_FAILURE(ExpectOnly(Kind::kStart, "fresh"));
+  }
+
   void SubmitPreemptible(const char* id, int priority = 0) {
     JobRequest r = MakeJob(id, 1, 1, "t", priority);
     r.preemptible = true;
@@ -168,16 +185,7 @@ TEST_F(OrderTest, LasRecallsThePreemptedJobsGpusAfterRecallAfter) {
     SchedulerOptions o = Options(SchedulingPolicy::kLas);
     o.min_run_time = seconds(300);
     o.las.recall_after = seconds(recall_s);
-    sched_ = std::make_unique<Scheduler>(&clock_, o);
-    ASSERT_TRUE(sched_->AddNode(MakeNode("n1", 1)).ok());
-    ASSERT_NO_FATAL_FAILURE(SubmitPreemptible("old"));
-    ASSERT_EQ(sched_->Schedule().size(), 1u);
-    clock_.Advance(seconds(400));
-    ASSERT_TRUE(sched_->OnCheckpoint("old", clock_.Now()).ok());
-    ASSERT_NO_FATAL_FAILURE(SubmitPreemptible("fresh"));
-    ASSERT_NO_FATAL_FAILURE(ExpectOnly(Kind::kPreempt, "old"));
-    ASSERT_TRUE(sched_->OnJobExited("old", /*requeue=*/true).ok());
-    ASSERT_NO_FATAL_FAILURE(ExpectOnly(Kind::kStart, "fresh"));
+    ASSERT_NO_FATAL_FAILURE(OldLendsItsGpuToFresh(o));
 
     // 59 s on, "fresh" is in queue 1 and has just checkpointed, "old" is in
     // queue 0: order alone would preempt "fresh" now if min_run_time allowed.
@@ -213,17 +221,8 @@ TEST_F(OrderTest, LasMarksSurviveARestart) {
   using Kind = Decision::Kind;
   SchedulerOptions o = Options(SchedulingPolicy::kLas);
   o.min_run_time = seconds(300);
-  sched_ = std::make_unique<Scheduler>(&clock_, o);
-  ASSERT_TRUE(sched_->AddNode(MakeNode("n1", 1)).ok());
-  ASSERT_NO_FATAL_FAILURE(SubmitPreemptible("old"));
-  ASSERT_EQ(sched_->Schedule().size(), 1u);
-  clock_.Advance(seconds(400));
-  ASSERT_TRUE(sched_->OnCheckpoint("old", clock_.Now()).ok());
-  ASSERT_NO_FATAL_FAILURE(SubmitPreemptible("fresh"));
-  ASSERT_NO_FATAL_FAILURE(ExpectOnly(Kind::kPreempt, "old"));
-  ASSERT_TRUE(sched_->OnJobExited("old", /*requeue=*/true).ok());
-  const TimePoint requeued = clock_.Now();
-  ASSERT_NO_FATAL_FAILURE(ExpectOnly(Kind::kStart, "fresh"));
+  ASSERT_NO_FATAL_FAILURE(OldLendsItsGpuToFresh(o));
+  const TimePoint requeued = clock_.Now();  // "old" was requeued at this instant
   const QueuedJob& old = *sched_->view().job("old");
   const QueuedJob& fresh = *sched_->view().job("fresh");
   ASSERT_EQ(old.marks().queued_at, std::optional<TimePoint>(requeued));
